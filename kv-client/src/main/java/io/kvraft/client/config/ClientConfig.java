@@ -1,0 +1,101 @@
+package io.kvraft.client.config;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import static java.util.Objects.requireNonNullElse;
+
+/**
+ * The client's YAML ({@code conf/client.yaml}).
+ *
+ * @param servers            seed servers, host:port; the route table is learnt from them
+ * @param requestTimeoutMs   the wait for one RPC's answer
+ * @param operationTimeoutMs the deadline of one operation across all its retries
+ * @param readMode           {@code read_index} (linearizable, default) or {@code leader_lease}
+ * @param batching           per-region coalescing of operations into batch RPCs
+ */
+public record ClientConfig(
+        List<String> servers,
+        Long requestTimeoutMs,
+        Long operationTimeoutMs,
+        String readMode,
+        Batching batching) {
+
+    public ClientConfig {
+        servers = List.copyOf(requireNonNullElse(servers, List.of()));
+        requestTimeoutMs = requireNonNullElse(requestTimeoutMs, 5_000L);
+        operationTimeoutMs = requireNonNullElse(operationTimeoutMs, 30_000L);
+        readMode = requireNonNullElse(readMode, "read_index");
+        batching = requireNonNullElse(batching, Batching.DEFAULT);
+        for (String s : servers) {
+            HostPort.parse(s);
+        }
+        if (requestTimeoutMs <= 0) {
+            throw new IllegalArgumentException("requestTimeoutMs must be positive, got " + requestTimeoutMs);
+        }
+        if (operationTimeoutMs < requestTimeoutMs) {
+            throw new IllegalArgumentException("operationTimeoutMs (" + operationTimeoutMs
+                    + ") must be at least requestTimeoutMs (" + requestTimeoutMs + ")");
+        }
+        if (!readMode.equals("read_index") && !readMode.equals("leader_lease")) {
+            throw new IllegalArgumentException("readMode must be read_index or leader_lease, got " + readMode);
+        }
+    }
+
+    public static ClientConfig load(Path file) {
+        ClientConfig c = YamlConfig.load(file, ClientConfig.class);
+        if (c.servers().isEmpty()) {
+            throw new ConfigException(file + ": key 'servers': at least one host:port is required");
+        }
+        return c;
+    }
+
+    public static ClientConfig of(List<String> servers) {
+        return new ClientConfig(servers, null, null, null, null);
+    }
+
+    public ClientConfig withServers(List<String> newServers) {
+        return new ClientConfig(newServers, requestTimeoutMs, operationTimeoutMs, readMode, batching);
+    }
+
+    public ClientConfig withBatching(Batching newBatching) {
+        return new ClientConfig(servers, requestTimeoutMs, operationTimeoutMs, readMode, newBatching);
+    }
+
+    public ClientConfig withReadMode(String newReadMode) {
+        return new ClientConfig(servers, requestTimeoutMs, operationTimeoutMs, newReadMode, batching);
+    }
+
+    /**
+     * @param enabled              on: one batch RPC per region carries many operations; off: one RPC per operation
+     * @param maxBatchSize         operations per batch RPC at most
+     * @param maxBatchBytes        key and value bytes per batch RPC at most
+     * @param maxInflightPerRegion batch RPCs in flight per region and kind (writes, reads); the next batch
+     *                             leaves as soon as one returns, so no timer delays a batch
+     * @param maxPendingPerRegion  operations queued per region before callers get BUSY (back-pressure)
+     */
+    public record Batching(
+            Boolean enabled,
+            Integer maxBatchSize,
+            Integer maxBatchBytes,
+            Integer maxInflightPerRegion,
+            Integer maxPendingPerRegion) {
+
+        public static final Batching DEFAULT = new Batching(null, null, null, null, null);
+
+        public Batching {
+            enabled = requireNonNullElse(enabled, true);
+            maxBatchSize = requireNonNullElse(maxBatchSize, 512);
+            maxBatchBytes = requireNonNullElse(maxBatchBytes, 1 << 20);
+            maxInflightPerRegion = requireNonNullElse(maxInflightPerRegion, 2);
+            maxPendingPerRegion = requireNonNullElse(maxPendingPerRegion, 100_000);
+            if (maxBatchSize < 1 || maxBatchBytes < 1 || maxInflightPerRegion < 1 || maxPendingPerRegion < 1) {
+                throw new IllegalArgumentException("batching limits must be positive");
+            }
+        }
+
+        public Batching withEnabled(boolean on) {
+            return new Batching(on, maxBatchSize, maxBatchBytes, maxInflightPerRegion, maxPendingPerRegion);
+        }
+    }
+}

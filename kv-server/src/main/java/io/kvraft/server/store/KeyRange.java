@@ -1,0 +1,47 @@
+package io.kvraft.server.store;
+
+import java.util.Arrays;
+
+/**
+ * A half-open key range [start, end) under unsigned-byte order. An empty start is minus infinity,
+ * an empty end is plus infinity.
+ */
+public record KeyRange(byte[] start, byte[] end) {
+
+    public static final KeyRange ALL = new KeyRange(new byte[0], new byte[0]);
+
+    public KeyRange {
+        start = start == null ? new byte[0] : start;
+        end = end == null ? new byte[0] : end;
+    }
+
+    public boolean contains(byte[] key) {
+        return Arrays.compareUnsigned(key, start) >= 0 && (end.length == 0 || Arrays.compareUnsigned(key, end) < 0);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof KeyRange r && Arrays.equals(start, r.start) && Arrays.equals(end, r.end);
+    }
+
+    @Override
+    public int hashCode() {
+        return 31 * Arrays.hashCode(start) + Arrays.hashCode(end);
+    }
+
+    @Override
+    public String toString() {
+        return "[" + hex(start) + ", " + (end.length == 0 ? "+inf" : hex(end)) + ")";
+    }
+
+    private static String hex(byte[] b) {
+        if (b.length == 0) {
+            return "-inf";
+        }
+        StringBuilder sb = new StringBuilder();
+        for (byte x : b) {
+            sb.append(String.format("%02x", x));
+        }
+        return sb.toString();
+    }
+}

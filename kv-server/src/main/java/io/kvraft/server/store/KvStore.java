@@ -1,0 +1,44 @@
+package io.kvraft.server.store;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.file.Path;
+
+/**
+ * One node's key-value data, shared by all regions of the node; a region is a key range.
+ * Writes come only from the Raft state machines, one thread per region, on disjoint ranges.
+ * Keys are ordered as unsigned bytes.
+ */
+public interface KvStore extends Closeable {
+
+    /** The engine name as written in YAML: {@code memory} or {@code rocksdb}. */
+    String engine();
+
+    /** The value of {@code key}, or null when absent. */
+    byte[] get(byte[] key);
+
+    /**
+     * Applies {@code batch} atomically and records {@code appliedIndex} as the region's last applied
+     * Raft index in the same atomic step (engines that keep no data across restarts may ignore it).
+     */
+    void apply(int regionId, long appliedIndex, StoreBatch batch);
+
+    /** The last applied index recorded for the region by {@link #apply}, or 0 (always 0 for engines that forget on restart). */
+    long appliedIndex(int regionId);
+
+    /**
+     * Writes the data of {@code range} into {@code dir} (which exists and is empty), with checksums,
+     * as one region's snapshot. Never a copy of the whole store.
+     */
+    void writeSnapshot(KeyRange range, Path dir) throws IOException;
+
+    /**
+     * Replaces everything in {@code range} by the snapshot in {@code dir} and records
+     * {@code appliedIndex} for the region. A snapshot that fails its checksums or is truncated is
+     * refused with {@link CorruptSnapshotException} and leaves the store unchanged.
+     */
+    void loadSnapshot(int regionId, long appliedIndex, KeyRange range, Path dir) throws IOException;
+
+    /** Number of keys in {@code range} (exact for memory, an estimate is allowed for disk engines). */
+    long approximateCount(KeyRange range);
+}
