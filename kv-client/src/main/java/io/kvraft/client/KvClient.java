@@ -25,7 +25,7 @@ public interface KvClient extends AutoCloseable {
     /** Reads many keys, possibly in many regions; the values come back in the order of {@code keys}, null for absent. */
     CompletableFuture<List<byte[]>> multiGet(List<byte[]> keys);
 
-    /** Writes many pairs, possibly in many regions. Atomic per region, not across regions. */
+    /** Writes many pairs, possibly in many regions; not atomic: on failure some pairs may have been written. */
     CompletableFuture<Void> batchPut(List<KeyValue> entries);
 
     /**

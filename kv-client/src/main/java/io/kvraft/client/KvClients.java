@@ -8,8 +8,13 @@ public final class KvClients {
     private KvClients() {
     }
 
-    /** A client of the cluster named by {@code config.servers()}; it learns the route table on first use. */
+    /**
+     * A client of the cluster named by {@code config.servers()}. Fetches the route table before it
+     * returns; throws a KvException (UNAVAILABLE) when no server answers within the operation timeout.
+     */
     public static KvClient connect(ClientConfig config) {
-        throw new UnsupportedOperationException("not yet");
+        RoutingKvClient client = new RoutingKvClient(config);
+        client.connect();
+        return client;
     }
 }

@@ -56,7 +56,8 @@ public final class YamlConfig {
             while (root.getCause() != null) {
                 root = root.getCause();
             }
-            String why = root instanceof IllegalArgumentException ? root.getMessage() : e.getOriginalMessage();
+            String why = root instanceof IllegalArgumentException || root instanceof NullPointerException
+                    ? root.getMessage() : e.getOriginalMessage();
             String at = path(e);
             throw new ConfigException(source + ": " + (at.isEmpty() ? "" : "key '" + at + "': ") + firstLine(why));
         } catch (JsonProcessingException e) {

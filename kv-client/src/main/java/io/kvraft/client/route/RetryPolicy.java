@@ -1,0 +1,71 @@
+package io.kvraft.client.route;
+
+import io.kvraft.client.proto.KvProto.ErrorCode;
+
+/**
+ * Decides by error code whether and when an operation is tried again, within its deadline.
+ * Not-leader with a hint goes again at once; an election or a lost node is waited out with a
+ * growing pause. Writes whose outcome is unknown (TIMEOUT, UNAVAILABLE) are retried only when
+ * they are idempotent.
+ */
+public final class RetryPolicy {
+
+    public static final long NO_RETRY = -1;
+
+    private final long baseDelayNanos;
+    private final long maxDelayNanos;
+
+    public RetryPolicy(long baseDelayMs, long maxDelayMs) {
+        this.baseDelayNanos = baseDelayMs * 1_000_000L;
+        this.maxDelayNanos = maxDelayMs * 1_000_000L;
+    }
+
+    public static RetryPolicy defaults() {
+        return new RetryPolicy(10, 500);
+    }
+
+    public static boolean retriable(ErrorCode code) {
+        return switch (code) {
+            case NOT_LEADER, NO_LEADER, TIMEOUT, BUSY, SHUTTING_DOWN, UNAVAILABLE,
+                 REGION_NOT_FOUND, STALE_EPOCH, KEY_OUT_OF_RANGE -> true;
+            default -> false;
+        };
+    }
+
+    /** Errors after which the whole route table is fetched again before the retry. */
+    public static boolean refreshesRoute(ErrorCode code) {
+        return code == ErrorCode.REGION_NOT_FOUND || code == ErrorCode.STALE_EPOCH || code == ErrorCode.KEY_OUT_OF_RANGE;
+    }
+
+    /** Errors that leave the outcome of a write unknown: it may still be applied. */
+    public static boolean outcomeUnknown(ErrorCode code) {
+        return code == ErrorCode.TIMEOUT || code == ErrorCode.UNAVAILABLE;
+    }
+
+    /**
+     * The pause before attempt {@code attempt + 1}, or {@link #NO_RETRY}.
+     *
+     * @param attempt        attempts made so far (1 after the first)
+     * @param hasLeaderHint  the error named the leader, so the next try can go straight there
+     * @param idempotent     the operation may be applied twice without harm
+     * @param nowNanos       the clock
+     * @param deadlineNanos  the operation's deadline on the same clock
+     */
+    public long delayNanos(ErrorCode code, int attempt, boolean hasLeaderHint, boolean idempotent,
+                           long nowNanos, long deadlineNanos) {
+        if (!retriable(code) || (!idempotent && outcomeUnknown(code))) {
+            return NO_RETRY;
+        }
+        long delay;
+        if (code == ErrorCode.NOT_LEADER && hasLeaderHint && attempt <= 3) {
+            delay = 0;
+        } else {
+            int shift = Math.min(Math.max(attempt - 1, 0), 20);
+            delay = Math.min(maxDelayNanos, baseDelayNanos << shift);
+        }
+        if (nowNanos + delay >= deadlineNanos) {
+            return NO_RETRY;
+        }
+        return delay;
+    }
+}

@@ -1,0 +1,118 @@
+package io.kvraft.client.route;
+
+import io.kvraft.client.proto.KvProto.RegionInfo;
+
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Which region holds a key and which node leads it, as far as the client knows.
+ * <pre>
+ *   start keys:  ""        0x0aaa      0x1555     ...
+ *   regions:     |   1     |     2     |    3     | ...
+ *   lookup(k) = floorEntry(k) under unsigned byte order
+ * </pre>
+ * The table is replaced whole when refreshed; leaders are updated per region as hints arrive.
+ */
+public final class RouteTable {
+
+    /** One region as routed: its range and epoch are fixed per table; its leader is a moving guess. */
+    public static final class Route {
+        private final RegionInfo info;
+        private volatile String leader;
+        private int nextPeer;
+
+        Route(RegionInfo info) {
+            this.info = info;
+            this.leader = info.getLeader();
+        }
+
+        public int regionId() {
+            return info.getId();
+        }
+
+        public long epoch() {
+            return info.getEpoch();
+        }
+
+        public RegionInfo info() {
+            return info;
+        }
+
+        /** The believed leader, or a peer to ask when none is known. */
+        public String target() {
+            String l = leader;
+            if (l != null && !l.isEmpty()) {
+                return l;
+            }
+            return nextPeerGuess();
+        }
+
+        public void leader(String hint) {
+            this.leader = hint;
+        }
+
+        /** Forgets the leader; the next target is another peer in turn. */
+        public void leaderUnknown(String failedTarget) {
+            if (failedTarget == null || failedTarget.equals(leader)) {
+                this.leader = "";
+            }
+        }
+
+        private synchronized String nextPeerGuess() {
+            List<String> peers = info.getPeersList();
+            if (peers.isEmpty()) {
+                return "";
+            }
+            nextPeer = (nextPeer + 1) % peers.size();
+            return peers.get(nextPeer);
+        }
+    }
+
+    private volatile TreeMap<byte[], Route> byStart = new TreeMap<>(Arrays::compareUnsigned);
+    private final Map<Integer, Route> byId = new ConcurrentHashMap<>();
+
+    /** Replaces the table with {@code regions}, keeping known leaders where the regions did not change. */
+    public synchronized void update(List<RegionInfo> regions) {
+        TreeMap<byte[], Route> next = new TreeMap<>(Arrays::compareUnsigned);
+        for (RegionInfo r : regions) {
+            Route old = byId.get(r.getId());
+            Route route = new Route(r);
+            if (r.getLeader().isEmpty() && old != null && old.epoch() == r.getEpoch()) {
+                route.leader(old.leader);
+            }
+            next.put(r.getStartKey().toByteArray(), route);
+            byId.put(r.getId(), route);
+        }
+        byId.keySet().retainAll(regions.stream().map(RegionInfo::getId).toList());
+        byStart = next;
+    }
+
+    public boolean isEmpty() {
+        return byStart.isEmpty();
+    }
+
+    /** The region holding {@code key}, or null when the table has none (empty table or a gap). */
+    public Route lookup(byte[] key) {
+        Map.Entry<byte[], Route> e = byStart.floorEntry(key);
+        if (e == null) {
+            return null;
+        }
+        byte[] end = e.getValue().info.getEndKey().toByteArray();
+        if (end.length > 0 && Arrays.compareUnsigned(key, end) >= 0) {
+            return null;
+        }
+        return e.getValue();
+    }
+
+    public Route byId(int regionId) {
+        return byId.get(regionId);
+    }
+
+    public List<Route> routes() {
+        return List.copyOf(byStart.values());
+    }
+}

@@ -1,0 +1,92 @@
+package io.kvraft.client.rpc;
+
+import com.alipay.sofa.jraft.option.RpcOptions;
+import com.alipay.sofa.jraft.rpc.InvokeCallback;
+import com.alipay.sofa.jraft.rpc.RpcClient;
+import com.alipay.sofa.jraft.util.Endpoint;
+import com.alipay.sofa.jraft.util.RpcFactoryHelper;
+import com.alipay.sofa.jraft.error.RemotingException;
+import com.alipay.sofa.jraft.error.InvokeTimeoutException;
+import com.google.protobuf.Message;
+import io.kvraft.client.KvException;
+import io.kvraft.client.config.HostPort;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+
+/**
+ * Asynchronous request/response over jraft's bolt RPC client. Failures of the transport become
+ * KvExceptions: TIMEOUT when no answer came in time, UNAVAILABLE when the connection failed.
+ * Callbacks run on bolt's I/O threads, so continuations must not block.
+ */
+public final class Transport implements AutoCloseable {
+
+    private static final Executor DIRECT = Runnable::run;
+
+    private final RpcClient rpc;
+    private final ConcurrentHashMap<String, Endpoint> endpoints = new ConcurrentHashMap<>();
+
+    public Transport() {
+        WireProtocol.register();
+        this.rpc = RpcFactoryHelper.rpcFactory().createRpcClient();
+        rpc.init(new RpcOptions());
+    }
+
+    @SuppressWarnings("unchecked")
+    public <R extends Message> CompletableFuture<R> call(String target, Message request, long timeoutMs) {
+        CompletableFuture<R> f = new CompletableFuture<>();
+        Endpoint ep;
+        try {
+            ep = endpoints.computeIfAbsent(target, t -> {
+                HostPort hp = HostPort.parse(t);
+                return new Endpoint(hp.host(), hp.port());
+            });
+        } catch (IllegalArgumentException e) {
+            f.completeExceptionally(new KvException(ErrorCode.INVALID_ARGUMENT, e.getMessage()));
+            return f;
+        }
+        try {
+            rpc.invokeAsync(ep, request, new InvokeCallback() {
+                @Override
+                public void complete(Object result, Throwable err) {
+                    if (err == null) {
+                        f.complete((R) result);
+                    } else {
+                        f.completeExceptionally(translate(target, err));
+                    }
+                }
+
+                @Override
+                public Executor executor() {
+                    return DIRECT;
+                }
+            }, Math.max(1, timeoutMs));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            f.completeExceptionally(new KvException(ErrorCode.UNAVAILABLE, "interrupted"));
+        } catch (RemotingException | RuntimeException e) {
+            f.completeExceptionally(translate(target, e));
+        }
+        return f;
+    }
+
+    private static KvException translate(String target, Throwable err) {
+        if (err instanceof InvokeTimeoutException || String.valueOf(err.getMessage()).contains("Invoke timeout")) {
+            return new KvException(ErrorCode.TIMEOUT, "no answer from " + target + " in time");
+        }
+        return new KvException(ErrorCode.UNAVAILABLE, target + ": " + err.getClass().getSimpleName()
+                + (err.getMessage() == null ? "" : ": " + firstLine(err.getMessage())));
+    }
+
+    private static String firstLine(String s) {
+        int nl = s.indexOf('\n');
+        return nl < 0 ? s : s.substring(0, nl);
+    }
+
+    @Override
+    public void close() {
+        rpc.shutdown();
+    }
+}

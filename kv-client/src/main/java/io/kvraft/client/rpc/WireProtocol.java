@@ -1,0 +1,105 @@
+package io.kvraft.client.rpc;
+
+import com.alipay.remoting.CustomSerializer;
+import com.alipay.remoting.DefaultCustomSerializer;
+import com.alipay.remoting.InvokeContext;
+import com.alipay.remoting.exception.DeserializationException;
+import com.alipay.remoting.exception.SerializationException;
+import com.alipay.remoting.rpc.RequestCommand;
+import com.alipay.remoting.rpc.ResponseCommand;
+import com.alipay.remoting.rpc.protocol.RpcRequestCommand;
+import com.alipay.remoting.rpc.protocol.RpcResponseCommand;
+import com.alipay.remoting.CustomSerializerManager;
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.Message;
+import com.google.protobuf.Parser;
+import io.kvraft.client.proto.KvProto;
+
+import java.util.Map;
+
+/**
+ * Registers the kv protobuf messages with bolt, the transport under jraft's RPC. jraft's own
+ * ProtobufSerializer only parses the messages of jraft's descriptor set, so ours get a serializer
+ * of their own: protobuf bytes in, protobuf bytes out, no Java or Hessian serialization.
+ */
+public final class WireProtocol {
+
+    private static final Map<String, Parser<? extends Message>> PARSERS = Map.of(
+            KvProto.WriteRequest.class.getName(), KvProto.WriteRequest.parser(),
+            KvProto.WriteResponse.class.getName(), KvProto.WriteResponse.parser(),
+            KvProto.ReadRequest.class.getName(), KvProto.ReadRequest.parser(),
+            KvProto.ReadResponse.class.getName(), KvProto.ReadResponse.parser(),
+            KvProto.RegionsRequest.class.getName(), KvProto.RegionsRequest.parser(),
+            KvProto.RegionsResponse.class.getName(), KvProto.RegionsResponse.parser(),
+            KvProto.TransferLeaderRequest.class.getName(), KvProto.TransferLeaderRequest.parser(),
+            KvProto.AdminResponse.class.getName(), KvProto.AdminResponse.parser());
+
+    private static final CustomSerializer SERIALIZER = new ProtoSerializer();
+
+    private static volatile boolean registered;
+
+    private WireProtocol() {
+    }
+
+    /** Idempotent; call before the first RPC on either side. */
+    public static synchronized void register() {
+        if (registered) {
+            return;
+        }
+        for (String className : PARSERS.keySet()) {
+            CustomSerializerManager.registerCustomSerializer(className, SERIALIZER);
+        }
+        registered = true;
+    }
+
+    private static Message parse(String className, byte[] bytes) throws DeserializationException {
+        Parser<? extends Message> parser = PARSERS.get(className);
+        if (parser == null) {
+            throw new DeserializationException("unknown message class " + className);
+        }
+        try {
+            return parser.parseFrom(bytes == null ? new byte[0] : bytes);
+        } catch (InvalidProtocolBufferException e) {
+            throw new DeserializationException("malformed " + className + ": " + e.getMessage());
+        }
+    }
+
+    private static final class ProtoSerializer extends DefaultCustomSerializer {
+
+        @Override
+        public <T extends RequestCommand> boolean serializeContent(T request, InvokeContext ctx) throws SerializationException {
+            RpcRequestCommand cmd = (RpcRequestCommand) request;
+            cmd.setContent(((Message) cmd.getRequestObject()).toByteArray());
+            return true;
+        }
+
+        @Override
+        public <T extends ResponseCommand> boolean serializeContent(T response) throws SerializationException {
+            RpcResponseCommand cmd = (RpcResponseCommand) response;
+            Object body = cmd.getResponseObject();
+            if (!(body instanceof Message msg)) {
+                return false;  // bolt's own error responses keep bolt's default serializer
+            }
+            cmd.setContent(msg.toByteArray());
+            return true;
+        }
+
+        @Override
+        public <T extends RequestCommand> boolean deserializeContent(T request) throws DeserializationException {
+            RpcRequestCommand cmd = (RpcRequestCommand) request;
+            cmd.setRequestObject(parse(cmd.getRequestClass(), cmd.getContent()));
+            return true;
+        }
+
+        @Override
+        public <T extends ResponseCommand> boolean deserializeContent(T response, InvokeContext ctx)
+                throws DeserializationException {
+            RpcResponseCommand cmd = (RpcResponseCommand) response;
+            if (!PARSERS.containsKey(cmd.getResponseClass())) {
+                return false;
+            }
+            cmd.setResponseObject(parse(cmd.getResponseClass(), cmd.getContent()));
+            return true;
+        }
+    }
+}

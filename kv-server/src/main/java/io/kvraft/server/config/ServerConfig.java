@@ -1,0 +1,213 @@
+package io.kvraft.server.config;
+
+import io.kvraft.client.config.HostPort;
+import io.kvraft.client.config.YamlConfig;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import static java.util.Objects.requireNonNull;
+import static java.util.Objects.requireNonNullElse;
+
+/**
+ * One node's YAML ({@code conf/server-N.yaml}), bound into immutable records. Defaults live in
+ * the compact constructors; rules that span fields are checked there too.
+ *
+ * @param endpoint host:port this node listens on for Raft and client traffic (one port for both)
+ * @param dataDir  where the Raft logs, Raft meta, snapshots and the store live
+ * @param cluster  the peers and the regions, identical on every node
+ */
+public record ServerConfig(
+        String endpoint,
+        String dataDir,
+        ClusterConfig cluster,
+        StoreConfig store,
+        RaftConfig raft,
+        LimitsConfig limits,
+        BalanceConfig balance) {
+
+    public ServerConfig {
+        requireNonNull(endpoint, "endpoint is required (host:port)");
+        HostPort.parse(endpoint);
+        requireNonNull(dataDir, "dataDir is required");
+        requireNonNull(cluster, "cluster is required");
+        store = requireNonNullElse(store, StoreConfig.DEFAULT);
+        raft = requireNonNullElse(raft, RaftConfig.DEFAULT);
+        limits = requireNonNullElse(limits, LimitsConfig.DEFAULT);
+        balance = requireNonNullElse(balance, BalanceConfig.DEFAULT);
+        if (!cluster.peers().contains(endpoint)) {
+            throw new IllegalArgumentException("endpoint " + endpoint + " is not one of cluster.peers " + cluster.peers());
+        }
+    }
+
+    public static ServerConfig load(Path file) {
+        return YamlConfig.load(file, ServerConfig.class);
+    }
+
+    public ServerConfig withDataDir(String newDataDir) {
+        return new ServerConfig(endpoint, newDataDir, cluster, store, raft, limits, balance);
+    }
+
+    public ServerConfig withRaft(RaftConfig newRaft) {
+        return new ServerConfig(endpoint, dataDir, cluster, store, newRaft, limits, balance);
+    }
+
+    public ServerConfig withStore(StoreConfig newStore) {
+        return new ServerConfig(endpoint, dataDir, cluster, newStore, raft, limits, balance);
+    }
+
+    /**
+     * @param peers       every node's endpoint; every region has a replica on each
+     * @param regionCount regions the key space is split into, evenly by the first two key bytes
+     * @param splitKeys   explicit split points (hex, ascending), instead of the even split; regionCount
+     *                    must then be splitKeys.size() + 1
+     */
+    public record ClusterConfig(List<String> peers, Integer regionCount, List<String> splitKeys) {
+        public ClusterConfig {
+            requireNonNull(peers, "cluster.peers is required");
+            peers = List.copyOf(peers);
+            if (peers.isEmpty()) {
+                throw new IllegalArgumentException("cluster.peers must not be empty");
+            }
+            peers.forEach(HostPort::parse);
+            if (peers.stream().distinct().count() != peers.size()) {
+                throw new IllegalArgumentException("cluster.peers has duplicates: " + peers);
+            }
+            splitKeys = List.copyOf(requireNonNullElse(splitKeys, List.of()));
+            regionCount = requireNonNullElse(regionCount, splitKeys.isEmpty() ? 24 : splitKeys.size() + 1);
+            if (regionCount < 1 || regionCount > 65536) {
+                throw new IllegalArgumentException("cluster.regionCount must be in 1..65536, got " + regionCount);
+            }
+            if (!splitKeys.isEmpty() && regionCount != splitKeys.size() + 1) {
+                throw new IllegalArgumentException("cluster.regionCount (" + regionCount
+                        + ") must be splitKeys.size() + 1 (" + (splitKeys.size() + 1) + ")");
+            }
+        }
+    }
+
+    /**
+     * @param engine           {@code memory} (MemoryDB) or {@code rocksdb}
+     * @param blockCacheBytes  RocksDB block cache
+     * @param writeBufferBytes RocksDB memtable size
+     * @param compression      RocksDB compression: none, lz4, zstd, snappy
+     */
+    public record StoreConfig(String engine, Long blockCacheBytes, Long writeBufferBytes, String compression) {
+        public static final StoreConfig DEFAULT = new StoreConfig(null, null, null, null);
+
+        public StoreConfig {
+            engine = requireNonNullElse(engine, "memory");
+            blockCacheBytes = requireNonNullElse(blockCacheBytes, 64L << 20);
+            writeBufferBytes = requireNonNullElse(writeBufferBytes, 32L << 20);
+            compression = requireNonNullElse(compression, "lz4");
+            if (!engine.equals("memory") && !engine.equals("rocksdb")) {
+                throw new IllegalArgumentException("store.engine must be memory or rocksdb, got '" + engine + "'");
+            }
+            if (!List.of("none", "lz4", "zstd", "snappy").contains(compression)) {
+                throw new IllegalArgumentException("store.compression must be none, lz4, zstd or snappy, got '" + compression + "'");
+            }
+        }
+    }
+
+    /**
+     * Raft settings, mapped onto jraft's NodeOptions and RaftOptions in one place (RaftOptionsFactory).
+     *
+     * @param electionTimeoutMs         a follower that hears no leader for this long starts an election.
+     *                                  Heartbeats go every electionTimeoutMs / electionHeartbeatFactor. The
+     *                                  default 5000 keeps 72 idle groups under 0.1 core; failover then takes
+     *                                  5-10 s. Lower it for faster failover at the price of idle CPU.
+     * @param startupElectionTimeoutMs  the election timeout a region uses until it first sees a leader, so a
+     *                                  fresh cluster elects within a second or two; then electionTimeoutMs applies
+     * @param electionHeartbeatFactor   election timeout / heartbeat interval
+     * @param sync                      fsync the Raft log before acknowledging (durability across power loss)
+     * @param snapshotIntervalSecs      each region snapshots its store this often (0 = never) and the log is truncated
+     * @param replicatorPipeline        pipeline AppendEntries to followers (jraft RaftOptions.replicatorPipeline)
+     * @param maxReplicatorInflightMsgs AppendEntries in flight per follower when pipelining
+     * @param maxProposalsInflight      Raft log entries a region leader has in flight; further writes wait and
+     *                                  are coalesced into the next entry as soon as one commits
+     * @param maxOpsPerEntry            writes per log entry at most
+     * @param disruptorBufferSize       jraft's ring buffers per group (smaller saves memory with many groups)
+     */
+    public record RaftConfig(
+            Integer electionTimeoutMs,
+            Integer startupElectionTimeoutMs,
+            Integer electionHeartbeatFactor,
+            Boolean sync,
+            Integer snapshotIntervalSecs,
+            Boolean replicatorPipeline,
+            Integer maxReplicatorInflightMsgs,
+            Integer maxProposalsInflight,
+            Integer maxOpsPerEntry,
+            Integer disruptorBufferSize) {
+
+        public static final RaftConfig DEFAULT = new RaftConfig(null, null, null, null, null, null, null, null, null, null);
+
+        public RaftConfig {
+            electionTimeoutMs = requireNonNullElse(electionTimeoutMs, 5000);
+            startupElectionTimeoutMs = requireNonNullElse(startupElectionTimeoutMs, Math.min(1000, electionTimeoutMs));
+            electionHeartbeatFactor = requireNonNullElse(electionHeartbeatFactor, 10);
+            sync = requireNonNullElse(sync, true);
+            snapshotIntervalSecs = requireNonNullElse(snapshotIntervalSecs, 600);
+            replicatorPipeline = requireNonNullElse(replicatorPipeline, true);
+            maxReplicatorInflightMsgs = requireNonNullElse(maxReplicatorInflightMsgs, 256);
+            maxProposalsInflight = requireNonNullElse(maxProposalsInflight, 2);
+            maxOpsPerEntry = requireNonNullElse(maxOpsPerEntry, 4096);
+            disruptorBufferSize = requireNonNullElse(disruptorBufferSize, 1024);
+            if (electionTimeoutMs < 100 || startupElectionTimeoutMs < 100) {
+                throw new IllegalArgumentException("raft.electionTimeoutMs and startupElectionTimeoutMs must be at least 100");
+            }
+            if (electionHeartbeatFactor < 2 || electionTimeoutMs / electionHeartbeatFactor < 10) {
+                throw new IllegalArgumentException("raft.electionHeartbeatFactor must be >= 2 and leave heartbeats of >= 10 ms");
+            }
+            if (snapshotIntervalSecs < 0 || maxReplicatorInflightMsgs < 1 || maxProposalsInflight < 1 || maxOpsPerEntry < 1) {
+                throw new IllegalArgumentException("raft: counts and intervals must be positive");
+            }
+            if (Integer.bitCount(disruptorBufferSize) != 1) {
+                throw new IllegalArgumentException("raft.disruptorBufferSize must be a power of two, got " + disruptorBufferSize);
+            }
+        }
+
+        public RaftConfig withElectionTimeoutMs(int ms) {
+            return new RaftConfig(ms, Math.min(ms, startupElectionTimeoutMs), electionHeartbeatFactor, sync, snapshotIntervalSecs, replicatorPipeline,
+                    maxReplicatorInflightMsgs, maxProposalsInflight, maxOpsPerEntry, disruptorBufferSize);
+        }
+
+        public RaftConfig withSnapshotIntervalSecs(int secs) {
+            return new RaftConfig(electionTimeoutMs, startupElectionTimeoutMs, electionHeartbeatFactor, sync, secs, replicatorPipeline,
+                    maxReplicatorInflightMsgs, maxProposalsInflight, maxOpsPerEntry, disruptorBufferSize);
+        }
+    }
+
+    /**
+     * @param maxKeyBytes   keys longer than this are refused with INVALID_ARGUMENT
+     * @param maxValueBytes values longer than this are refused with INVALID_ARGUMENT
+     * @param maxBatchOps   operations in one request at most
+     */
+    public record LimitsConfig(Integer maxKeyBytes, Integer maxValueBytes, Integer maxBatchOps) {
+        public static final LimitsConfig DEFAULT = new LimitsConfig(null, null, null);
+
+        public LimitsConfig {
+            maxKeyBytes = requireNonNullElse(maxKeyBytes, 4096);
+            maxValueBytes = requireNonNullElse(maxValueBytes, 1 << 20);
+            maxBatchOps = requireNonNullElse(maxBatchOps, 10_000);
+            if (maxKeyBytes < 1 || maxValueBytes < 0 || maxBatchOps < 1) {
+                throw new IllegalArgumentException("limits must be positive");
+            }
+        }
+    }
+
+    /**
+     * @param enabled    move region leaders so every node leads its fair share (after start and rejoin)
+     * @param intervalMs how often a node compares its leader count to its fair share
+     */
+    public record BalanceConfig(Boolean enabled, Integer intervalMs) {
+        public static final BalanceConfig DEFAULT = new BalanceConfig(null, null);
+
+        public BalanceConfig {
+            enabled = requireNonNullElse(enabled, true);
+            intervalMs = requireNonNullElse(intervalMs, 1000);
+            if (intervalMs < 10) {
+                throw new IllegalArgumentException("balance.intervalMs must be at least 10");
+            }
+        }
+    }
+}

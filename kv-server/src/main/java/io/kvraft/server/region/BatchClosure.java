@@ -1,0 +1,59 @@
+package io.kvraft.server.region;
+
+import com.alipay.sofa.jraft.Closure;
+import com.alipay.sofa.jraft.Status;
+import com.alipay.sofa.jraft.error.RaftError;
+import io.kvraft.client.proto.KvProto.Error;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.WriteBatch;
+import io.kvraft.client.proto.KvProto.WriteResponse;
+import io.kvraft.server.rpc.Responses;
+
+import java.util.List;
+
+/**
+ * The closure of one log entry that carries the writes of several client requests. The state
+ * machine sets the per-op results and runs it; jraft runs it with an error if the entry failed.
+ */
+final class BatchClosure implements Closure {
+
+    final WriteBatch batch;
+    private final List<WriteProposal> proposals;
+    private final Runnable coalescerDone;
+    private final Region region;
+    boolean[] results;
+
+    BatchClosure(WriteBatch batch, List<WriteProposal> proposals, Region region, Runnable coalescerDone) {
+        this.batch = batch;
+        this.proposals = proposals;
+        this.region = region;
+        this.coalescerDone = coalescerDone;
+    }
+
+    @Override
+    public void run(Status status) {
+        try {
+            if (status.isOk()) {
+                int at = 0;
+                for (WriteProposal p : proposals) {
+                    WriteResponse.Builder b = WriteResponse.newBuilder();
+                    for (int i = 0; i < p.ops().size(); i++) {
+                        b.addSucceeded(results[at++]);
+                    }
+                    p.reply().accept(b.build());
+                }
+                region.countWrites(batch.getOpsCount());
+            } else {
+                // past apply() the entry may still commit under a new leader: only EBUSY proves it was not taken
+                Error err = status.getRaftError() == RaftError.EBUSY ? region.errorOf(status)
+                        : Responses.error(ErrorCode.TIMEOUT, region.leaderHint(), "region outcome unknown: " + status);
+                WriteResponse error = WriteResponse.newBuilder().setError(err).build();
+                for (WriteProposal p : proposals) {
+                    p.reply().accept(error);
+                }
+            }
+        } finally {
+            coalescerDone.run();
+        }
+    }
+}

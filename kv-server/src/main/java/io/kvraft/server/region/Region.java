@@ -1,0 +1,198 @@
+package io.kvraft.server.region;
+
+import com.alipay.sofa.jraft.Node;
+import com.alipay.sofa.jraft.RaftGroupService;
+import com.alipay.sofa.jraft.Status;
+import com.alipay.sofa.jraft.closure.ReadIndexClosure;
+import com.alipay.sofa.jraft.entity.PeerId;
+import com.alipay.sofa.jraft.entity.Task;
+import com.alipay.sofa.jraft.error.RaftError;
+import com.alipay.sofa.jraft.option.NodeOptions;
+import com.alipay.sofa.jraft.option.ReadOnlyOption;
+import com.alipay.sofa.jraft.rpc.RpcServer;
+import io.kvraft.client.batch.Coalescer;
+import io.kvraft.client.proto.KvProto.Error;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.ReadMode;
+import io.kvraft.client.proto.KvProto.ReadResponse;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.Value;
+import io.kvraft.client.proto.KvProto.WriteBatch;
+import io.kvraft.client.proto.KvProto.WriteOp;
+import io.kvraft.client.proto.KvProto.WriteResponse;
+import io.kvraft.server.config.ServerConfig.RaftConfig;
+import io.kvraft.server.rpc.Responses;
+import io.kvraft.server.store.KeyRange;
+import io.kvraft.server.store.KvStore;
+import com.google.protobuf.ByteString;
+
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
+
+/**
+ * One region on one node: its jraft group, its state machine, and the leader's write coalescer
+ * that turns concurrent client requests into one log entry each time the previous one commits.
+ */
+public final class Region {
+
+    public static final long EPOCH = 1; // regions never split or move yet, so their epoch never changes
+
+    private final int id;
+    private final KeyRange range;
+    private final RegionStateMachine fsm;
+    private final RaftGroupService service;
+    private final Coalescer<WriteProposal> proposer;
+    private final LongAdder writeOps;
+    private final LongAdder readOps;
+    private final Runnable onLeaderKnown;
+    private final AtomicBoolean startupTimeoutCleared = new AtomicBoolean();
+    private volatile Node node;
+
+    Region(int id, KeyRange range, KvStore store, PeerId self, NodeOptions options, RpcServer rpcServer,
+           RaftConfig raft, LongAdder writeOps, LongAdder readOps, Runnable onLeaderKnown) {
+        this.id = id;
+        this.range = range;
+        this.writeOps = writeOps;
+        this.readOps = readOps;
+        this.onLeaderKnown = onLeaderKnown;
+        this.fsm = new RegionStateMachine(this, store);
+        options.setFsm(fsm);
+        this.service = new RaftGroupService(groupId(id), self, options, rpcServer, true);
+        this.proposer = new Coalescer<>(raft.maxProposalsInflight(), raft.maxOpsPerEntry(), 64 << 20,
+                Integer.MAX_VALUE, WriteProposal::bytes, this::propose);
+    }
+
+    public static String groupId(int regionId) {
+        return "region-" + regionId;
+    }
+
+    void start() {
+        this.node = service.start(false);
+        if (node == null) {
+            throw new IllegalStateException("region " + id + ": raft group failed to start");
+        }
+    }
+
+    void shutdown() {
+        service.shutdown();
+    }
+
+    void join() throws InterruptedException {
+        service.join();
+    }
+
+    public int id() {
+        return id;
+    }
+
+    public KeyRange range() {
+        return range;
+    }
+
+    public Node node() {
+        return node;
+    }
+
+    public boolean isLeader() {
+        Node n = node;
+        return n != null && n.isLeader();
+    }
+
+    /** The leader as this node sees it, host:port, or "" when unknown. */
+    public String leaderHint() {
+        Node n = node;
+        PeerId leader = n == null ? null : n.getLeaderId();
+        return leader == null || leader.isEmpty() ? "" : leader.getEndpoint().toString();
+    }
+
+    // ---- writes -------------------------------------------------------------------------------
+
+    /** Queues validated writes; they go into the next log entry. Only called on the leader. */
+    public void write(List<WriteOp> ops, int bytes, Consumer<WriteResponse> reply) {
+        proposer.offer(new WriteProposal(ops, bytes, reply));
+    }
+
+    private void propose(List<WriteProposal> proposals, Runnable done) {
+        WriteBatch.Builder b = WriteBatch.newBuilder();
+        for (WriteProposal p : proposals) {
+            b.addAllOps(p.ops());
+        }
+        WriteBatch batch = b.build();
+        Task task = new Task();
+        task.setData(ByteBuffer.wrap(batch.toByteArray()));
+        task.setDone(new BatchClosure(batch, proposals, this, done));
+        try {
+            node.apply(task);
+        } catch (IllegalStateException shuttingDown) {
+            // jraft has already run the closure with ENODESHUTDOWN, which answered the callers
+        }
+    }
+
+    void countWrites(int ops) {
+        writeOps.add(ops);
+    }
+
+    // ---- reads --------------------------------------------------------------------------------
+
+    /** A linearizable read of {@code keys}: ReadIndex (or the leader lease), then the store. */
+    public void read(List<ByteString> keys, ReadMode mode, KvStore store, Consumer<ReadResponse> reply) {
+        ReadOnlyOption option = mode == ReadMode.LEADER_LEASE ? ReadOnlyOption.ReadOnlyLeaseBased : ReadOnlyOption.ReadOnlySafe;
+        node.readIndex(option, null, new ReadIndexClosure() {
+            @Override
+            public void run(Status status, long index, byte[] reqCtx) {
+                if (!status.isOk()) {
+                    reply.accept(ReadResponse.newBuilder().setError(errorOf(status)).build());
+                    return;
+                }
+                ReadResponse.Builder b = ReadResponse.newBuilder();
+                for (ByteString key : keys) {
+                    byte[] v = store.get(key.toByteArray());
+                    b.addValues(v == null ? Value.getDefaultInstance()
+                            : Value.newBuilder().setFound(true).setValue(ByteString.copyFrom(v)).build());
+                }
+                readOps.add(keys.size());
+                reply.accept(b.build());
+            }
+        });
+    }
+
+    // ---- state --------------------------------------------------------------------------------
+
+    void onLeadershipChange() {
+        if (startupTimeoutCleared.compareAndSet(false, true)) {
+            onLeaderKnown.run();
+        }
+    }
+
+    public RegionInfo info(List<String> peers) {
+        Node n = node;
+        return RegionInfo.newBuilder()
+                .setId(id)
+                .setStartKey(ByteString.copyFrom(range.start()))
+                .setEndKey(ByteString.copyFrom(range.end()))
+                .setEpoch(EPOCH)
+                .addAllPeers(peers)
+                .setLeader(leaderHint())
+                .setTerm(fsm.term())
+                .setAppliedIndex(fsm.appliedIndex())
+                .setRole(n == null ? "STOPPED" : n.getNodeState().name().replace("STATE_", ""))
+                .build();
+    }
+
+    /** Maps a jraft failure onto the wire: not-leader errors carry the leader hint. */
+    Error errorOf(Status status) {
+        RaftError e = status.getRaftError();
+        String hint = leaderHint();
+        return switch (e) {
+            case EPERM -> Responses.error(hint.isEmpty() ? ErrorCode.NO_LEADER : ErrorCode.NOT_LEADER, hint,
+                    "region " + id + ": " + status.getErrorMsg());
+            case EBUSY, EAGAIN -> Responses.error(ErrorCode.BUSY, hint, "region " + id + ": " + status.getErrorMsg());
+            case ENODESHUTDOWN, ESHUTDOWN -> Responses.error(ErrorCode.SHUTTING_DOWN, hint, "region " + id + " is shutting down");
+            case ETIMEDOUT -> Responses.error(ErrorCode.TIMEOUT, hint, "region " + id + ": " + status.getErrorMsg());
+            default -> Responses.error(ErrorCode.INTERNAL, hint, "region " + id + ": " + status);
+        };
+    }
+}

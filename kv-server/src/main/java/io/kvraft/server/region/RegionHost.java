@@ -1,0 +1,129 @@
+package io.kvraft.server.region;
+
+import com.alipay.sofa.jraft.RaftGroupService;
+import com.alipay.sofa.jraft.entity.PeerId;
+import com.alipay.sofa.jraft.rpc.RaftRpcServerFactory;
+import com.alipay.sofa.jraft.rpc.RpcServer;
+import com.alipay.sofa.jraft.util.Endpoint;
+import io.kvraft.client.rpc.WireProtocol;
+import io.kvraft.server.config.ServerConfig;
+import io.kvraft.server.region.RegionLayout.RegionSpec;
+import io.kvraft.server.store.KvStore;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
+
+/**
+ * The Raft side of a node: one RPC server shared by all region groups, the groups themselves,
+ * and the node-wide counters. The KV request handlers are registered on the same RPC server.
+ */
+public final class RegionHost implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(RegionHost.class);
+
+    private final ServerConfig config;
+    private final RpcServer rpcServer;
+    private final Map<Integer, Region> regions = new TreeMap<>();
+    private final List<String> peers;
+    private final LongAdder writeOps = new LongAdder();
+    private final LongAdder readOps = new LongAdder();
+    private volatile boolean started;
+
+    public RegionHost(ServerConfig config, KvStore store, ScheduledExecutorService housekeeping) {
+        this.config = config;
+        this.peers = config.cluster().peers();
+        WireProtocol.register();
+        RaftOptionsFactory.tuneLogStorage();
+        PeerId self = PeerId.parsePeer(config.endpoint());
+        List<PeerId> peerIds = peers.stream().map(PeerId::parsePeer).toList();
+        this.rpcServer = RaftRpcServerFactory.createRaftRpcServer(new Endpoint(self.getIp(), self.getPort()));
+        Path raftRoot = Path.of(config.dataDir(), "raft");
+        int electionTimeoutMs = config.raft().electionTimeoutMs();
+        for (RegionSpec spec : RegionLayout.of(config.cluster())) {
+            Path regionDir = raftRoot.resolve("region-" + spec.id());
+            try {
+                java.nio.file.Files.createDirectories(regionDir);
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException("cannot create " + regionDir, e);
+            }
+            var options = RaftOptionsFactory.nodeOptions(config, peerIds, regionDir);
+            Region[] holder = new Region[1];
+            Runnable leaderKnown = () -> housekeeping.execute(() -> {
+                // once the region has had a leader, the configured (longer) timeout keeps idle groups quiet
+                if (holder[0].node() != null) {
+                    holder[0].node().resetElectionTimeoutMs(electionTimeoutMs);
+                }
+            });
+            Region region = new Region(spec.id(), spec.range(), store, self, options, rpcServer, config.raft(),
+                    writeOps, readOps, leaderKnown);
+            holder[0] = region;
+            regions.put(spec.id(), region);
+        }
+    }
+
+    /** Registers extra request handlers (before {@link #start}). */
+    public void registerHandlers(Consumer<RpcServer> registrar) {
+        registrar.accept(rpcServer);
+    }
+
+    /** Starts every region group, then the shared RPC server. */
+    public void start() {
+        for (Region r : regions.values()) {
+            r.start();
+        }
+        if (!rpcServer.init(null)) {
+            throw new IllegalStateException("cannot listen on " + config.endpoint());
+        }
+        started = true;
+        LOG.info("node {} serving {} regions on {}", config.endpoint(), regions.size(), config.endpoint());
+    }
+
+    public Region region(int id) {
+        return regions.get(id);
+    }
+
+    public java.util.Collection<Region> regions() {
+        return regions.values();
+    }
+
+    public List<String> peers() {
+        return peers;
+    }
+
+    public String endpoint() {
+        return config.endpoint();
+    }
+
+    public long writeOps() {
+        return writeOps.sum();
+    }
+
+    public long readOps() {
+        return readOps.sum();
+    }
+
+    @Override
+    public void close() {
+        for (Region r : regions.values()) {
+            r.shutdown();
+        }
+        for (Region r : regions.values()) {
+            try {
+                r.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        if (started) {
+            rpcServer.shutdown();
+        }
+    }
+}

@@ -1,0 +1,207 @@
+package io.kvraft.server.rpc;
+
+import com.alipay.sofa.jraft.entity.PeerId;
+import com.alipay.sofa.jraft.rpc.RpcContext;
+import com.alipay.sofa.jraft.rpc.RpcProcessor;
+import com.alipay.sofa.jraft.rpc.RpcServer;
+import com.alipay.sofa.jraft.Status;
+import com.google.protobuf.ByteString;
+import io.kvraft.client.proto.KvProto.AdminResponse;
+import io.kvraft.client.proto.KvProto.Error;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.ReadRequest;
+import io.kvraft.client.proto.KvProto.ReadResponse;
+import io.kvraft.client.proto.KvProto.RegionsRequest;
+import io.kvraft.client.proto.KvProto.RegionsResponse;
+import io.kvraft.client.proto.KvProto.TransferLeaderRequest;
+import io.kvraft.client.proto.KvProto.WriteOp;
+import io.kvraft.client.proto.KvProto.WriteOpType;
+import io.kvraft.client.proto.KvProto.WriteRequest;
+import io.kvraft.client.proto.KvProto.WriteResponse;
+import io.kvraft.server.config.ServerConfig.LimitsConfig;
+import io.kvraft.server.region.Region;
+import io.kvraft.server.region.RegionHost;
+import io.kvraft.server.store.KvStore;
+
+import java.util.concurrent.Executor;
+import java.util.function.BiConsumer;
+
+/**
+ * The KV request handlers on the node's shared RPC server. Every request is validated here, on the
+ * leader, before it reaches the log: region, epoch, leadership, key and value sizes, key range.
+ * Handlers never block, so they run on bolt's I/O threads.
+ */
+public final class KvHandlers {
+
+    private static final Executor DIRECT = Runnable::run;
+
+    private final RegionHost host;
+    private final KvStore store;
+    private final LimitsConfig limits;
+    private volatile boolean shuttingDown;
+
+    public KvHandlers(RegionHost host, KvStore store, LimitsConfig limits) {
+        this.host = host;
+        this.store = store;
+        this.limits = limits;
+    }
+
+    public void register(RpcServer server) {
+        server.registerProcessor(processor(WriteRequest.class, this::write));
+        server.registerProcessor(processor(ReadRequest.class, this::read));
+        server.registerProcessor(processor(RegionsRequest.class, this::regions));
+        server.registerProcessor(processor(TransferLeaderRequest.class, this::transferLeader));
+    }
+
+    /** From now on every request is answered SHUTTING_DOWN. */
+    public void beginShutdown() {
+        shuttingDown = true;
+    }
+
+    private static <T> RpcProcessor<T> processor(Class<T> type, BiConsumer<RpcContext, T> handler) {
+        return new RpcProcessor<>() {
+            @Override
+            public void handleRequest(RpcContext ctx, T request) {
+                handler.accept(ctx, request);
+            }
+
+            @Override
+            public String interest() {
+                return type.getName();
+            }
+
+            @Override
+            public Executor executor() {
+                return DIRECT;
+            }
+        };
+    }
+
+    private void write(RpcContext ctx, WriteRequest req) {
+        Region region = host.region(req.getRegionId());
+        Error error = checkRegion(region, req.getRegionId(), req.getRegionEpoch());
+        int bytes = 0;
+        if (error == null) {
+            if (req.getOpsCount() == 0) {
+                error = Responses.error(ErrorCode.INVALID_ARGUMENT, "empty write batch");
+            } else if (req.getOpsCount() > limits.maxBatchOps()) {
+                error = Responses.error(ErrorCode.INVALID_ARGUMENT,
+                        "batch of " + req.getOpsCount() + " ops exceeds limits.maxBatchOps " + limits.maxBatchOps());
+            }
+        }
+        for (int i = 0; error == null && i < req.getOpsCount(); i++) {
+            WriteOp op = req.getOps(i);
+            error = checkKey(region, op.getKey());
+            if (error == null && op.getType() != WriteOpType.DELETE && op.getValue().size() > limits.maxValueBytes()) {
+                error = Responses.error(ErrorCode.INVALID_ARGUMENT,
+                        "value of " + op.getValue().size() + " bytes exceeds limits.maxValueBytes " + limits.maxValueBytes());
+            }
+            if (error == null && op.getType() == WriteOpType.COMPARE_AND_PUT && op.getExpect().size() > limits.maxValueBytes()) {
+                error = Responses.error(ErrorCode.INVALID_ARGUMENT, "expected value exceeds limits.maxValueBytes");
+            }
+            bytes += op.getKey().size() + op.getValue().size() + op.getExpect().size();
+        }
+        if (error == null) {
+            error = checkLeader(region);
+        }
+        if (error != null) {
+            ctx.sendResponse(WriteResponse.newBuilder().setError(error).build());
+            return;
+        }
+        region.write(req.getOpsList(), bytes, ctx::sendResponse);
+    }
+
+    private void read(RpcContext ctx, ReadRequest req) {
+        Region region = host.region(req.getRegionId());
+        Error error = checkRegion(region, req.getRegionId(), req.getRegionEpoch());
+        if (error == null && req.getKeysCount() == 0) {
+            error = Responses.error(ErrorCode.INVALID_ARGUMENT, "empty read batch");
+        }
+        if (error == null && req.getKeysCount() > limits.maxBatchOps()) {
+            error = Responses.error(ErrorCode.INVALID_ARGUMENT, "batch exceeds limits.maxBatchOps " + limits.maxBatchOps());
+        }
+        for (int i = 0; error == null && i < req.getKeysCount(); i++) {
+            error = checkKey(region, req.getKeys(i));
+        }
+        if (error == null) {
+            error = checkLeader(region);
+        }
+        if (error != null) {
+            ctx.sendResponse(ReadResponse.newBuilder().setError(error).build());
+            return;
+        }
+        region.read(req.getKeysList(), req.getMode(), store, ctx::sendResponse);
+    }
+
+    private void regions(RpcContext ctx, RegionsRequest req) {
+        RegionsResponse.Builder b = RegionsResponse.newBuilder()
+                .setNode(host.endpoint())
+                .setWriteOps(host.writeOps())
+                .setReadOps(host.readOps());
+        for (Region r : host.regions()) {
+            b.addRegions(r.info(host.peers()));
+        }
+        ctx.sendResponse(b.build());
+    }
+
+    private void transferLeader(RpcContext ctx, TransferLeaderRequest req) {
+        Region region = host.region(req.getRegionId());
+        Error error = checkRegion(region, req.getRegionId(), Region.EPOCH);
+        PeerId target = new PeerId();
+        if (error == null && (!target.parse(req.getTarget()) || !host.peers().contains(req.getTarget()))) {
+            error = Responses.error(ErrorCode.INVALID_ARGUMENT, "target '" + req.getTarget() + "' is not a peer of region "
+                    + req.getRegionId() + " " + host.peers());
+        }
+        if (error == null) {
+            error = checkLeader(region);
+        }
+        if (error == null) {
+            Status st = region.node().transferLeadershipTo(target);
+            if (!st.isOk()) {
+                error = Responses.error(ErrorCode.BUSY, region.leaderHint(), "transfer refused: " + st.getErrorMsg());
+            }
+        }
+        AdminResponse.Builder b = AdminResponse.newBuilder();
+        if (error != null) {
+            b.setError(error);
+        }
+        ctx.sendResponse(b.build());
+    }
+
+    private Error checkRegion(Region region, int regionId, long epoch) {
+        if (shuttingDown) {
+            return Responses.error(ErrorCode.SHUTTING_DOWN, "node " + host.endpoint() + " is shutting down");
+        }
+        if (region == null) {
+            return Responses.error(ErrorCode.REGION_NOT_FOUND, "no region " + regionId + " on " + host.endpoint());
+        }
+        if (epoch != Region.EPOCH) {
+            return Responses.error(ErrorCode.STALE_EPOCH, "region " + regionId + " is at epoch " + Region.EPOCH
+                    + ", request has " + epoch);
+        }
+        return null;
+    }
+
+    private Error checkKey(Region region, ByteString key) {
+        if (key.isEmpty()) {
+            return Responses.error(ErrorCode.INVALID_ARGUMENT, "empty key");
+        }
+        if (key.size() > limits.maxKeyBytes()) {
+            return Responses.error(ErrorCode.INVALID_ARGUMENT,
+                    "key of " + key.size() + " bytes exceeds limits.maxKeyBytes " + limits.maxKeyBytes());
+        }
+        if (!region.range().contains(key.toByteArray())) {
+            return Responses.error(ErrorCode.KEY_OUT_OF_RANGE, "key is outside region " + region.id() + " " + region.range());
+        }
+        return null;
+    }
+
+    private static Error checkLeader(Region region) {
+        if (region.isLeader()) {
+            return null;
+        }
+        String hint = region.leaderHint();
+        return Responses.error(hint.isEmpty() ? ErrorCode.NO_LEADER : ErrorCode.NOT_LEADER, hint,
+                "this node does not lead region " + region.id());
+    }
+}

@@ -1,0 +1,160 @@
+package io.kvraft.server;
+
+import io.kvraft.client.KvClient;
+import io.kvraft.client.KvClients;
+import io.kvraft.client.config.ClientConfig;
+import io.kvraft.server.config.ServerConfig;
+import io.kvraft.server.config.ServerConfig.BalanceConfig;
+import io.kvraft.server.config.ServerConfig.ClusterConfig;
+import io.kvraft.server.config.ServerConfig.RaftConfig;
+import io.kvraft.server.config.ServerConfig.StoreConfig;
+import io.kvraft.server.region.Region;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+
+import static java.util.concurrent.TimeUnit.SECONDS;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Three (or n) servers in this JVM on free loopback ports with temp data dirs. Closing stops all
+ * of them and, if asked, prints each node's view of the regions first (for failing tests).
+ */
+public final class InProcessCluster implements AutoCloseable {
+
+    private final List<ServerConfig> configs = new ArrayList<>();
+    private final KvServer[] servers;
+    private final List<KvClient> clients = new ArrayList<>();
+
+    private InProcessCluster(List<ServerConfig> configs) {
+        this.configs.addAll(configs);
+        this.servers = new KvServer[configs.size()];
+    }
+
+    public static InProcessCluster start(int nodes, int regions, Path dir, String engine) throws IOException {
+        List<String> peers = new ArrayList<>();
+        for (int i = 0; i < nodes; i++) {
+            peers.add("127.0.0.1:" + freePort());
+        }
+        RaftConfig raft = new RaftConfig(1000, 300, 5, true, 0, true, 256, 2, 4096, 1024);
+        List<ServerConfig> configs = new ArrayList<>();
+        for (int i = 0; i < nodes; i++) {
+            configs.add(new ServerConfig(peers.get(i), dir.resolve("node" + (i + 1)).toString(),
+                    new ClusterConfig(peers, regions, null), new StoreConfig(engine, 8L << 20, 4L << 20, "lz4"),
+                    raft, null, new BalanceConfig(true, 200)));
+        }
+        InProcessCluster c = new InProcessCluster(configs);
+        try {
+            for (int i = 0; i < nodes; i++) {
+                c.startNode(i);
+            }
+        } catch (IOException | RuntimeException e) {
+            c.close();
+            throw e;
+        }
+        return c;
+    }
+
+    public static int freePort() {
+        try (ServerSocket s = new ServerSocket(0)) {
+            s.setReuseAddress(true);
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    public void startNode(int i) throws IOException {
+        servers[i] = KvServer.start(configs.get(i));
+    }
+
+    public void stopNode(int i) {
+        if (servers[i] != null) {
+            servers[i].close();
+            servers[i] = null;
+        }
+    }
+
+    public KvServer node(int i) {
+        return servers[i];
+    }
+
+    public int size() {
+        return servers.length;
+    }
+
+    public List<String> endpoints() {
+        return configs.stream().map(ServerConfig::endpoint).toList();
+    }
+
+    public KvClient client() {
+        return client(ClientConfig.of(endpoints()));
+    }
+
+    public KvClient client(ClientConfig config) {
+        KvClient c = KvClients.connect(config);
+        clients.add(c);
+        return c;
+    }
+
+    /** Leaders per running node, as each node itself reports. */
+    public Map<String, Long> leaderCounts() {
+        Map<String, Long> counts = new HashMap<>();
+        for (KvServer s : servers) {
+            if (s != null) {
+                counts.put(s.config().endpoint(), s.leaderCount());
+            }
+        }
+        return counts;
+    }
+
+    /** True when every region has exactly one leader among the running nodes. */
+    public boolean allRegionsLed() {
+        int regions = configs.get(0).cluster().regionCount();
+        long led = 0;
+        for (KvServer s : servers) {
+            if (s != null) {
+                led += s.leaderCount();
+            }
+        }
+        return led == regions;
+    }
+
+    public void awaitBalanced(int timeoutSecs) {
+        int regions = configs.get(0).cluster().regionCount();
+        long running = java.util.Arrays.stream(servers).filter(java.util.Objects::nonNull).count();
+        long share = regions / running;
+        await().atMost(timeoutSecs, SECONDS).pollInterval(java.time.Duration.ofMillis(100)).until(() ->
+                allRegionsLed() && leaderCounts().values().stream().allMatch(c -> c >= share && c <= share + 1));
+    }
+
+    public String describe() {
+        StringBuilder sb = new StringBuilder();
+        for (KvServer s : servers) {
+            if (s == null) {
+                continue;
+            }
+            sb.append(s.config().endpoint()).append(": ")
+                    .append(s.host().regions().stream().map(r -> r.id() + (r.isLeader() ? "L" : "") + "@" + r.leaderHint())
+                            .collect(Collectors.joining(" "))).append('\n');
+        }
+        return sb.toString();
+    }
+
+    @Override
+    public void close() {
+        for (KvClient c : clients) {
+            c.close();
+        }
+        for (int i = 0; i < servers.length; i++) {
+            stopNode(i);
+        }
+    }
+}
