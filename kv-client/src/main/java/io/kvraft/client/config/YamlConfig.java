@@ -1,5 +1,6 @@
 package io.kvraft.client.config;
 
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonMappingException;
@@ -23,7 +24,9 @@ public final class YamlConfig {
     private static final ObjectMapper MAPPER = new ObjectMapper(new YAMLFactory())
             .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
             .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
-            .enable(DeserializationFeature.FAIL_ON_READING_DUP_TREE_KEY);
+            .enable(DeserializationFeature.FAIL_ON_READING_DUP_TREE_KEY)
+            // FAIL_ON_READING_DUP_TREE_KEY covers JsonNode trees only; records need the parser to catch a repeated key
+            .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
 
     private YamlConfig() {
     }

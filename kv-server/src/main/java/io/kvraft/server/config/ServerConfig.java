@@ -2,6 +2,7 @@ package io.kvraft.server.config;
 
 import io.kvraft.client.config.HostPort;
 import io.kvraft.client.config.YamlConfig;
+import io.kvraft.server.region.RegionLayout;
 
 import java.nio.file.Path;
 import java.util.List;
@@ -74,6 +75,7 @@ public record ServerConfig(
                 throw new IllegalArgumentException("cluster.peers has duplicates: " + peers);
             }
             splitKeys = List.copyOf(requireNonNullElse(splitKeys, List.of()));
+            RegionLayout.parseSplits(splitKeys);  // hex, non-empty, strictly ascending: fail at load, naming the file
             regionCount = requireNonNullElse(regionCount, splitKeys.isEmpty() ? 24 : splitKeys.size() + 1);
             if (regionCount < 1 || regionCount > 65536) {
                 throw new IllegalArgumentException("cluster.regionCount must be in 1..65536, got " + regionCount);
@@ -116,7 +118,8 @@ public record ServerConfig(
      *                                  default 5000 keeps 72 idle groups under 0.1 core; failover then takes
      *                                  5-10 s. Lower it for faster failover at the price of idle CPU.
      * @param startupElectionTimeoutMs  the election timeout a region uses until it first sees a leader, so a
-     *                                  fresh cluster elects within a second or two; then electionTimeoutMs applies
+     *                                  fresh cluster elects within a second or two; then electionTimeoutMs applies.
+     *                                  At least two heartbeats long.
      * @param electionHeartbeatFactor   election timeout / heartbeat interval
      * @param sync                      fsync the Raft log before acknowledging (durability across power loss)
      * @param snapshotIntervalSecs      each region snapshots its store this often (0 = never) and the log is truncated
@@ -143,8 +146,9 @@ public record ServerConfig(
 
         public RaftConfig {
             electionTimeoutMs = requireNonNullElse(electionTimeoutMs, 5000);
-            startupElectionTimeoutMs = requireNonNullElse(startupElectionTimeoutMs, Math.min(1000, electionTimeoutMs));
             electionHeartbeatFactor = requireNonNullElse(electionHeartbeatFactor, 10);
+            startupElectionTimeoutMs = requireNonNullElse(startupElectionTimeoutMs,
+                    Math.min(electionTimeoutMs, Math.max(1000, 2 * electionTimeoutMs / electionHeartbeatFactor)));
             sync = requireNonNullElse(sync, true);
             snapshotIntervalSecs = requireNonNullElse(snapshotIntervalSecs, 600);
             replicatorPipeline = requireNonNullElse(replicatorPipeline, true);
@@ -158,16 +162,21 @@ public record ServerConfig(
             if (electionHeartbeatFactor < 2 || electionTimeoutMs / electionHeartbeatFactor < 10) {
                 throw new IllegalArgumentException("raft.electionHeartbeatFactor must be >= 2 and leave heartbeats of >= 10 ms");
             }
+            if (startupElectionTimeoutMs > electionTimeoutMs
+                    || startupElectionTimeoutMs < 2 * (electionTimeoutMs / electionHeartbeatFactor)) {
+                throw new IllegalArgumentException("raft.startupElectionTimeoutMs must be between two heartbeats ("
+                        + 2 * (electionTimeoutMs / electionHeartbeatFactor) + " ms) and electionTimeoutMs");
+            }
             if (snapshotIntervalSecs < 0 || maxReplicatorInflightMsgs < 1 || maxProposalsInflight < 1 || maxOpsPerEntry < 1) {
                 throw new IllegalArgumentException("raft: counts and intervals must be positive");
             }
-            if (Integer.bitCount(disruptorBufferSize) != 1) {
+            if (disruptorBufferSize < 1 || Integer.bitCount(disruptorBufferSize) != 1) {
                 throw new IllegalArgumentException("raft.disruptorBufferSize must be a power of two, got " + disruptorBufferSize);
             }
         }
 
         public RaftConfig withElectionTimeoutMs(int ms) {
-            return new RaftConfig(ms, Math.min(ms, startupElectionTimeoutMs), electionHeartbeatFactor, sync, snapshotIntervalSecs, replicatorPipeline,
+            return new RaftConfig(ms, null, electionHeartbeatFactor, sync, snapshotIntervalSecs, replicatorPipeline,
                     maxReplicatorInflightMsgs, maxProposalsInflight, maxOpsPerEntry, disruptorBufferSize);
         }
 

@@ -1,36 +1,224 @@
 package io.kvraft.server.launch;
 
+import io.kvraft.client.KvException;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.RegionsRequest;
+import io.kvraft.client.proto.KvProto.RegionsResponse;
+import io.kvraft.client.rpc.Transport;
+import io.kvraft.server.config.ServerConfig;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
 
 /**
  * A local cluster of real server processes ({@code java ... ServerMain --config FILE}) on loopback,
- * used by the benchmark's embedded default and by process-level tests. Close stops every process
- * it started, by PID.
+ * used by the benchmark's embedded default and by process-level tests. Each node logs to
+ * {@code dataRoot/nodeN.log}. Close stops every process it started, by PID, even on failure.
  */
 public final class ProcessCluster implements AutoCloseable {
 
+    /** JVM options each server gets unless the caller gives its own. ParallelGC costs far less CPU than G1 here. */
+    public static final List<String> DEFAULT_SERVER_JVM_ARGS = List.of("-Xms256m", "-Xmx768m", "-XX:+UseParallelGC");
+
+    private static final List<String> OPENS = List.of(
+            "--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
+            "--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+            "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+            "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED", "-Dio.netty.tryReflectionSetAccessible=true");
+
+    private final List<Path> configFiles;
+    private final List<ServerConfig> configs = new ArrayList<>();
+    private final Path dataRoot;
+    private final List<String> jvmArgs;
+    private final Process[] processes;
+    private final Thread shutdownHook = new Thread(this::close, "process-cluster-stop");
+
+    private ProcessCluster(List<Path> configFiles, Path dataRoot, List<String> jvmArgs) {
+        this.configFiles = List.copyOf(configFiles);
+        this.dataRoot = dataRoot;
+        this.jvmArgs = List.copyOf(jvmArgs);
+        this.processes = new Process[configFiles.size()];
+        for (Path f : configFiles) {
+            configs.add(ServerConfig.load(f));
+        }
+    }
+
     /**
-     * Starts one JVM per server config file, each with its data under {@code dataRoot}, and waits up
-     * to {@code readyTimeout} until every region has a leader.
+     * Starts one JVM per server config file, each with its data under {@code dataRoot/nodeN}, and
+     * waits up to {@code readyTimeout} until every region has a leader and leaders are balanced.
+     * {@code extraJvmArgs} empty means {@link #DEFAULT_SERVER_JVM_ARGS}.
      */
     public static ProcessCluster start(List<Path> configFiles, Path dataRoot, List<String> extraJvmArgs,
                                        Duration readyTimeout) {
-        throw new UnsupportedOperationException("not yet");
+        ProcessCluster c = new ProcessCluster(configFiles, dataRoot,
+                extraJvmArgs.isEmpty() ? DEFAULT_SERVER_JVM_ARGS : extraJvmArgs);
+        Runtime.getRuntime().addShutdownHook(c.shutdownHook);
+        try {
+            for (int i = 0; i < configFiles.size(); i++) {
+                c.startNode(i);
+            }
+            c.awaitReady(readyTimeout);
+            return c;
+        } catch (RuntimeException e) {
+            c.close();
+            throw e;
+        }
+    }
+
+    /** Starts (or restarts) node i with its data dir kept. */
+    public void startNode(int i) {
+        Path dataDir = dataRoot.resolve("node" + (i + 1));
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.addAll(OPENS);
+        cmd.addAll(jvmArgs);
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.kvraft.server.ServerMain",
+                "--config", configFiles.get(i).toString(), "--data-dir", dataDir.toString()));
+        try {
+            Files.createDirectories(dataRoot);
+            processes[i] = new ProcessBuilder(cmd)
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(dataRoot.resolve("node" + (i + 1) + ".log").toFile()))
+                    .start();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot start node " + (i + 1), e);
+        }
+    }
+
+    /** kill -9 of node i. */
+    public void kill(int i) {
+        Process p = processes[i];
+        if (p != null) {
+            p.destroyForcibly();
+            waitFor(p, 10);
+            processes[i] = null;
+        }
+    }
+
+    /** Waits until every region has a leader in every running node's view and leaders are balanced. */
+    public void awaitReady(Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        String last = "no answer yet";
+        try (Transport transport = new Transport()) {
+            while (System.nanoTime() < deadline) {
+                for (int i = 0; i < processes.length; i++) {
+                    if (processes[i] != null && !processes[i].isAlive()) {
+                        throw new IllegalStateException("node " + (i + 1) + " exited with code " + processes[i].exitValue()
+                                + "; see " + dataRoot.resolve("node" + (i + 1) + ".log"));
+                    }
+                }
+                last = readiness(transport);
+                if (last == null) {
+                    return;
+                }
+                try {
+                    Thread.sleep(100); // polling interval between readiness checks
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted while waiting for the cluster");
+                }
+            }
+        }
+        throw new IllegalStateException("cluster not ready within " + timeout.toSeconds() + " s: " + last);
+    }
+
+    /** null when ready, else why not. */
+    private String readiness(Transport transport) {
+        Map<String, Integer> leaders = new HashMap<>();
+        int running = 0;
+        int regionCount = 0;
+        for (int i = 0; i < processes.length; i++) {
+            if (processes[i] == null) {
+                continue;
+            }
+            running++;
+            RegionsResponse resp;
+            try {
+                resp = transport.<RegionsResponse>call(configs.get(i).endpoint(), RegionsRequest.getDefaultInstance(), 2000)
+                        .join();
+            } catch (RuntimeException e) {
+                return "node " + (i + 1) + ": " + KvException.unwrap(e).getMessage();
+            }
+            regionCount = resp.getRegionsCount();
+            for (RegionInfo r : resp.getRegionsList()) {
+                if (r.getLeader().isEmpty()) {
+                    return "region " + r.getId() + " has no leader in node " + (i + 1) + "'s view";
+                }
+                if (r.getRole().equals("LEADER")) {
+                    leaders.merge(resp.getNode(), 1, Integer::sum);
+                }
+            }
+        }
+        int led = leaders.values().stream().mapToInt(Integer::intValue).sum();
+        if (led != regionCount) {
+            return led + " of " + regionCount + " regions led";
+        }
+        if (configs.get(0).balance().enabled() && running > 0) {
+            int share = regionCount / running;
+            int most = share + (regionCount % running == 0 ? 0 : 1);
+            if (leaders.size() < Math.min(running, regionCount)
+                    || leaders.values().stream().anyMatch(c -> c < share || c > most)) {
+                return "leaders not balanced yet: " + leaders;
+            }
+        }
+        return null;
     }
 
     /** The servers' client addresses, host:port. */
     public List<String> servers() {
-        throw new UnsupportedOperationException("not yet");
+        return configs.stream().map(ServerConfig::endpoint).toList();
     }
 
-    /** PIDs of the server processes, in config order. */
+    /** PIDs of the running server processes, in config order (-1 for a stopped node). */
     public List<Long> pids() {
-        throw new UnsupportedOperationException("not yet");
+        List<Long> pids = new ArrayList<>();
+        for (Process p : processes) {
+            pids.add(p == null ? -1L : p.pid());
+        }
+        return pids;
     }
 
+    public Path dataRoot() {
+        return dataRoot;
+    }
+
+    /** SIGTERM to every node, then SIGKILL to any still running after 15 s. */
     @Override
-    public void close() {
+    public synchronized void close() {
+        for (Process p : processes) {
+            if (p != null) {
+                p.destroy();
+            }
+        }
+        for (int i = 0; i < processes.length; i++) {
+            Process p = processes[i];
+            if (p != null && !waitFor(p, 15)) {
+                p.destroyForcibly();
+                waitFor(p, 10);
+            }
+            processes[i] = null;
+        }
+        try {
+            Runtime.getRuntime().removeShutdownHook(shutdownHook);
+        } catch (IllegalStateException alreadyShuttingDown) {
+            // called from the hook itself
+        }
+    }
+
+    private static boolean waitFor(Process p, int seconds) {
+        try {
+            return p.waitFor(seconds, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
     }
 }

@@ -51,7 +51,10 @@ final class RaftOptionsFactory {
         r.setSync(raft.sync());
         r.setReplicatorPipeline(raft.replicatorPipeline());
         r.setMaxReplicatorInflightMsgs(raft.maxReplicatorInflightMsgs());
-        r.setElectionHeartbeatFactor(raft.electionHeartbeatFactor());
+        // jraft fixes the heartbeat interval at start as electionTimeout / factor, from the start-up timeout;
+        // pick the factor that yields the configured interval (electionTimeoutMs / electionHeartbeatFactor)
+        int heartbeatMs = raft.electionTimeoutMs() / raft.electionHeartbeatFactor();
+        r.setElectionHeartbeatFactor(Math.max(2, raft.startupElectionTimeoutMs() / heartbeatMs));
         r.setDisruptorBufferSize(raft.disruptorBufferSize());
         return r;
     }

@@ -177,7 +177,7 @@ public final class Region {
                 .addAllPeers(peers)
                 .setLeader(leaderHint())
                 .setTerm(fsm.term())
-                .setAppliedIndex(fsm.appliedIndex())
+                .setAppliedIndex(n == null ? fsm.appliedIndex() : n.getLastAppliedLogIndex())
                 .setRole(n == null ? "STOPPED" : n.getNodeState().name().replace("STATE_", ""))
                 .build();
     }

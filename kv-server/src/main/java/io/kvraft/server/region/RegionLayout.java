@@ -43,7 +43,8 @@ public final class RegionLayout {
         return splits;
     }
 
-    private static List<byte[]> parseSplits(List<String> hex) {
+    /** Parses split keys given in hex; rejects non-hex, empty and not strictly ascending keys. */
+    public static List<byte[]> parseSplits(List<String> hex) {
         List<byte[]> splits = new ArrayList<>();
         for (String h : hex) {
             byte[] key;

@@ -1,0 +1,167 @@
+package io.kvraft.client.cli;
+
+import io.kvraft.client.KvClient;
+import io.kvraft.client.KvClients;
+import io.kvraft.client.KvException;
+import io.kvraft.client.config.ClientConfig;
+import io.kvraft.client.config.ConfigException;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParentCommand;
+
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/**
+ * The admin CLI, etcdctl-like: {@code java -jar kv-client.jar --config conf/client.yaml get K}.
+ * Exit code 0 on success; otherwise one line on stderr and 1 (operation failed), 2 (bad usage or
+ * config) or 3 (cluster unreachable).
+ */
+@Command(name = "kv-client", mixinStandardHelpOptions = true, version = "kv-client 0.1.0",
+        description = "Admin CLI of the replicated key-value store.",
+        subcommands = {KvCtl.Put.class, KvCtl.Get.class, KvCtl.Delete.class, RegionsCommand.class,
+                TransferLeaderCommand.class, RebalanceCommand.class})
+public final class KvCtl {
+
+    @Option(names = "--config", paramLabel = "FILE", defaultValue = "conf/client.yaml",
+            description = "client YAML (default: ${DEFAULT-VALUE})")
+    Path config;
+
+    @Option(names = "--servers", paramLabel = "HOST:PORT,...", split = ",",
+            description = "servers to ask, instead of those in the config file")
+    List<String> servers;
+
+    @Option(names = "--hex", description = "keys and values are given and printed as hex")
+    boolean hex;
+
+    public static void main(String[] args) {
+        if (System.getProperty("logback.configurationFile") == null) {
+            System.setProperty("logback.configurationFile", "kvctl-logback.xml");
+        }
+        // bolt's own logging would print a banner on stdout and write under ~/logs
+        System.setProperty("sofa.middleware.log.disable", "true");
+        System.exit(run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true)));
+    }
+
+    /** Runs the CLI with the given streams; returns the exit code. */
+    public static int run(String[] args, PrintWriter out, PrintWriter err) {
+        CommandLine cl = new CommandLine(new KvCtl());
+        cl.setOut(out);
+        cl.setErr(err);
+        cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
+            Throwable t = e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
+            if (t instanceof ConfigException) {
+                err.println("error: " + t.getMessage());
+                return 2;
+            }
+            if (t instanceof KvException kv) {
+                err.println("error: " + kv.getMessage());
+                return kv.code() == io.kvraft.client.proto.KvProto.ErrorCode.UNAVAILABLE ? 3 : 1;
+            }
+            if (t instanceof IllegalArgumentException) {
+                err.println("error: " + t.getMessage());
+                return 2;
+            }
+            err.println("error: " + t);
+            return 1;
+        });
+        return cl.execute(args);
+    }
+
+    KvClient connect() {
+        ClientConfig cfg = servers != null && !servers.isEmpty()
+                ? ClientConfig.of(servers)
+                : ClientConfig.load(config);
+        // the CLI should answer promptly when the cluster is down
+        cfg = new ClientConfig(cfg.servers(), Math.min(cfg.requestTimeoutMs(), 3000L),
+                Math.min(cfg.operationTimeoutMs(), 15_000L), cfg.readMode(), cfg.batching());
+        return KvClients.connect(cfg);
+    }
+
+    byte[] bytes(String s) {
+        return hex ? java.util.HexFormat.of().parseHex(s) : s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    String text(byte[] b) {
+        return hex ? java.util.HexFormat.of().formatHex(b) : new String(b, StandardCharsets.UTF_8);
+    }
+
+    static String hexKey(com.google.protobuf.ByteString b) {
+        return b.isEmpty() ? "" : java.util.HexFormat.of().formatHex(b.toByteArray());
+    }
+
+    @Command(name = "put", description = "Stores VALUE under KEY.")
+    static final class Put implements Callable<Integer> {
+        @ParentCommand
+        KvCtl parent;
+        @CommandLine.Parameters(index = "0", paramLabel = "KEY")
+        String key;
+        @CommandLine.Parameters(index = "1", paramLabel = "VALUE")
+        String value;
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public Integer call() {
+            try (KvClient c = parent.connect()) {
+                c.put(parent.bytes(key), parent.bytes(value)).join();
+                spec.commandLine().getOut().println("OK");
+                return 0;
+            }
+        }
+    }
+
+    @Command(name = "get", description = "Prints the value of KEY (linearizable read); exit code 1 if absent.")
+    static final class Get implements Callable<Integer> {
+        @ParentCommand
+        KvCtl parent;
+        @CommandLine.Parameters(index = "0", paramLabel = "KEY")
+        String key;
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public Integer call() {
+            try (KvClient c = parent.connect()) {
+                byte[] v = c.get(parent.bytes(key)).join();
+                if (v == null) {
+                    spec.commandLine().getErr().println("error: key not found");
+                    return 1;
+                }
+                spec.commandLine().getOut().println(parent.text(v));
+                return 0;
+            }
+        }
+    }
+
+    @Command(name = "delete", description = "Removes KEY; prints whether it existed.")
+    static final class Delete implements Callable<Integer> {
+        @ParentCommand
+        KvCtl parent;
+        @CommandLine.Parameters(index = "0", paramLabel = "KEY")
+        String key;
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public Integer call() {
+            try (KvClient c = parent.connect()) {
+                boolean existed = c.delete(parent.bytes(key)).join();
+                spec.commandLine().getOut().println(existed ? "deleted" : "not found");
+                return 0;
+            }
+        }
+    }
+
+    static List<RegionInfo> sorted(List<RegionInfo> regions) {
+        RegionInfo[] a = regions.toArray(RegionInfo[]::new);
+        Arrays.sort(a, (x, y) -> Integer.compare(x.getId(), y.getId()));
+        return List.of(a);
+    }
+}

@@ -1,0 +1,53 @@
+package io.kvraft.client.cli;
+
+import io.kvraft.client.KvClient;
+import io.kvraft.client.KvException;
+import io.kvraft.client.proto.KvProto.AdminResponse;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.TransferLeaderRequest;
+import io.kvraft.client.rpc.Transport;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.ParentCommand;
+
+import java.util.concurrent.Callable;
+
+/** {@code transfer-leader REGION TARGET}: asks the region's leader to hand leadership to TARGET. */
+@Command(name = "transfer-leader", description = "Moves the leadership of REGION to TARGET (host:port of a peer).")
+final class TransferLeaderCommand implements Callable<Integer> {
+
+    @ParentCommand
+    KvCtl parent;
+
+    @CommandLine.Parameters(index = "0", paramLabel = "REGION")
+    int regionId;
+
+    @CommandLine.Parameters(index = "1", paramLabel = "TARGET")
+    String target;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() {
+        try (KvClient c = parent.connect(); Transport t = new Transport()) {
+            RegionInfo region = c.regions().join().stream().filter(r -> r.getId() == regionId).findFirst()
+                    .orElseThrow(() -> new KvException(ErrorCode.REGION_NOT_FOUND, "no region " + regionId));
+            transfer(t, region, target);
+            spec.commandLine().getOut().println("region " + regionId + ": leadership transfer to " + target + " started");
+            return 0;
+        }
+    }
+
+    static void transfer(Transport t, RegionInfo region, String target) {
+        if (region.getLeader().isEmpty()) {
+            throw new KvException(ErrorCode.NO_LEADER, "region " + region.getId() + " has no leader now");
+        }
+        AdminResponse resp = t.<AdminResponse>call(region.getLeader(), TransferLeaderRequest.newBuilder()
+                .setRegionId(region.getId()).setTarget(target).build(), 5000).join();
+        if (resp.hasError() && resp.getError().getCode() != ErrorCode.OK) {
+            throw new KvException(resp.getError().getCode(), resp.getError().getDetail(), resp.getError().getLeaderHint());
+        }
+    }
+}

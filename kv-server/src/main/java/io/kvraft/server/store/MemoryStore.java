@@ -1,0 +1,192 @@
+package io.kvraft.server.store;
+
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.EOFException;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentNavigableMap;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.zip.CRC32C;
+import java.util.zip.CheckedInputStream;
+import java.util.zip.CheckedOutputStream;
+
+/**
+ * Engine {@code memory}: a sorted in-memory map. Nothing survives a restart, so Raft rebuilds it from
+ * the latest snapshot plus the log; the applied index is kept in memory only.
+ *
+ * <p>Snapshot file {@value #SNAPSHOT_FILE}: header (magic, version, engine tag), pair count, then
+ * per pair {@code int keyLength, key, int valueLength, value}, then a CRC32C of everything before it.
+ */
+public final class MemoryStore implements KvStore {
+
+    public static final String ENGINE = "memory";
+    public static final String SNAPSHOT_FILE = "data.snap";
+    private static final int IO_BUFFER_BYTES = 64 * 1024;
+    /** The smallest pair on disk: two empty length prefixes. */
+    private static final int MIN_PAIR_BYTES = 2 * Integer.BYTES;
+
+    private final ConcurrentSkipListMap<byte[], byte[]> data = new ConcurrentSkipListMap<>(Arrays::compareUnsigned);
+    private final Map<Integer, Long> appliedIndexByRegion = new ConcurrentHashMap<>();
+
+    @Override
+    public String engine() {
+        return ENGINE;
+    }
+
+    @Override
+    public byte[] get(byte[] key) {
+        return data.get(key);
+    }
+
+    @Override
+    public void apply(int regionId, long appliedIndex, StoreBatch batch) {
+        if (batch.size() == 1) {
+            write(batch.key(0), batch.value(0));
+        } else if (batch.size() > 1) {
+            // Collapse to the last write per key first, so a concurrent reader never sees a value that a
+            // later write of the same batch overrides (e.g. put then delete of one key). Readers may still
+            // see some keys of the batch before others: reads are single-key, so that is a valid order.
+            TreeMap<byte[], byte[]> lastWrites = new TreeMap<>(Arrays::compareUnsigned);
+            for (int i = 0; i < batch.size(); i++) {
+                lastWrites.put(batch.key(i), batch.value(i));
+            }
+            lastWrites.forEach(this::write);
+        }
+        appliedIndexByRegion.put(regionId, appliedIndex);
+    }
+
+    /** A put, or a delete when {@code value} is null. */
+    private void write(byte[] key, byte[] value) {
+        if (value == null) {
+            data.remove(key);
+        } else {
+            data.put(key, value);
+        }
+    }
+
+    @Override
+    public long appliedIndex(int regionId) {
+        return appliedIndexByRegion.getOrDefault(regionId, 0L);
+    }
+
+    @Override
+    public void writeSnapshot(KeyRange range, Path dir) throws IOException {
+        // Only this region's thread writes to the range, so the view is stable while we copy it.
+        List<Map.Entry<byte[], byte[]>> pairs = new ArrayList<>(view(range).entrySet());
+        Path file = dir.resolve(SNAPSHOT_FILE);
+        try (FileOutputStream fileOut = new FileOutputStream(file.toFile())) {
+            CheckedOutputStream checked = new CheckedOutputStream(new BufferedOutputStream(fileOut, IO_BUFFER_BYTES), new CRC32C());
+            DataOutputStream out = new DataOutputStream(checked);
+            SnapshotFiles.writeHeader(out, ENGINE);
+            out.writeLong(pairs.size());
+            for (Map.Entry<byte[], byte[]> pair : pairs) {
+                out.writeInt(pair.getKey().length);
+                out.write(pair.getKey());
+                out.writeInt(pair.getValue().length);
+                out.write(pair.getValue());
+            }
+            out.writeInt((int) checked.getChecksum().getValue());
+            out.flush();
+            fileOut.getChannel().force(true);
+        }
+        SnapshotFiles.syncDirectory(dir);
+    }
+
+    @Override
+    public void loadSnapshot(int regionId, long appliedIndex, KeyRange range, Path dir) throws IOException {
+        // Parse and verify the whole file before touching the map; a refused snapshot changes nothing.
+        List<byte[]> pairs = readVerified(dir.resolve(SNAPSHOT_FILE), range);
+        view(range).clear();
+        for (int i = 0; i < pairs.size(); i += 2) {
+            data.put(pairs.get(i), pairs.get(i + 1));
+        }
+        appliedIndexByRegion.put(regionId, appliedIndex);
+    }
+
+    @Override
+    public long approximateCount(KeyRange range) {
+        return view(range).size();
+    }
+
+    @Override
+    public void close() {
+        data.clear();
+        appliedIndexByRegion.clear();
+    }
+
+    private ConcurrentNavigableMap<byte[], byte[]> view(KeyRange range) {
+        // An empty start is the smallest key anyway; only an empty end needs special casing.
+        return range.end().length == 0
+                ? data.tailMap(range.start(), true)
+                : data.subMap(range.start(), true, range.end(), false);
+    }
+
+    /** Keys and values alternating, after checking framing, range and CRC. */
+    private static List<byte[]> readVerified(Path file, KeyRange range) throws IOException {
+        long fileBytes;
+        try {
+            fileBytes = Files.size(file);
+        } catch (NoSuchFileException e) {
+            throw SnapshotFiles.corrupt(file, "missing");
+        }
+        try (CheckedInputStream checked = new CheckedInputStream(
+                new BufferedInputStream(Files.newInputStream(file), IO_BUFFER_BYTES), new CRC32C())) {
+            DataInputStream in = new DataInputStream(checked);
+            SnapshotFiles.readHeader(in, ENGINE, file);
+            long remainingBytes = fileBytes - SnapshotFiles.headerBytes(ENGINE) - Long.BYTES - SnapshotFiles.CRC_TRAILER_BYTES;
+            long count = in.readLong();
+            if (count < 0 || count > remainingBytes / MIN_PAIR_BYTES) {
+                throw SnapshotFiles.corrupt(file, "pair count " + count + " does not fit in " + fileBytes + " bytes");
+            }
+            List<byte[]> pairs = new ArrayList<>((int) Math.min(2 * count, 1024));
+            for (long i = 0; i < count; i++) {
+                byte[] key = readChunk(in, file, remainingBytes);
+                remainingBytes -= Integer.BYTES + key.length;
+                byte[] value = readChunk(in, file, remainingBytes);
+                remainingBytes -= Integer.BYTES + value.length;
+                pairs.add(key);
+                pairs.add(value);
+            }
+            int computedCrc = (int) checked.getChecksum().getValue();
+            int storedCrc = in.readInt();
+            if (computedCrc != storedCrc) {
+                throw SnapshotFiles.corrupt(file, String.format("CRC32C mismatch: stored %08x, computed %08x", storedCrc, computedCrc));
+            }
+            if (in.read() != -1) {
+                throw SnapshotFiles.corrupt(file, "trailing bytes after the checksum");
+            }
+            // Checked after the CRC so that a flipped bit is reported as such, not as a stray key.
+            for (int i = 0; i < pairs.size(); i += 2) {
+                if (!range.contains(pairs.get(i))) {
+                    throw SnapshotFiles.corrupt(file, "holds a key outside the region range " + range);
+                }
+            }
+            return pairs;
+        } catch (EOFException e) {
+            throw SnapshotFiles.truncated(file, e);
+        }
+    }
+
+    /** A length-prefixed chunk whose length is checked against the bytes left, so a bad length cannot exhaust memory. */
+    private static byte[] readChunk(DataInputStream in, Path file, long remainingBytes) throws IOException {
+        int length = in.readInt();
+        if (length < 0 || length > remainingBytes - Integer.BYTES) {
+            throw SnapshotFiles.corrupt(file, "chunk length " + length + " exceeds the " + remainingBytes + " bytes left (truncated or corrupt)");
+        }
+        byte[] chunk = new byte[length];
+        in.readFully(chunk);
+        return chunk;
+    }
+}

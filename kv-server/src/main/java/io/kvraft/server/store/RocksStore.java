@@ -1,0 +1,467 @@
+package io.kvraft.server.store;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Deque;
+import java.util.List;
+
+import org.rocksdb.BlockBasedTableConfig;
+import org.rocksdb.BloomFilter;
+import org.rocksdb.BuiltinComparator;
+import org.rocksdb.ColumnFamilyDescriptor;
+import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.ColumnFamilyOptions;
+import org.rocksdb.CompressionType;
+import org.rocksdb.DBOptions;
+import org.rocksdb.EnvOptions;
+import org.rocksdb.IngestExternalFileOptions;
+import org.rocksdb.LRUCache;
+import org.rocksdb.Options;
+import org.rocksdb.ReadOptions;
+import org.rocksdb.RocksDB;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
+import org.rocksdb.Slice;
+import org.rocksdb.Snapshot;
+import org.rocksdb.SstFileReader;
+import org.rocksdb.SstFileReaderIterator;
+import org.rocksdb.SstFileWriter;
+import org.rocksdb.WriteBatch;
+import org.rocksdb.WriteOptions;
+
+/**
+ * Engine {@code rocksdb}: one RocksDB per node. Column family "default" holds the data, "meta" the
+ * applied index of each region, written in the same WriteBatch as the data it covers.
+ *
+ * <p>A region snapshot is {@value #SST_FILE} (the range's pairs, absent when the range is empty) plus
+ * {@value #MANIFEST_FILE} (key count, sst size and CRC32C; see {@link RocksSnapshotManifest}).
+ */
+public final class RocksStore implements KvStore {
+
+    public static final String ENGINE = "rocksdb";
+    public static final String SST_FILE = "data.sst";
+    public static final String MANIFEST_FILE = "manifest";
+
+    private static final byte[] META_COLUMN_FAMILY = "meta".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] APPLIED_KEY_PREFIX = "applied/".getBytes(StandardCharsets.US_ASCII);
+    /** The meta family holds a few bytes per region; a large memtable would only waste memory. */
+    private static final long MAX_META_WRITE_BUFFER_BYTES = 4L << 20;
+    private static final int MAX_WRITE_BUFFER_NUMBER = 3;
+    private static final int MAX_BACKGROUND_JOBS = 2;
+    private static final double BLOOM_BITS_PER_KEY = 10;
+    private static final long MAX_INFO_LOG_BYTES = 8L << 20;
+    private static final int KEPT_INFO_LOGS = 3;
+
+    static {
+        RocksDB.loadLibrary();
+    }
+
+    private final RocksDB db;
+    private final ColumnFamilyHandle dataFamily;
+    private final ColumnFamilyHandle metaFamily;
+    private final WriteOptions writeOptions;
+    /** Options matching the data family (comparator, table format, compression) for snapshot sst files. */
+    private final Options sstOptions;
+    /** Every native handle, newest on top: popping closes dependents before what they depend on. */
+    private final Deque<AutoCloseable> nativeHandles;
+    /**
+     * Turns use after close into an exception instead of a native crash. Callers must still stop all
+     * use before close(); a racing call can slip past this check.
+     */
+    private volatile boolean closed;
+
+    private RocksStore(RocksDB db, ColumnFamilyHandle dataFamily, ColumnFamilyHandle metaFamily,
+                       WriteOptions writeOptions, Options sstOptions, Deque<AutoCloseable> nativeHandles) {
+        this.db = db;
+        this.dataFamily = dataFamily;
+        this.metaFamily = metaFamily;
+        this.writeOptions = writeOptions;
+        this.sstOptions = sstOptions;
+        this.nativeHandles = nativeHandles;
+    }
+
+    /**
+     * Opens (creating if needed) the node's RocksDB in {@code dir}.
+     *
+     * @param compression one of {@code none}, {@code lz4}, {@code zstd}, {@code snappy}
+     * @throws IllegalArgumentException for an unknown compression or non-positive sizes
+     * @throws UncheckedIOException when RocksDB cannot open the directory
+     */
+    public static RocksStore open(Path dir, long blockCacheBytes, long writeBufferBytes, String compression) {
+        CompressionType compressionType = compressionType(compression);
+        if (blockCacheBytes <= 0 || writeBufferBytes <= 0) {
+            throw new IllegalArgumentException("blockCacheBytes and writeBufferBytes must be positive, got "
+                    + blockCacheBytes + " and " + writeBufferBytes);
+        }
+        Deque<AutoCloseable> handles = new ArrayDeque<>();
+        try {
+            Files.createDirectories(dir);
+            LRUCache blockCache = push(handles, new LRUCache(blockCacheBytes));
+            BloomFilter bloomFilter = push(handles, new BloomFilter(BLOOM_BITS_PER_KEY, false));
+            // Index and filter blocks live in the block cache, so blockCacheBytes bounds table-reader memory.
+            BlockBasedTableConfig tableConfig = new BlockBasedTableConfig()
+                    .setBlockCache(blockCache)
+                    .setFilterPolicy(bloomFilter)
+                    .setCacheIndexAndFilterBlocks(true)
+                    .setPinL0FilterAndIndexBlocksInCache(true);
+            DBOptions dbOptions = push(handles, new DBOptions()
+                    .setCreateIfMissing(true)
+                    .setCreateMissingColumnFamilies(true)
+                    .setMaxBackgroundJobs(MAX_BACKGROUND_JOBS)
+                    .setMaxLogFileSize(MAX_INFO_LOG_BYTES)
+                    .setKeepLogFileNum(KEPT_INFO_LOGS));
+            // RocksDB's bytewise comparator is memcmp order, i.e. the unsigned-byte order of KeyRange.
+            ColumnFamilyOptions dataOptions = push(handles, new ColumnFamilyOptions()
+                    .setComparator(BuiltinComparator.BYTEWISE_COMPARATOR)
+                    .setWriteBufferSize(writeBufferBytes)
+                    .setMaxWriteBufferNumber(MAX_WRITE_BUFFER_NUMBER)
+                    .setCompressionType(compressionType)
+                    .setTableFormatConfig(tableConfig));
+            ColumnFamilyOptions metaOptions = push(handles, new ColumnFamilyOptions()
+                    .setComparator(BuiltinComparator.BYTEWISE_COMPARATOR)
+                    .setWriteBufferSize(Math.min(writeBufferBytes, MAX_META_WRITE_BUFFER_BYTES))
+                    .setMaxWriteBufferNumber(MAX_WRITE_BUFFER_NUMBER)
+                    .setCompressionType(CompressionType.NO_COMPRESSION)
+                    .setTableFormatConfig(tableConfig));
+            Options sstOptions = push(handles, new Options(dbOptions, dataOptions));
+            // The WAL stays on so data and applied index recover together after a process crash, but it is
+            // not fsynced per write: Raft's log is the durable record, and after an OS crash the region
+            // replays the log from the recovered applied index (same WriteBatch, so never ahead of the data).
+            WriteOptions writeOptions = push(handles, new WriteOptions().setDisableWAL(false).setSync(false));
+
+            List<ColumnFamilyDescriptor> descriptors = List.of(
+                    new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, dataOptions),
+                    new ColumnFamilyDescriptor(META_COLUMN_FAMILY, metaOptions));
+            List<ColumnFamilyHandle> familyHandles = new ArrayList<>();
+            RocksDB db = push(handles, RocksDB.open(dbOptions, dir.toString(), descriptors, familyHandles));
+            familyHandles.forEach(handles::push);
+            return new RocksStore(db, familyHandles.get(0), familyHandles.get(1), writeOptions, sstOptions, handles);
+        } catch (RocksDBException | IOException | RuntimeException e) {
+            closeAll(handles, e);
+            if (e instanceof RuntimeException runtime) {
+                throw runtime;
+            }
+            throw new UncheckedIOException(new IOException("cannot open RocksDB in " + dir + ": " + e.getMessage(), e));
+        }
+    }
+
+    @Override
+    public String engine() {
+        return ENGINE;
+    }
+
+    @Override
+    public byte[] get(byte[] key) {
+        ensureOpen();
+        try {
+            return db.get(dataFamily, key);
+        } catch (RocksDBException e) {
+            throw failure("get", e);
+        }
+    }
+
+    @Override
+    public void apply(int regionId, long appliedIndex, StoreBatch batch) {
+        ensureOpen();
+        // One WriteBatch: the data and the index that covers it are both recovered or both lost.
+        try (WriteBatch writes = new WriteBatch()) {
+            for (int i = 0; i < batch.size(); i++) {
+                byte[] value = batch.value(i);
+                if (value == null) {
+                    writes.delete(dataFamily, batch.key(i));
+                } else {
+                    writes.put(dataFamily, batch.key(i), value);
+                }
+            }
+            writes.put(metaFamily, appliedKey(regionId), longBytes(appliedIndex));
+            db.write(writeOptions, writes);
+        } catch (RocksDBException e) {
+            throw failure("apply of region " + regionId + " at index " + appliedIndex, e);
+        }
+    }
+
+    @Override
+    public long appliedIndex(int regionId) {
+        ensureOpen();
+        try {
+            byte[] value = db.get(metaFamily, appliedKey(regionId));
+            if (value == null) {
+                return 0;
+            }
+            if (value.length != Long.BYTES) {
+                throw new IllegalStateException("applied index of region " + regionId + " has " + value.length + " bytes");
+            }
+            return ByteBuffer.wrap(value).getLong();
+        } catch (RocksDBException e) {
+            throw failure("read of the applied index of region " + regionId, e);
+        }
+    }
+
+    @Override
+    public void writeSnapshot(KeyRange range, Path dir) throws IOException {
+        ensureOpen();
+        Path sstFile = dir.resolve(SST_FILE);
+        // A RocksDB snapshot pins one point in time even if another thread writes meanwhile.
+        Snapshot pointInTime = db.getSnapshot();
+        try (RangeScan scan = new RangeScan(range, pointInTime)) {
+            RocksIterator it = scan.iterator();
+            long keyCount = 0;
+            it.seekToFirst();
+            if (it.isValid()) {
+                try (EnvOptions envOptions = new EnvOptions();
+                     SstFileWriter writer = new SstFileWriter(envOptions, sstOptions)) {
+                    writer.open(sstFile.toString());
+                    for (; it.isValid(); it.next()) {
+                        writer.put(it.key(), it.value());
+                        keyCount++;
+                    }
+                    it.status();
+                    writer.finish(); // finish() fsyncs the sst
+                }
+            } else {
+                it.status();
+            }
+            RocksSnapshotManifest manifest = keyCount == 0
+                    ? RocksSnapshotManifest.EMPTY
+                    : new RocksSnapshotManifest(keyCount, Files.size(sstFile), SnapshotFiles.crc32c(sstFile));
+            manifest.writeDurably(dir.resolve(MANIFEST_FILE));
+            SnapshotFiles.syncDirectory(dir);
+        } catch (RocksDBException e) {
+            throw new IOException("cannot write snapshot of " + range + " to " + dir + ": " + e.getMessage(), e);
+        } finally {
+            db.releaseSnapshot(pointInTime);
+        }
+    }
+
+    @Override
+    public void loadSnapshot(int regionId, long appliedIndex, KeyRange range, Path dir) throws IOException {
+        ensureOpen();
+        // Verify everything first: a refused snapshot must leave the store unchanged.
+        RocksSnapshotManifest manifest = RocksSnapshotManifest.read(dir.resolve(MANIFEST_FILE));
+        Path sstFile = dir.resolve(SST_FILE);
+        if (manifest.keyCount() > 0) {
+            verifySst(sstFile, manifest, range);
+        }
+        // From here on a crash leaves the old applied index behind, so the state machine reloads the
+        // snapshot on restart: the index is recorded last, after the data is complete.
+        try {
+            deleteRange(range);
+            if (manifest.keyCount() > 0) {
+                // Copy, not move: the snapshot dir belongs to Raft and must stay intact.
+                try (IngestExternalFileOptions ingestOptions = new IngestExternalFileOptions()
+                        .setMoveFiles(false)
+                        .setSnapshotConsistency(true)
+                        .setAllowGlobalSeqNo(true)
+                        .setAllowBlockingFlush(true)) {
+                    db.ingestExternalFile(dataFamily, List.of(sstFile.toString()), ingestOptions);
+                }
+            }
+            db.put(metaFamily, writeOptions, appliedKey(regionId), longBytes(appliedIndex));
+        } catch (RocksDBException e) {
+            throw new IOException("cannot load snapshot " + dir + " into region " + regionId + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Exact: a bounded scan of the range (regions are split well before a scan becomes expensive). */
+    @Override
+    public long approximateCount(KeyRange range) {
+        ensureOpen();
+        try (RangeScan scan = new RangeScan(range, null)) {
+            RocksIterator it = scan.iterator();
+            long count = 0;
+            for (it.seekToFirst(); it.isValid(); it.next()) {
+                count++;
+            }
+            it.status();
+            return count;
+        } catch (RocksDBException e) {
+            throw failure("count of " + range, e);
+        }
+    }
+
+    /** Closes every native handle: column families, then the DB, then options, filter and cache. Idempotent. */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        closeAll(nativeHandles, null);
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("RocksStore is closed");
+        }
+    }
+
+    private void verifySst(Path sstFile, RocksSnapshotManifest manifest, KeyRange range) throws IOException {
+        if (!Files.exists(sstFile)) {
+            throw SnapshotFiles.corrupt(sstFile, "missing, the manifest promises " + manifest.keyCount() + " keys");
+        }
+        long sstBytes = Files.size(sstFile);
+        if (sstBytes != manifest.sstBytes()) {
+            throw SnapshotFiles.corrupt(sstFile, "is " + sstBytes + " bytes, the manifest says " + manifest.sstBytes());
+        }
+        int crc = SnapshotFiles.crc32c(sstFile);
+        if (crc != manifest.sstCrc32c()) {
+            throw SnapshotFiles.corrupt(sstFile, String.format("CRC32C mismatch: manifest %08x, computed %08x", manifest.sstCrc32c(), crc));
+        }
+        // The CRC proves the bytes are the ones written; this proves they are the keys the region expects.
+        try (SstFileReader reader = new SstFileReader(sstOptions)) {
+            reader.open(sstFile.toString());
+            long entries = reader.getTableProperties().getNumEntries();
+            if (entries != manifest.keyCount()) {
+                throw SnapshotFiles.corrupt(sstFile, "holds " + entries + " keys, the manifest says " + manifest.keyCount());
+            }
+            try (ReadOptions readOptions = new ReadOptions().setFillCache(false);
+                 SstFileReaderIterator it = reader.newIterator(readOptions)) {
+                it.seekToFirst();
+                byte[] first = it.isValid() ? it.key() : null;
+                it.seekToLast();
+                byte[] last = it.isValid() ? it.key() : null;
+                it.status();
+                if (first == null || !range.contains(first) || !range.contains(last)) {
+                    throw SnapshotFiles.corrupt(sstFile, "holds keys outside the region range " + range);
+                }
+            }
+        } catch (RocksDBException e) {
+            CorruptSnapshotException refused = SnapshotFiles.corrupt(sstFile, "unreadable sst: " + e.getMessage());
+            refused.initCause(e);
+            throw refused;
+        }
+    }
+
+    /** Deletes every key of {@code range} in one atomic write. */
+    private void deleteRange(KeyRange range) throws RocksDBException {
+        byte[] start = range.start();
+        try (WriteBatch deletes = new WriteBatch()) {
+            if (range.end().length > 0) {
+                if (Arrays.compareUnsigned(start, range.end()) < 0) {
+                    deletes.deleteRange(dataFamily, start, range.end());
+                }
+            } else {
+                // No finite key sorts above every key (k < k + 0x00), so an unbounded end has no deleteRange
+                // limit. Use the range's current last key: delete [start, last) plus last itself. Only this
+                // region writes at or above start (it owns the top of the key space), so nothing lands above last.
+                byte[] last = lastKey(range);
+                if (last == null) {
+                    return;
+                }
+                if (Arrays.compareUnsigned(start, last) < 0) {
+                    deletes.deleteRange(dataFamily, start, last);
+                }
+                deletes.delete(dataFamily, last);
+            }
+            db.write(writeOptions, deletes);
+        }
+    }
+
+    private byte[] lastKey(KeyRange range) throws RocksDBException {
+        try (RangeScan scan = new RangeScan(range, null)) {
+            RocksIterator it = scan.iterator();
+            it.seekToLast();
+            byte[] last = it.isValid() ? it.key() : null;
+            it.status();
+            return last;
+        }
+    }
+
+    private static byte[] appliedKey(int regionId) {
+        return ByteBuffer.allocate(APPLIED_KEY_PREFIX.length + Integer.BYTES).put(APPLIED_KEY_PREFIX).putInt(regionId).array();
+    }
+
+    private static byte[] longBytes(long value) {
+        return ByteBuffer.allocate(Long.BYTES).putLong(value).array();
+    }
+
+    static CompressionType compressionType(String name) {
+        return switch (name == null ? "" : name) {
+            case "none" -> CompressionType.NO_COMPRESSION;
+            case "lz4" -> CompressionType.LZ4_COMPRESSION;
+            case "zstd" -> CompressionType.ZSTD_COMPRESSION;
+            case "snappy" -> CompressionType.SNAPPY_COMPRESSION;
+            default -> throw new IllegalArgumentException(
+                    "unknown compression '" + name + "', expected one of none, lz4, zstd, snappy");
+        };
+    }
+
+    private static <T extends AutoCloseable> T push(Deque<AutoCloseable> handles, T handle) {
+        handles.push(handle);
+        return handle;
+    }
+
+    /** Closes handles newest first; close failures are suppressed into {@code primary}, or else thrown after all are closed. */
+    private static void closeAll(Deque<AutoCloseable> handles, Throwable primary) {
+        RuntimeException first = null;
+        while (!handles.isEmpty()) {
+            try {
+                handles.pop().close();
+            } catch (Exception e) {
+                if (primary != null) {
+                    primary.addSuppressed(e);
+                } else if (first == null) {
+                    first = new IllegalStateException("cannot close a RocksDB handle", e);
+                } else {
+                    first.addSuppressed(e);
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    private static UncheckedIOException failure(String what, RocksDBException e) {
+        return new UncheckedIOException(new IOException("RocksDB " + what + " failed: " + e.getMessage(), e));
+    }
+
+    /** A data-family iterator limited to one range; owns the bound slices, which must outlive the iterator. */
+    private final class RangeScan implements AutoCloseable {
+        private final Slice lowerBound;
+        private final Slice upperBound;
+        private final ReadOptions readOptions;
+        private final RocksIterator iterator;
+
+        RangeScan(KeyRange range, Snapshot snapshot) {
+            // Scans are one-off (snapshots, counts): keep them from evicting hot blocks.
+            readOptions = new ReadOptions().setFillCache(false);
+            // An empty start or end is unbounded on that side, which is ReadOptions' default.
+            lowerBound = range.start().length == 0 ? null : new Slice(range.start());
+            upperBound = range.end().length == 0 ? null : new Slice(range.end());
+            if (lowerBound != null) {
+                readOptions.setIterateLowerBound(lowerBound);
+            }
+            if (upperBound != null) {
+                readOptions.setIterateUpperBound(upperBound);
+            }
+            if (snapshot != null) {
+                readOptions.setSnapshot(snapshot);
+            }
+            iterator = db.newIterator(dataFamily, readOptions);
+        }
+
+        RocksIterator iterator() {
+            return iterator;
+        }
+
+        @Override
+        public void close() {
+            iterator.close();
+            readOptions.close();
+            if (lowerBound != null) {
+                lowerBound.close();
+            }
+            if (upperBound != null) {
+                upperBound.close();
+            }
+        }
+    }
+}

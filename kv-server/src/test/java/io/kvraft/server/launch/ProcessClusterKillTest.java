@@ -1,0 +1,123 @@
+package io.kvraft.server.launch;
+
+import io.kvraft.client.KvClient;
+import io.kvraft.client.KvClients;
+import io.kvraft.client.KvException;
+import io.kvraft.client.config.ClientConfig;
+import io.kvraft.server.InProcessCluster;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static java.util.concurrent.TimeUnit.SECONDS;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Three real server JVMs from YAML files: a client writes and reads while one node is killed with
+ * SIGKILL; afterwards every acknowledged write is read back.
+ */
+class ProcessClusterKillTest {
+
+    @TempDir
+    Path dir;
+
+    static List<Path> writeConfigs(Path dir, int electionTimeoutMs, String engine) throws Exception {
+        List<String> peers = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            peers.add("127.0.0.1:" + InProcessCluster.freePort());
+        }
+        List<Path> files = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            Path f = dir.resolve("server-" + (i + 1) + ".yaml");
+            Files.writeString(f, """
+                    endpoint: %s
+                    dataDir: unused-overridden-by-launcher
+                    cluster:
+                      peers: [%s]
+                      regionCount: 24
+                    store:
+                      engine: %s
+                      blockCacheBytes: 8388608
+                      writeBufferBytes: 4194304
+                    raft:
+                      electionTimeoutMs: %d
+                    balance:
+                      intervalMs: 300
+                    """.formatted(peers.get(i), String.join(", ", peers), engine, electionTimeoutMs));
+            files.add(f);
+        }
+        return files;
+    }
+
+    @Test
+    void when_oneNodeIsKilledMidRun_then_clientsGoOnAndNoAcknowledgedWriteIsLost() throws Exception {
+        List<Path> configs = writeConfigs(dir, 1000, "memory");
+        List<String> jvm = List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
+        try (ProcessCluster cluster = ProcessCluster.start(configs, dir.resolve("data"), jvm, Duration.ofSeconds(60));
+             KvClient client = KvClients.connect(ClientConfig.of(cluster.servers()))) {
+            Map<Long, Long> acked = new ConcurrentHashMap<>(); // key id -> acknowledged value; every put has its own key
+            AtomicLong failures = new AtomicLong();
+            Semaphore inflight = new Semaphore(64);
+            Random rnd = new Random(7);
+            long start = System.nanoTime();
+            boolean killed = false;
+            long ops = 0;
+            while (System.nanoTime() - start < SECONDS.toNanos(20)) {
+                if (!killed && System.nanoTime() - start > SECONDS.toNanos(5)) {
+                    cluster.kill(0);
+                    killed = true;
+                }
+                long value = ++ops;
+                long id = value;
+                inflight.acquire();
+                if (rnd.nextInt(10) == 0) {
+                    client.get(key(rnd.nextInt((int) value))).whenComplete((v, e) -> inflight.release());
+                    continue;
+                }
+                client.put(key(id), ByteBuffer.allocate(8).putLong(value).array()).whenComplete((v, e) -> {
+                    if (e == null) {
+                        acked.put(id, value);
+                    } else {
+                        failures.incrementAndGet();
+                        System.out.println("put failed: " + KvException.unwrap(e).getMessage());
+                    }
+                    inflight.release();
+                });
+            }
+            inflight.acquire(64);
+            assertThat(killed).isTrue();
+            assertThat(acked).isNotEmpty();
+            List<byte[]> keys = acked.keySet().stream().map(ProcessClusterKillTest::key).toList();
+            List<byte[]> values = client.multiGet(keys).join();
+            long missing = 0;
+            int i = 0;
+            for (Long id : acked.keySet()) {
+                byte[] v = values.get(i++);
+                if (v == null || ByteBuffer.wrap(v).getLong() != acked.get(id)) {
+                    missing++;
+                }
+            }
+            assertThat(missing).as("acknowledged writes missing or wrong, of %d", acked.size()).isZero();
+            assertThat(failures.get()).as("failed puts").isZero();
+        }
+    }
+
+    static byte[] key(long id) {
+        // spread over the whole key space: the first bytes are a mix of the id
+        long h = id * 0x9E3779B97F4A7C15L;
+        h ^= h >>> 29;
+        return ByteBuffer.allocate(16).putLong(h).putLong(id).array();
+    }
+}
