@@ -45,7 +45,9 @@ public final class YamlConfig {
 
     public static <T> T parse(String source, String text, Class<T> type) {
         try {
-            T value = MAPPER.readValue(text.isBlank() ? "{}" : text, type);
+            var tree = MAPPER.readTree(text);
+            // a file of only comments is an empty mapping, so defaults and required-key errors apply
+            T value = MAPPER.readValue(tree == null || tree.isMissingNode() || tree.isNull() ? "{}" : text, type);
             if (value == null) {
                 throw new ConfigException(source + ": empty document");
             }
@@ -55,6 +57,9 @@ public final class YamlConfig {
                     + " (known here: " + e.getKnownPropertyIds().stream().map(String::valueOf).sorted()
                     .collect(Collectors.joining(", ")) + ")");
         } catch (JsonMappingException e) {
+            if (e.getCause() instanceof JsonProcessingException parse && !(parse instanceof JsonMappingException)) {
+                throw malformed(source, parse);
+            }
             Throwable root = e;
             while (root.getCause() != null) {
                 root = root.getCause();
@@ -64,9 +69,13 @@ public final class YamlConfig {
             String at = path(e);
             throw new ConfigException(source + ": " + (at.isEmpty() ? "" : "key '" + at + "': ") + firstLine(why));
         } catch (JsonProcessingException e) {
-            throw new ConfigException(source + ": malformed YAML: " + firstLine(e.getOriginalMessage())
-                    + (e.getLocation() == null ? "" : " at line " + e.getLocation().getLineNr()));
+            throw malformed(source, e);
         }
+    }
+
+    private static ConfigException malformed(String source, JsonProcessingException e) {
+        return new ConfigException(source + ": malformed YAML: " + firstLine(e.getOriginalMessage())
+                + (e.getLocation() == null ? "" : " at line " + e.getLocation().getLineNr()));
     }
 
     private static String path(JsonMappingException e) {

@@ -1,0 +1,268 @@
+package io.kvraft.client.rpc;
+
+import com.alipay.remoting.CustomSerializer;
+import com.alipay.remoting.CustomSerializerManager;
+import com.alipay.remoting.InvokeContext;
+import com.alipay.remoting.exception.DeserializationException;
+import com.alipay.remoting.rpc.protocol.RpcRequestCommand;
+import com.alipay.remoting.rpc.protocol.RpcResponseCommand;
+import com.google.protobuf.ByteString;
+import com.google.protobuf.Descriptors;
+import com.google.protobuf.Message;
+import io.kvraft.client.proto.KvProto;
+import io.kvraft.client.proto.KvProto.AdminResponse;
+import io.kvraft.client.proto.KvProto.Error;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.ReadMode;
+import io.kvraft.client.proto.KvProto.ReadRequest;
+import io.kvraft.client.proto.KvProto.ReadResponse;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.RegionsRequest;
+import io.kvraft.client.proto.KvProto.RegionsResponse;
+import io.kvraft.client.proto.KvProto.TransferLeaderRequest;
+import io.kvraft.client.proto.KvProto.Value;
+import io.kvraft.client.proto.KvProto.WriteOp;
+import io.kvraft.client.proto.KvProto.WriteOpType;
+import io.kvraft.client.proto.KvProto.WriteRequest;
+import io.kvraft.client.proto.KvProto.WriteResponse;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Named;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class WireProtocolTest {
+
+    @BeforeAll
+    static void register() {
+        WireProtocol.register();
+    }
+
+    private static ByteString bytes(String s) {
+        return ByteString.copyFrom(s, StandardCharsets.UTF_8);
+    }
+
+    private static Error error() {
+        return Error.newBuilder().setCode(ErrorCode.NOT_LEADER).setLeaderHint("10.0.0.2:8182").setDetail("ask elsewhere").build();
+    }
+
+    static Stream<Named<Message>> requests() {
+        return named(
+                WriteRequest.newBuilder().setRegionId(7).setRegionEpoch(3)
+                        .addOps(WriteOp.newBuilder().setType(WriteOpType.PUT).setKey(bytes("k1")).setValue(bytes("v1")))
+                        .addOps(WriteOp.newBuilder().setType(WriteOpType.DELETE).setKey(bytes("k2")))
+                        .addOps(WriteOp.newBuilder().setType(WriteOpType.COMPARE_AND_PUT).setKey(bytes("k3"))
+                                .setValue(ByteString.copyFrom(new byte[]{0, (byte) 0xff, 0x7f})).setExpect(bytes("old")))
+                        .addOps(WriteOp.newBuilder().setType(WriteOpType.COMPARE_AND_PUT).setKey(bytes("k4"))
+                                .setValue(bytes("new")).setExpectAbsent(true))
+                        .build(),
+                ReadRequest.newBuilder().setRegionId(24).setRegionEpoch(Long.MAX_VALUE)
+                        .addKeys(bytes("a")).addKeys(ByteString.EMPTY).addKeys(ByteString.copyFrom(new byte[]{(byte) 0x80}))
+                        .setMode(ReadMode.LEADER_LEASE)
+                        .build(),
+                RegionsRequest.getDefaultInstance(),
+                TransferLeaderRequest.newBuilder().setRegionId(5).setTarget("10.0.0.3:8183").build());
+    }
+
+    static Stream<Named<Message>> responses() {
+        return named(
+                WriteResponse.newBuilder().setError(error()).addSucceeded(true).addSucceeded(false).addSucceeded(true).build(),
+                WriteResponse.newBuilder().addSucceeded(true).build(),
+                ReadResponse.newBuilder()
+                        .addValues(Value.newBuilder().setFound(true).setValue(bytes("v")))
+                        .addValues(Value.newBuilder().setFound(false))
+                        .addValues(Value.newBuilder().setFound(true).setValue(ByteString.EMPTY))
+                        .build(),
+                ReadResponse.newBuilder().setError(error()).build(),
+                RegionsResponse.newBuilder().setNode("10.0.0.1:8181").setWriteOps(123_456_789_012L).setReadOps(42)
+                        .addRegions(RegionInfo.newBuilder().setId(1).setEndKey(ByteString.copyFrom(new byte[]{0x0a, (byte) 0xaa}))
+                                .setEpoch(2).addPeers("10.0.0.1:8181").addPeers("10.0.0.2:8182").setLeader("10.0.0.1:8181")
+                                .setTerm(9).setAppliedIndex(1_000_000).setRole("LEADER"))
+                        .addRegions(RegionInfo.newBuilder().setId(2).setStartKey(ByteString.copyFrom(new byte[]{0x0a, (byte) 0xaa}))
+                                .setEpoch(2).addPeers("10.0.0.1:8181").setRole("FOLLOWER"))
+                        .build(),
+                AdminResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.INVALID_ARGUMENT).setDetail("no such peer")).build(),
+                AdminResponse.getDefaultInstance());
+    }
+
+    private static Stream<Named<Message>> named(Message... messages) {
+        return Stream.of(messages).map(m -> Named.of(m.getClass().getSimpleName()
+                + (m.equals(m.getDefaultInstanceForType()) ? " (empty)" : ""), m));
+    }
+
+    private static CustomSerializer serializerFor(Message m) {
+        CustomSerializer s = CustomSerializerManager.getCustomSerializer(m.getClass().getName());
+        assertThat(s).as("serializer registered for " + m.getClass().getName()).isNotNull();
+        return s;
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("requests")
+    void when_aRequestIsSerializedAndDeserialized_then_itComesBackEqual(Message request) throws Exception {
+        CustomSerializer serializer = serializerFor(request);
+        RpcRequestCommand sent = new RpcRequestCommand(request);
+        sent.setRequestClass(request.getClass().getName());
+
+        assertThat(serializer.serializeContent(sent, new InvokeContext())).isTrue();
+        assertThat(sent.getContent()).as("plain protobuf bytes").isEqualTo(request.toByteArray());
+
+        RpcRequestCommand received = new RpcRequestCommand();
+        received.setRequestClass(request.getClass().getName());
+        received.setContent(sent.getContent());
+        assertThat(serializer.deserializeContent(received)).isTrue();
+
+        assertThat(received.getRequestObject()).isEqualTo(request);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("responses")
+    void when_aResponseIsSerializedAndDeserialized_then_itComesBackEqual(Message response) throws Exception {
+        CustomSerializer serializer = serializerFor(response);
+        RpcResponseCommand sent = new RpcResponseCommand(response);
+        sent.setResponseClass(response.getClass().getName());
+
+        assertThat(serializer.serializeContent(sent)).isTrue();
+        assertThat(sent.getContent()).as("plain protobuf bytes").isEqualTo(response.toByteArray());
+
+        RpcResponseCommand received = new RpcResponseCommand();
+        received.setResponseClass(response.getClass().getName());
+        received.setContent(sent.getContent());
+        assertThat(serializer.deserializeContent(received, new InvokeContext())).isTrue();
+
+        assertThat(received.getResponseObject()).isEqualTo(response);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("requests")
+    void when_boltSerializesARequestCommand_then_itUsesTheRegisteredSerializerBothWays(Message request) throws Exception {
+        RpcRequestCommand sent = new RpcRequestCommand(request);
+        sent.setRequestClass(request.getClass().getName());  // as bolt's RpcRemoting does
+        sent.serializeClazz();
+        sent.serializeContent(new InvokeContext());
+
+        RpcRequestCommand received = new RpcRequestCommand();
+        received.setClazz(sent.getClazz());
+        received.setContent(sent.getContent());
+        received.deserializeClazz();
+        received.deserializeContent(new InvokeContext());
+
+        assertThat(sent.getContent()).isEqualTo(request.toByteArray());
+        assertThat(received.getRequestObject()).isEqualTo(request);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("responses")
+    void when_boltSerializesAResponseCommand_then_itUsesTheRegisteredSerializerBothWays(Message response) throws Exception {
+        RpcResponseCommand sent = new RpcResponseCommand(response);
+        sent.setResponseClass(response.getClass().getName());  // as bolt's RpcCommandFactory does
+        sent.serializeClazz();
+        sent.serializeContent(new InvokeContext());
+
+        RpcResponseCommand received = new RpcResponseCommand();
+        received.setClazz(sent.getClazz());
+        received.setContent(sent.getContent());
+        received.deserializeClazz();
+        received.deserializeContent(new InvokeContext());
+
+        assertThat(sent.getContent()).isEqualTo(response.toByteArray());
+        assertThat(received.getResponseObject()).isEqualTo(response);
+    }
+
+    static Stream<Arguments> garbage() {
+        byte[][] payloads = {
+                {0x00},                                          // tag zero
+                {0x0f, 0x01},                                    // field 1 with wire type 7
+                {0x1a, 0x05, 0x01},                              // length-delimited field cut short
+                {(byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff,
+                        (byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff}, // endless varint
+        };
+        Map<Class<?>, Message> onePerClass = new LinkedHashMap<>();
+        Stream.concat(requests(), responses()).map(Named::getPayload).forEach(m -> onePerClass.putIfAbsent(m.getClass(), m));
+        return onePerClass.values().stream()
+                .flatMap(m -> Stream.of(payloads).map(p -> Arguments.of(m.getClass().getSimpleName(), m, p)));
+    }
+
+    @ParameterizedTest(name = "[{index}] {0}")
+    @MethodSource("garbage")
+    void when_theContentIsGarbage_then_deserializationFailsWithDeserializationException(String name, Message m, byte[] content) {
+        CustomSerializer serializer = serializerFor(m);
+        String className = m.getClass().getName();
+
+        RpcRequestCommand request = new RpcRequestCommand();
+        request.setRequestClass(className);
+        request.setContent(content);
+        RpcResponseCommand response = new RpcResponseCommand();
+        response.setResponseClass(className);
+        response.setContent(content);
+
+        assertThatThrownBy(() -> serializer.deserializeContent(request))
+                .isExactlyInstanceOf(DeserializationException.class)
+                .hasMessageContaining(className);
+        assertThatThrownBy(() -> serializer.deserializeContent(response, new InvokeContext()))
+                .isExactlyInstanceOf(DeserializationException.class)
+                .hasMessageContaining(className);
+    }
+
+    @Test
+    void when_aStringFieldHoldsInvalidUtf8_then_deserializationFailsWithDeserializationException() {
+        CustomSerializer serializer = serializerFor(TransferLeaderRequest.getDefaultInstance());
+        RpcRequestCommand request = new RpcRequestCommand();
+        request.setRequestClass(TransferLeaderRequest.class.getName());
+        request.setContent(new byte[]{0x12, 0x02, (byte) 0xc3, (byte) 0x28});  // target = invalid UTF-8
+
+        assertThatThrownBy(() -> serializer.deserializeContent(request)).isExactlyInstanceOf(DeserializationException.class);
+    }
+
+    @Test
+    void when_aRequestHasNoContent_then_itDeserializesToTheDefaultMessage() throws Exception {
+        CustomSerializer serializer = serializerFor(RegionsRequest.getDefaultInstance());
+        RpcRequestCommand request = new RpcRequestCommand();
+        request.setRequestClass(RegionsRequest.class.getName());
+
+        assertThat(serializer.deserializeContent(request)).isTrue();
+        assertThat(request.getRequestObject()).isEqualTo(RegionsRequest.getDefaultInstance());
+    }
+
+    @Test
+    void when_aResponseBodyIsNotAKvMessage_then_boltsDefaultSerializerIsLeftToHandleIt() throws Exception {
+        CustomSerializer serializer = serializerFor(AdminResponse.getDefaultInstance());
+        RpcResponseCommand notOurs = new RpcResponseCommand("bolt's own error text");
+        notOurs.setResponseClass(String.class.getName());
+
+        assertThat(serializer.serializeContent(notOurs)).isFalse();
+        assertThat(serializer.deserializeContent(notOurs, new InvokeContext())).isFalse();
+    }
+
+    @Test
+    void when_registered_then_everyRequestAndResponseMessageOfTheProtoHasASerializerAndIsCoveredHere() {
+        List<String> rpcMessages = KvProto.getDescriptor().getMessageTypes().stream()
+                .map(Descriptors.Descriptor::getName)
+                .filter(n -> n.endsWith("Request") || n.endsWith("Response"))
+                .map(n -> KvProto.class.getName() + "$" + n)
+                .toList();
+        List<String> tested = Stream.concat(requests(), responses()).map(n -> n.getPayload().getClass().getName())
+                .distinct().toList();
+
+        assertThat(rpcMessages).allSatisfy(c -> assertThat(CustomSerializerManager.getCustomSerializer(c)).as(c).isNotNull());
+        assertThat(tested).containsExactlyInAnyOrderElementsOf(rpcMessages);
+    }
+
+    @Test
+    void when_registerIsCalledAgain_then_theSameSerializerStaysRegistered() {
+        CustomSerializer before = CustomSerializerManager.getCustomSerializer(WriteRequest.class.getName());
+
+        WireProtocol.register();
+
+        assertThat(CustomSerializerManager.getCustomSerializer(WriteRequest.class.getName())).isSameAs(before);
+    }
+}

@@ -1,0 +1,324 @@
+package io.kvraft.server.config;
+
+import io.kvraft.client.config.ClientConfig;
+import io.kvraft.client.config.ConfigException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+class ServerConfigTest {
+
+    private static final Path SHIPPED = Path.of("..", "conf");
+
+    private static final String BASE = """
+            endpoint: 127.0.0.1:8182
+            dataDir: data/node2
+            cluster:
+              peers: [127.0.0.1:8181, 127.0.0.1:8182, 127.0.0.1:8183]
+            """;
+
+    @TempDir
+    Path dir;
+
+    private Path write(String yaml) throws IOException {
+        Path f = dir.resolve("server.yaml");
+        Files.writeString(f, yaml);
+        return f;
+    }
+
+    private ConfigException loadFails(String yaml) throws IOException {
+        Path f = write(yaml);
+        ConfigException e = (ConfigException) catchConfigException(f);
+        assertThat(e.getMessage()).as("names the file").startsWith(f + ": ").doesNotContain("\n");
+        return e;
+    }
+
+    private static Throwable catchConfigException(Path f) {
+        Throwable t = org.assertj.core.api.Assertions.catchThrowable(() -> ServerConfig.load(f));
+        assertThat(t).isInstanceOf(ConfigException.class);
+        return t;
+    }
+
+    @Test
+    void when_fileSetsEveryKey_then_everyValueIsBound() throws IOException {
+        Path f = write("""
+                endpoint: 10.0.0.2:9000
+                dataDir: /var/lib/kv/node2
+                cluster:
+                  peers: [10.0.0.1:9000, 10.0.0.2:9000, 10.0.0.3:9000]
+                  regionCount: 3
+                  splitKeys: ["55", "aa"]
+                store:
+                  engine: rocksdb
+                  blockCacheBytes: 1048576
+                  writeBufferBytes: 2097152
+                  compression: zstd
+                raft:
+                  electionTimeoutMs: 2000
+                  startupElectionTimeoutMs: 800
+                  electionHeartbeatFactor: 8
+                  sync: false
+                  snapshotIntervalSecs: 0
+                  replicatorPipeline: false
+                  maxReplicatorInflightMsgs: 16
+                  maxProposalsInflight: 4
+                  maxOpsPerEntry: 100
+                  disruptorBufferSize: 256
+                limits:
+                  maxKeyBytes: 100
+                  maxValueBytes: 0
+                  maxBatchOps: 7
+                balance:
+                  enabled: false
+                  intervalMs: 250
+                """);
+
+        ServerConfig c = ServerConfig.load(f);
+
+        assertThat(c.endpoint()).isEqualTo("10.0.0.2:9000");
+        assertThat(c.dataDir()).isEqualTo("/var/lib/kv/node2");
+        assertThat(c.cluster().peers()).containsExactly("10.0.0.1:9000", "10.0.0.2:9000", "10.0.0.3:9000");
+        assertThat(c.cluster().regionCount()).isEqualTo(3);
+        assertThat(c.cluster().splitKeys()).containsExactly("55", "aa");
+        assertThat(c.store()).isEqualTo(new ServerConfig.StoreConfig("rocksdb", 1L << 20, 2L << 20, "zstd"));
+        assertThat(c.raft()).isEqualTo(new ServerConfig.RaftConfig(2000, 800, 8, false, 0, false, 16, 4, 100, 256));
+        assertThat(c.limits()).isEqualTo(new ServerConfig.LimitsConfig(100, 0, 7));
+        assertThat(c.balance()).isEqualTo(new ServerConfig.BalanceConfig(false, 250));
+    }
+
+    @Test
+    void when_optionalKeysAreAbsent_then_defaultsApply() throws IOException {
+        ServerConfig c = ServerConfig.load(write(BASE));
+
+        assertThat(c.cluster().regionCount()).isEqualTo(24);
+        assertThat(c.cluster().splitKeys()).isEmpty();
+        assertThat(c.store().engine()).isEqualTo("memory");
+        assertThat(c.store().compression()).isEqualTo("lz4");
+        assertThat(c.raft().electionTimeoutMs()).isEqualTo(5000);
+        assertThat(c.raft().startupElectionTimeoutMs()).isBetween(100, 5000);
+        assertThat(c.raft().electionHeartbeatFactor()).isEqualTo(10);
+        assertThat(c.raft().sync()).isTrue();
+        assertThat(c.raft().snapshotIntervalSecs()).isEqualTo(600);
+        assertThat(c.raft().disruptorBufferSize()).isEqualTo(1024);
+        assertThat(c.limits()).isEqualTo(ServerConfig.LimitsConfig.DEFAULT);
+        assertThat(c.limits().maxKeyBytes()).isEqualTo(4096);
+        assertThat(c.balance().enabled()).isTrue();
+    }
+
+    @Test
+    void when_splitKeysAreGivenWithoutRegionCount_then_regionCountFollowsThem() throws IOException {
+        ServerConfig c = ServerConfig.load(write(BASE + "  splitKeys: [\"40\", \"80\", \"c0\"]\n"));
+
+        assertThat(c.cluster().regionCount()).isEqualTo(4);
+    }
+
+    @ParameterizedTest(name = "{1}")
+    @CsvSource(delimiter = '|', quoteCharacter = '~', textBlock = """
+            # yaml appended to a valid file                        | key path named in the message
+            raft: {electionTimeoutMS: 1000}                        | raft.electionTimeoutMS
+            raft: {sync: true, snapshotIntervalSec: 60}            | raft.snapshotIntervalSec
+            store: {engin: rocksdb}                                | store.engin
+            limits: {maxKeyByte: 10}                               | limits.maxKeyByte
+            balance: {enable: false}                               | balance.enable
+            dataDirectory: /tmp/x                                  | dataDirectory
+            Raft: {sync: true}                                     | Raft
+            """)
+    void when_aKeyIsUnknown_then_theErrorNamesTheFileAndTheKeyPath(String extra, String keyPath) throws IOException {
+        ConfigException e = loadFails(BASE + extra + "\n");
+
+        assertThat(e).hasMessageContaining("unknown key '" + keyPath + "'");
+    }
+
+    @Test
+    void when_aNestedKeyIsMisspeltInBlockStyle_then_theErrorNamesItsFullPath() throws IOException {
+        ConfigException e = loadFails(BASE + """
+                raft:
+                  sync: true
+                  electionTimeoutMS: 1000
+                store:
+                  engine: memory
+                """);
+
+        assertThat(e).hasMessageContaining("'raft.electionTimeoutMS'").hasMessageContaining("electionTimeoutMs");
+    }
+
+    @Test
+    void when_aClusterKeyIsMisspelt_then_theErrorNamesItsFullPath() throws IOException {
+        ConfigException e = loadFails("""
+                endpoint: 127.0.0.1:8181
+                dataDir: d
+                cluster:
+                  peers: [127.0.0.1:8181]
+                  regionCont: 4
+                """);
+
+        assertThat(e).hasMessageContaining("unknown key 'cluster.regionCont'");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', quoteCharacter = '~', textBlock = """
+            # yaml appended to a valid file               | words of the message
+            store: {engine: leveldb}                      | store.engine must be memory or rocksdb, got 'leveldb'
+            store: {engine: rocksdb, compression: gzip}   | store.compression
+            raft: {electionTimeoutMs: fast}               | key 'raft.electionTimeoutMs'
+            raft: {electionTimeoutMs: 50}                 | raft.electionTimeoutMs
+            raft: {electionTimeoutMs: 1000, electionHeartbeatFactor: 1} | raft.electionHeartbeatFactor
+            raft: {maxOpsPerEntry: 0}                     | raft: counts and intervals must be positive
+            limits: {maxBatchOps: 0}                      | limits must be positive
+            balance: {intervalMs: 1}                      | balance.intervalMs
+            store: {blockCacheBytes: lots}                | key 'store.blockCacheBytes'
+            """)
+    void when_aValueIsInvalid_then_theErrorNamesTheFileAndTheKey(String extra, String words) throws IOException {
+        ConfigException e = loadFails(BASE + extra + "\n");
+
+        assertThat(e).hasMessageContaining(words);
+    }
+
+    @ParameterizedTest(name = "disruptorBufferSize {0}")
+    @ValueSource(ints = {0, 3, 1000, 1023, -1024, Integer.MIN_VALUE})
+    void when_disruptorBufferSizeIsNotAPositivePowerOfTwo_then_itIsRejected(int size) throws IOException {
+        ConfigException e = loadFails(BASE + "raft: {disruptorBufferSize: " + size + "}\n");
+
+        assertThat(e).hasMessageContaining("raft.disruptorBufferSize must be a power of two");
+    }
+
+    @ParameterizedTest(name = "disruptorBufferSize {0}")
+    @ValueSource(ints = {1, 2, 64, 1024, 1 << 20})
+    void when_disruptorBufferSizeIsAPowerOfTwo_then_itIsAccepted(int size) throws IOException {
+        assertThat(ServerConfig.load(write(BASE + "raft: {disruptorBufferSize: " + size + "}\n")).raft().disruptorBufferSize())
+                .isEqualTo(size);
+    }
+
+    @Test
+    void when_endpointIsNotAPeer_then_theErrorSaysSo() throws IOException {
+        ConfigException e = loadFails(BASE.replace("endpoint: 127.0.0.1:8182", "endpoint: 127.0.0.1:9999"));
+
+        assertThat(e).hasMessageContaining("endpoint 127.0.0.1:9999 is not one of cluster.peers");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', quoteCharacter = '~', textBlock = """
+            # yaml                                                                 | words of the message
+            dataDir: d\\ncluster: {peers: [a:1]}                                   | endpoint is required
+            endpoint: a:1\\ncluster: {peers: [a:1]}                                | dataDir is required
+            endpoint: a:1\\ndataDir: d                                             | cluster is required
+            endpoint: a:1\\ndataDir: d\\ncluster: {regionCount: 3}                 | cluster.peers is required
+            endpoint: a:1\\ndataDir: d\\ncluster: {peers: []}                      | cluster.peers must not be empty
+            endpoint: a:1\\ndataDir: d\\ncluster: {peers: [a:1, b:2, a:1]}         | cluster.peers has duplicates
+            endpoint: a:1\\ndataDir: d\\ncluster: {peers: [a:1, b]}                | expected host:port, got 'b'
+            endpoint: a\\ndataDir: d\\ncluster: {peers: [a:1]}                     | expected host:port, got 'a'
+            endpoint: a:1\\ndataDir: d\\ncluster: {peers: [a:1], regionCount: 0}   | cluster.regionCount must be in 1..65536
+            """)
+    void when_aRequiredValueIsMissingOrWrong_then_theErrorSaysWhich(String yaml, String words) throws IOException {
+        ConfigException e = loadFails(yaml.replace("\\n", "\n") + "\n");
+
+        assertThat(e).hasMessageContaining(words);
+    }
+
+    @ParameterizedTest(name = "splitKeys {0}")
+    @CsvSource(delimiter = '|', quoteCharacter = '~', textBlock = """
+            # splitKeys                   | words of the message
+            ["80", "40"]                  | cluster.splitKeys must be strictly ascending at '40'
+            ["40", "40"]                  | cluster.splitKeys must be strictly ascending at '40'
+            ["40", "80", "7fff"]          | cluster.splitKeys must be strictly ascending at '7fff'
+            ["zz"]                        | cluster.splitKeys: 'zz' is not hex
+            ["40", "abc"]                 | cluster.splitKeys: 'abc' is not hex
+            ["0x40"]                      | cluster.splitKeys: '0x40' is not hex
+            ["40", ""]                    | cluster.splitKeys: empty split key
+            """)
+    void when_splitKeysAreNotAscendingHex_then_theFileIsRejected(String splitKeys, String words) throws IOException {
+        ConfigException e = loadFails(BASE + "  splitKeys: " + splitKeys + "\n");
+
+        assertThat(e).hasMessageContaining(words);
+    }
+
+    @Test
+    void when_splitKeysAreAscendingUnderUnsignedOrder_then_theyAreAccepted() throws IOException {
+        ServerConfig c = ServerConfig.load(write(BASE + "  splitKeys: [\"0aaa\", \"7f\", \"80\", \"ff\", \"ff00\"]\n"));
+
+        assertThat(c.cluster().regionCount()).isEqualTo(6);
+    }
+
+    @ParameterizedTest(name = "regionCount {0} with 2 split keys")
+    @ValueSource(ints = {2, 4, 24})
+    void when_regionCountDoesNotMatchTheSplitKeys_then_theErrorGivesBoth(int regionCount) throws IOException {
+        ConfigException e = loadFails(BASE + "  regionCount: " + regionCount + "\n  splitKeys: [\"40\", \"80\"]\n");
+
+        assertThat(e).hasMessageContaining("cluster.regionCount (" + regionCount + ") must be splitKeys.size() + 1 (3)");
+    }
+
+    @Test
+    void when_theFileIsMissing_then_theErrorNamesIt() {
+        Path f = dir.resolve("server-9.yaml");
+
+        assertThatThrownBy(() -> ServerConfig.load(f)).isInstanceOf(ConfigException.class).hasMessage(f + ": no such file");
+    }
+
+    @Test
+    void when_theYamlIsMalformed_then_theErrorNamesTheFile() throws IOException {
+        ConfigException e = loadFails(BASE + "raft: [electionTimeoutMs: 1000\n");
+
+        assertThat(e.getMessage()).isNotBlank();
+    }
+
+    @Test
+    void when_dataDirIsOverridden_then_theRestIsKept() throws IOException {
+        ServerConfig c = ServerConfig.load(write(BASE));
+
+        ServerConfig moved = c.withDataDir("/elsewhere");
+
+        assertThat(moved.dataDir()).isEqualTo("/elsewhere");
+        assertThat(moved.withDataDir(c.dataDir())).isEqualTo(c);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"server-1.yaml", "server-2.yaml", "server-3.yaml"})
+    void when_aShippedServerFileExists_then_itLoads(String name) {
+        Path f = SHIPPED.resolve(name);
+        assumeTrue(Files.exists(f), "conf/" + name + " not written yet");
+
+        ServerConfig c = ServerConfig.load(f);
+
+        assertThat(c.cluster().peers()).contains(c.endpoint());
+        assertThat(c.cluster().regionCount()).isPositive();
+    }
+
+    @Test
+    void when_theShippedServerFilesExist_then_theyDescribeTheSameClusterOnDistinctEndpointsAndDirs() {
+        Path[] files = {SHIPPED.resolve("server-1.yaml"), SHIPPED.resolve("server-2.yaml"), SHIPPED.resolve("server-3.yaml")};
+        for (Path f : files) {
+            assumeTrue(Files.exists(f), f + " not written yet");
+        }
+
+        ServerConfig[] c = {ServerConfig.load(files[0]), ServerConfig.load(files[1]), ServerConfig.load(files[2])};
+
+        assertThat(c[1].cluster()).isEqualTo(c[0].cluster());
+        assertThat(c[2].cluster()).isEqualTo(c[0].cluster());
+        assertThat(new String[]{c[0].endpoint(), c[1].endpoint(), c[2].endpoint()}).doesNotHaveDuplicates();
+        assertThat(new String[]{c[0].dataDir(), c[1].dataDir(), c[2].dataDir()}).doesNotHaveDuplicates();
+    }
+
+    @Test
+    void when_theShippedClientFileExists_then_itLoadsAndNamesThePeers() {
+        Path f = SHIPPED.resolve("client.yaml");
+        assumeTrue(Files.exists(f), "conf/client.yaml not written yet");
+
+        ClientConfig c = ClientConfig.load(f);
+
+        assertThat(c.servers()).isNotEmpty();
+        Path server1 = SHIPPED.resolve("server-1.yaml");
+        if (Files.exists(server1)) {
+            assertThat(ServerConfig.load(server1).cluster().peers()).containsAll(c.servers());
+        }
+    }
+}

@@ -1,0 +1,154 @@
+package io.kvraft.server.rpc;
+
+import com.google.protobuf.ByteString;
+import io.kvraft.client.KvClient;
+import io.kvraft.client.KvException;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.ReadRequest;
+import io.kvraft.client.proto.KvProto.ReadResponse;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.WriteOp;
+import io.kvraft.client.proto.KvProto.WriteOpType;
+import io.kvraft.client.proto.KvProto.WriteRequest;
+import io.kvraft.client.proto.KvProto.WriteResponse;
+import io.kvraft.client.rpc.Transport;
+import io.kvraft.server.InProcessCluster;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.OutputStream;
+import java.net.Socket;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Random;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** Bad requests through the real RPC port: each gets its documented error and the node keeps serving. */
+class BadInputTest {
+
+    @TempDir
+    static Path dir;
+
+    static InProcessCluster cluster;
+    static KvClient client;
+    static Transport transport;
+    static RegionInfo region;
+    static String follower;
+
+    @BeforeAll
+    static void start() throws Exception {
+        cluster = InProcessCluster.start(3, 24, dir, "memory");
+        cluster.awaitBalanced(30);
+        client = cluster.client();
+        transport = new Transport();
+        region = client.regions().join().get(3);
+        follower = region.getPeersList().stream().filter(p -> !p.equals(region.getLeader())).findFirst().orElseThrow();
+    }
+
+    @AfterAll
+    static void stop() {
+        transport.close();
+        cluster.close();
+    }
+
+    static byte[] keyIn(RegionInfo r) {
+        byte[] start = r.getStartKey().toByteArray();
+        byte[] k = java.util.Arrays.copyOf(start, start.length + 1);
+        k[start.length] = 1;
+        return k;
+    }
+
+    private WriteResponse write(String target, WriteRequest req) {
+        return transport.<WriteResponse>call(target, req, 5000).join();
+    }
+
+    private WriteRequest put(RegionInfo r, long epoch, byte[] key, byte[] value) {
+        return WriteRequest.newBuilder().setRegionId(r.getId()).setRegionEpoch(epoch)
+                .addOps(WriteOp.newBuilder().setType(WriteOpType.PUT).setKey(ByteString.copyFrom(key))
+                        .setValue(ByteString.copyFrom(value))).build();
+    }
+
+    @Test
+    void when_keyIsEmpty_then_invalidArgument() {
+        assertThat(write(region.getLeader(), put(region, 1, new byte[0], new byte[1])).getError().getCode())
+                .isEqualTo(ErrorCode.INVALID_ARGUMENT);
+        assertThatThrownBy(() -> client.put(new byte[0], new byte[1]).join())
+                .hasCauseInstanceOf(KvException.class).hasMessageContaining("INVALID_ARGUMENT");
+    }
+
+    @Test
+    void when_keyOrValueIsOversized_then_invalidArgumentNamingTheLimit() {
+        byte[] bigKey = new byte[4097];
+        System.arraycopy(keyIn(region), 0, bigKey, 0, keyIn(region).length);
+        WriteResponse r = write(region.getLeader(), put(region, 1, bigKey, new byte[1]));
+        assertThat(r.getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+        assertThat(r.getError().getDetail()).contains("maxKeyBytes");
+        r = write(region.getLeader(), put(region, 1, keyIn(region), new byte[(1 << 20) + 1]));
+        assertThat(r.getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+        assertThat(r.getError().getDetail()).contains("maxValueBytes");
+        assertThatThrownBy(() -> client.put(keyIn(region), new byte[(1 << 20) + 1]).join())
+                .hasMessageContaining("INVALID_ARGUMENT");
+    }
+
+    @Test
+    void when_regionIsUnknown_then_regionNotFound() {
+        WriteRequest req = WriteRequest.newBuilder(put(region, 1, keyIn(region), new byte[1])).setRegionId(999).build();
+        assertThat(write(region.getLeader(), req).getError().getCode()).isEqualTo(ErrorCode.REGION_NOT_FOUND);
+        ReadResponse rr = transport.<ReadResponse>call(region.getLeader(), ReadRequest.newBuilder().setRegionId(0)
+                .setRegionEpoch(1).addKeys(ByteString.copyFrom(keyIn(region))).build(), 5000).join();
+        assertThat(rr.getError().getCode()).isEqualTo(ErrorCode.REGION_NOT_FOUND);
+    }
+
+    @Test
+    void when_keyIsOutsideTheRegion_then_keyOutOfRange() {
+        RegionInfo other = client.regions().join().get(10);
+        assertThat(write(region.getLeader(), put(region, 1, keyIn(other), new byte[1])).getError().getCode())
+                .isEqualTo(ErrorCode.KEY_OUT_OF_RANGE);
+    }
+
+    @Test
+    void when_epochIsStale_then_staleEpoch() {
+        assertThat(write(region.getLeader(), put(region, 0, keyIn(region), new byte[1])).getError().getCode())
+                .isEqualTo(ErrorCode.STALE_EPOCH);
+    }
+
+    @Test
+    void when_writeGoesToAFollower_then_notLeaderWithTheLeaderAsHint() {
+        WriteResponse r = write(follower, put(region, 1, keyIn(region), new byte[1]));
+        assertThat(r.getError().getCode()).isEqualTo(ErrorCode.NOT_LEADER);
+        assertThat(r.getError().getLeaderHint()).isEqualTo(region.getLeader());
+    }
+
+    @Test
+    void when_batchIsEmpty_then_invalidArgument() {
+        WriteRequest req = WriteRequest.newBuilder().setRegionId(region.getId()).setRegionEpoch(1).build();
+        assertThat(write(region.getLeader(), req).getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+    }
+
+    @Test
+    void when_garbageBytesHitTheRpcPort_then_theNodeKeepsServing() throws Exception {
+        byte[] key = keyIn(region);
+        client.put(key, "before".getBytes()).join();
+        String[] hp = region.getLeader().split(":");
+        Random rnd = new Random(1);
+        for (int i = 0; i < 5; i++) {
+            try (Socket s = new Socket(hp[0], Integer.parseInt(hp[1])); OutputStream out = s.getOutputStream()) {
+                byte[] junk = new byte[1 + rnd.nextInt(4096)];
+                rnd.nextBytes(junk);
+                if (i == 0) {
+                    junk[0] = 2; // bolt's protocol code, so the decoder goes further before it gives up
+                }
+                out.write(junk);
+                out.flush();
+            }
+        }
+        client.put(key, "after".getBytes()).join();
+        assertThat(client.get(key).join()).isEqualTo("after".getBytes());
+        List<RegionInfo> regions = client.regions().join();
+        assertThat(regions).hasSize(24);
+    }
+}
