@@ -22,8 +22,7 @@ public final class ServerMain implements Callable<Integer> {
     Path dataDir;
 
     public static void main(String[] args) {
-        // bolt's own logging would print a banner on stdout and write under ~/logs; ours goes to the console
-        System.setProperty("sofa.middleware.log.disable", "true");
+        io.kvraft.client.rpc.BoltLogging.init();
         int code = new CommandLine(new ServerMain()).execute(args);
         if (code != 0) {
             System.exit(code);

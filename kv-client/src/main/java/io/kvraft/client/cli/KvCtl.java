@@ -44,8 +44,7 @@ public final class KvCtl {
         if (System.getProperty("logback.configurationFile") == null) {
             System.setProperty("logback.configurationFile", "kvctl-logback.xml");
         }
-        // bolt's own logging would print a banner on stdout and write under ~/logs
-        System.setProperty("sofa.middleware.log.disable", "true");
+        io.kvraft.client.rpc.BoltLogging.init();
         System.exit(run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true)));
     }
 
