@@ -1,0 +1,126 @@
+package io.kvraft.benchmark;
+
+import io.kvraft.client.KvClient;
+import io.kvraft.client.KvClients;
+import io.kvraft.client.KvException;
+import io.kvraft.client.config.ClientConfig;
+import io.kvraft.client.config.ConfigException;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import java.util.function.Function;
+
+/**
+ * {@code java -jar kv-benchmark.jar [options]}: runs the benchmark against a local 3-node cluster it
+ * starts (or a running one with --servers/--config), prints the report, and optionally writes the
+ * result files. Subcommands: {@code merge}, {@code sweep}.
+ *
+ * <p>Exit codes: 0 ok; 1 the error rate exceeded --max-error-rate (or the run failed); 2 bad usage
+ * or configuration.
+ */
+@Command(name = "kv-benchmark", mixinStandardHelpOptions = true, version = "kv-benchmark 0.1.0",
+        sortOptions = false, usageHelpAutoWidth = true,
+        subcommands = {MergeCommand.class, SweepCommand.class},
+        description = "Load generator for the kv cluster: puts and gets, the SOFAJRaft reference report"
+                + " (Dropwizard timers), HdrHistogram percentiles, result files that merge across clients.",
+        exitCodeListHeading = "%nExit codes:%n",
+        exitCodeList = {"0:ok", "1:error rate over --max-error-rate, or the run failed", "2:bad usage or configuration"})
+public final class BenchmarkMain implements Callable<Integer> {
+
+    public static final int EXIT_OK = 0;
+    public static final int EXIT_FAILED = 1;
+    public static final int EXIT_USAGE = 2;
+
+    @Option(names = "--duration", defaultValue = "30", paramLabel = "SECONDS",
+            description = "Measured time (default: ${DEFAULT-VALUE}).")
+    double duration;
+
+    @Option(names = "--warmup", defaultValue = "5", paramLabel = "SECONDS",
+            description = "Time before the measurement, excluded from the results (default: ${DEFAULT-VALUE}).")
+    double warmup;
+
+    @Mixin
+    LoadOptions load;
+
+    @Mixin
+    ClusterOptions cluster;
+
+    @Option(names = "--out", paramLabel = "DIR",
+            description = "Write result-<client-id>.json and histogram-<client-id>.hlog into DIR.")
+    Path out;
+
+    final PrintStream stdout;
+    final PrintStream stderr;
+    final Function<ClientConfig, KvClient> connector;
+
+    public BenchmarkMain(PrintStream stdout, PrintStream stderr, Function<ClientConfig, KvClient> connector) {
+        this.stdout = stdout;
+        this.stderr = stderr;
+        this.connector = connector;
+    }
+
+    public static void main(String[] args) {
+        if (System.getProperty("logback.configurationFile") == null) {
+            System.setProperty("logback.configurationFile", "kv-benchmark-logback.xml");
+        }
+        // bolt's own logging would print a banner on stdout (into the report) and write under ~/logs
+        if (System.getProperty("sofa.middleware.log.disable") == null) {
+            System.setProperty("sofa.middleware.log.disable", "true");
+        }
+        // the report owns stdout; library chatter on System.out (sofa-common-tools prints a banner there
+        // unconditionally) goes to stderr with the progress lines
+        PrintStream report = System.out;
+        System.setOut(System.err);
+        System.exit(execute(args, report, System.err, KvClients::connect));
+    }
+
+    /** Runs the command line and returns the exit code (no System.exit); {@code connector} makes the client. */
+    public static int execute(String[] args, PrintStream out, PrintStream err, Function<ClientConfig, KvClient> connector) {
+        CommandLine cmd = new CommandLine(new BenchmarkMain(out, err, connector));
+        cmd.setOut(new PrintWriter(out, true));
+        cmd.setErr(new PrintWriter(err, true));
+        cmd.setExecutionExceptionHandler((thrown, commandLine, parseResult) -> {
+            Throwable ex = thrown;
+            while (ex instanceof java.util.concurrent.CompletionException && ex.getCause() != null) {
+                ex = ex.getCause();
+            }
+            boolean usage = ex instanceof UsageException || ex instanceof ConfigException;
+            boolean expected = usage || ex instanceof Preloader.PreloadException || ex instanceof KvException;
+            err.println(usage ? ex.getMessage() : "kv-benchmark: FAILED: " + (expected ? ex.getMessage() : ex));
+            if (!expected) {
+                ex.printStackTrace(err);
+            }
+            err.flush();
+            return usage ? EXIT_USAGE : EXIT_FAILED;
+        });
+        return cmd.execute(args);
+    }
+
+    @Override
+    public Integer call() {
+        load.validate(duration, warmup);
+        try (ClusterSession session = ClusterSession.open(cluster, load.readMode, load.batching, connector, stderr)) {
+            ClientConfig cc = session.clientConfig();
+            WorkloadOptions options = load.toWorkload(duration, warmup, cc.readMode(), cc.batching().enabled());
+            RunResult result = BenchmarkRun.run(options, session.client(), stdout, stderr, out);
+            return verdict(result.errorRateViolation(options.maxErrorRate()), stderr);
+        }
+    }
+
+    /** 0, or 1 after printing the one-line reason. */
+    static int verdict(Optional<String> violation, PrintStream err) {
+        if (violation.isPresent()) {
+            err.println("kv-benchmark: FAILED: " + violation.get());
+            err.flush();
+            return EXIT_FAILED;
+        }
+        return EXIT_OK;
+    }
+}

@@ -1,0 +1,164 @@
+package io.kvraft.benchmark;
+
+import io.kvraft.client.KvClient;
+import io.kvraft.client.config.ClientConfig;
+import io.kvraft.server.launch.ProcessCluster;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
+
+/**
+ * The client, and the local cluster when the benchmark started one. Closing (explicitly or by the
+ * shutdown hook on Ctrl-C) closes the client, stops the servers and deletes their data, once.
+ */
+public final class ClusterSession implements AutoCloseable {
+
+    static final Duration READY_TIMEOUT = Duration.ofSeconds(60);
+    static final List<String> SERVER_FILES = List.of("server-1.yaml", "server-2.yaml", "server-3.yaml");
+
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final Thread hook = new Thread(this::closeNow, "kv-benchmark-shutdown");
+    private final PrintStream log;
+    private volatile ProcessCluster cluster;
+    private volatile Path dataRoot;
+    private volatile KvClient client;
+    private ClientConfig clientConfig;
+
+    private ClusterSession(PrintStream log) {
+        this.log = log;
+    }
+
+    /**
+     * Starts the local cluster if the options name no running one, then connects.
+     *
+     * @throws UsageException                                  bad --servers or missing server YAMLs
+     * @throws io.kvraft.client.config.ConfigException         a bad client YAML
+     */
+    public static ClusterSession open(ClusterOptions c, String readMode, Boolean batching,
+                                      Function<ClientConfig, KvClient> connector, PrintStream log) {
+        ClusterSession s = new ClusterSession(log);
+        Runtime.getRuntime().addShutdownHook(s.hook);
+        try {
+            ClientConfig config;
+            if (c.embedded()) {
+                List<Path> files = SERVER_FILES.stream().map(c.confDir::resolve).toList();
+                for (Path f : files) {
+                    if (!Files.isRegularFile(f)) {
+                        throw new UsageException(f + ": no such file (--conf-dir names the directory of server-1.yaml"
+                                + " .. server-3.yaml; or give --servers or --config to drive a running cluster)");
+                    }
+                }
+                s.dataRoot = Files.createTempDirectory("kv-benchmark-");
+                log.println("starting a local 3-node cluster from " + c.confDir + " (data in " + s.dataRoot + ")");
+                s.cluster = ProcessCluster.start(files, s.dataRoot, List.copyOf(c.serverJvmArgs), READY_TIMEOUT);
+                log.println("local cluster ready: " + String.join(",", s.cluster.servers()));
+                config = ClientConfig.of(s.cluster.servers());
+            } else if (c.config != null) {
+                config = ClientConfig.load(c.config);
+                if (!c.servers.isEmpty()) {
+                    config = config.withServers(parseServers(c.servers));
+                }
+            } else {
+                config = ClientConfig.of(parseServers(c.servers));
+            }
+            if (readMode != null) {
+                config = config.withReadMode(readMode);
+            }
+            if (batching != null) {
+                config = config.withBatching(config.batching().withEnabled(batching));
+            }
+            s.clientConfig = config;
+            s.client = connector.apply(config);
+            return s;
+        } catch (IOException e) {
+            s.close();
+            throw new IllegalStateException("cannot create the data directory: " + e.getMessage(), e);
+        } catch (RuntimeException | Error e) {
+            s.close();
+            throw e;
+        }
+    }
+
+    private static List<String> parseServers(List<String> servers) {
+        try {
+            return ClientConfig.of(servers).servers();
+        } catch (IllegalArgumentException e) {
+            throw new UsageException("--servers: " + e.getMessage());
+        }
+    }
+
+    public KvClient client() {
+        return client;
+    }
+
+    /** The client's effective configuration. */
+    public ClientConfig clientConfig() {
+        return clientConfig;
+    }
+
+    @Override
+    public void close() {
+        closeNow();
+        try {
+            Runtime.getRuntime().removeShutdownHook(hook);
+        } catch (IllegalStateException | IllegalArgumentException ignored) {
+            // shutting down already, or never added
+        }
+    }
+
+    private void closeNow() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        KvClient c = client;
+        if (c != null) {
+            try {
+                c.close();
+            } catch (RuntimeException e) {
+                log.println("closing the client: " + e);
+            }
+        }
+        ProcessCluster pc = cluster;
+        if (pc != null) {
+            try {
+                pc.close();
+                log.println("local cluster stopped");
+            } catch (RuntimeException e) {
+                log.println("stopping the local cluster: " + e);
+            }
+        }
+        Path d = dataRoot;
+        if (d != null) {
+            deleteQuietly(d);
+        }
+    }
+
+    private static void deleteQuietly(Path root) {
+        try {
+            Files.walkFileTree(root, new SimpleFileVisitor<>() {
+                @Override
+                public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+                    Files.deleteIfExists(file);
+                    return FileVisitResult.CONTINUE;
+                }
+
+                @Override
+                public FileVisitResult postVisitDirectory(Path dir, IOException exc) throws IOException {
+                    Files.deleteIfExists(dir);
+                    return FileVisitResult.CONTINUE;
+                }
+            });
+        } catch (IOException ignored) {
+            // best effort: it is a temp directory
+        }
+    }
+}

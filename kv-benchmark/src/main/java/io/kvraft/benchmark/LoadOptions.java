@@ -1,0 +1,99 @@
+package io.kvraft.benchmark;
+
+import picocli.CommandLine.Option;
+
+import java.net.InetAddress;
+import java.util.concurrent.ThreadLocalRandom;
+
+/** picocli mixin: the workload options shared by the run and the sweep. */
+public final class LoadOptions {
+
+    @Option(names = "--threads", defaultValue = "8", paramLabel = "N",
+            description = "Load threads; each keeps up to --inflight operations outstanding (default: ${DEFAULT-VALUE}).")
+    int threads;
+
+    @Option(names = "--inflight", defaultValue = "32", paramLabel = "N",
+            description = "Operations in flight per thread at most (default: ${DEFAULT-VALUE}).")
+    int inflight;
+
+    @Option(names = "--read-ratio", defaultValue = "0.1", paramLabel = "R",
+            description = "Share of gets; the rest are puts (default: ${DEFAULT-VALUE}).")
+    double readRatio;
+
+    @Option(names = "--key-size", defaultValue = "16", paramLabel = "BYTES",
+            description = "Key size; at least 8 for uniform and zipfian keys (default: ${DEFAULT-VALUE}).")
+    int keySize;
+
+    @Option(names = "--value-size", defaultValue = "16", paramLabel = "BYTES",
+            description = "Value size (default: ${DEFAULT-VALUE}).")
+    int valueSize;
+
+    @Option(names = "--keys", defaultValue = "100000", paramLabel = "N",
+            description = "Key space size, preloaded with batchPut before measuring so gets hit (default: ${DEFAULT-VALUE}).")
+    long keys;
+
+    @Option(names = "--key-distribution", defaultValue = "uniform", paramLabel = "DIST",
+            converter = KeyDistribution.Converter.class, completionCandidates = KeyDistribution.Candidates.class,
+            description = "${COMPLETION-CANDIDATES}; region-start uses only the regions' start keys, as the"
+                    + " SOFAJRaft reference benchmark does (default: ${DEFAULT-VALUE}).")
+    KeyDistribution keyDistribution;
+
+    @Option(names = "--rate", defaultValue = "0", paramLabel = "OPS",
+            description = "0: closed loop; above 0: open loop at this total target ops/s, latency measured from each"
+                    + " operation's scheduled time (coordinated omission corrected, as wrk2) (default: ${DEFAULT-VALUE}).")
+    double rate;
+
+    @Option(names = "--read-mode", paramLabel = "MODE",
+            description = "read_index or leader_lease (default: the client config's, else read_index).")
+    String readMode;
+
+    @Option(names = "--batching", arity = "1", paramLabel = "true|false",
+            description = "Turn client batching on or off (default: the client config's batching.enabled, else true).")
+    Boolean batching;
+
+    @Option(names = "--max-error-rate", defaultValue = "0.001", paramLabel = "R",
+            description = "Exit with code 1 when errors/operations exceeds this (default: ${DEFAULT-VALUE}).")
+    double maxErrorRate;
+
+    @Option(names = "--client-id", paramLabel = "ID",
+            description = "Names this client's result files (default: hostname-pid).")
+    String clientId;
+
+    @Option(names = "--seed", paramLabel = "N",
+            description = "Seed of keys, values and the put/get mix (default: random; the report shows it).")
+    Long seed;
+
+    @Option(names = "--drain-timeout", defaultValue = "35", paramLabel = "SECONDS",
+            description = "After the end, how long to wait for operations still in flight; those left count as"
+                    + " UNFINISHED errors (default: ${DEFAULT-VALUE}).")
+    double drainTimeout;
+
+    /** The workload; {@code readMode} and {@code batching} are the client's effective settings. */
+    WorkloadOptions toWorkload(double durationSeconds, double warmupSeconds, String effectiveReadMode,
+                               Boolean effectiveBatching) {
+        if (clientId == null) {
+            clientId = defaultClientId();
+        }
+        if (seed == null) {
+            seed = ThreadLocalRandom.current().nextLong();
+        }
+        return new WorkloadOptions(threads, inflight, durationSeconds, warmupSeconds, readRatio, keySize, valueSize,
+                keys, keyDistribution, rate, effectiveReadMode, effectiveBatching, maxErrorRate, clientId, seed,
+                drainTimeout);
+    }
+
+    /** Checks the options before any cluster is started (the result is thrown away). */
+    void validate(double durationSeconds, double warmupSeconds) {
+        toWorkload(durationSeconds, warmupSeconds, readMode, batching);
+    }
+
+    static String defaultClientId() {
+        String host;
+        try {
+            host = InetAddress.getLocalHost().getHostName();
+        } catch (Exception e) {
+            host = System.getenv().getOrDefault("HOSTNAME", "localhost");
+        }
+        return host + "-" + ProcessHandle.current().pid();
+    }
+}

@@ -1,0 +1,285 @@
+package io.kvraft.benchmark;
+
+import io.kvraft.client.KvClient;
+
+import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Drives the load. {@code threads} load threads each own {@code inflight} slots.
+ *
+ * <p>Closed loop ({@code rate == 0}): a thread sends whenever it has a free slot, so every
+ * completion lets the next operation go; {@code threads x inflight} operations are outstanding.
+ *
+ * <p>Open loop ({@code rate > 0}): operation {@code g} (numbered over all threads) is due at
+ * {@code t0 + g / rate}; thread {@code j} sends operations {@code j, j + threads, ...} when they are
+ * due and a slot is free, and measures latency from the due time, not the send time. An operation
+ * held back by a stalled server or a full pipeline therefore carries the wait it suffered, which
+ * corrects coordinated omission as wrk2 does. Operations due before the end but never sent are
+ * reported as unsent.
+ *
+ * <p>The hot path has no locks and no logging: completions record into {@link Results} and bump
+ * the owner's free-slot counter, waking it only when it sleeps. The calling thread ticks once a
+ * second: progress line, interval histograms.
+ */
+public final class LoadRunner {
+
+    private static final long SECOND = 1_000_000_000L;
+
+    private final WorkloadOptions options;
+    private final KvClient client;
+    private final KeySpace keySpace;
+    private final NanoClock clock;
+    private final PrintStream progress;
+    private final String progressPrefix;
+
+    /**
+     * @param progress where the once-a-second progress line goes; null for none
+     */
+    public LoadRunner(WorkloadOptions options, KvClient client, KeySpace keySpace, NanoClock clock,
+                      PrintStream progress, String progressPrefix) {
+        this.options = options;
+        this.client = client;
+        this.keySpace = keySpace;
+        this.clock = clock;
+        this.progress = progress;
+        this.progressPrefix = progressPrefix == null ? "" : progressPrefix;
+    }
+
+    /** Runs warm-up, measurement and drain; blocks until done. */
+    public RunResult run() {
+        long cpu0 = processCpuNanos();
+        long wall0 = System.currentTimeMillis();
+        long t0 = clock.nanoTime();
+        long measureStart = t0 + toNanos(options.warmupSeconds());
+        long end = measureStart + toNanos(options.durationSeconds());
+        long drainDeadline = end + toNanos(options.drainTimeoutSeconds());
+        Results results = new Results(t0, measureStart, end, wall0, options.clientId());
+
+        Thread ticker = Thread.currentThread();
+        AtomicInteger running = new AtomicInteger(options.threads());
+        SplittableRandom seeds = new SplittableRandom(options.seed());
+        double interval = options.openLoop() ? SECOND / options.rate() : 0;
+        Worker[] workers = new Worker[options.threads()];
+        for (int j = 0; j < workers.length; j++) {
+            Workload w = new Workload(keySpace, options.readRatio(), options.valueSize(), seeds.split());
+            workers[j] = new Worker(j, w, results, t0, end, drainDeadline, interval, running, ticker);
+        }
+        for (Worker w : workers) {
+            w.thread.start();
+        }
+
+        long nextTick = t0 + SECOND;
+        long lastTick = t0;
+        while (running.get() > 0) {
+            long now = clock.nanoTime();
+            if (now >= nextTick) {
+                printProgress(results.tick(now));
+                lastTick = now;
+                nextTick = t0 + ((now - t0) / SECOND + 1) * SECOND;
+            } else {
+                clock.parkNanos(nextTick - now);
+            }
+        }
+        long unfinished = 0;
+        long unsent = 0;
+        for (Worker w : workers) {
+            joinQuietly(w.thread);
+            unfinished += w.unfinished;
+            unsent += w.unsent;
+        }
+        results.close();
+        long now = clock.nanoTime();
+        Results.Progress last = results.tick(now);
+        if (now - lastTick >= SECOND / 5) {
+            printProgress(last);
+        }
+        long cpu1 = processCpuNanos();
+        return results.toResult(options, unfinished, unsent, cpu0 < 0 || cpu1 < 0 ? -1 : cpu1 - cpu0);
+    }
+
+    private void printProgress(Results.Progress p) {
+        if (progress == null) {
+            return;
+        }
+        progress.println(String.format(Locale.ROOT, "%s%6.1fs  %,10.0f ops/s  errors %,d  p99 so far %.3f ms%s",
+                progressPrefix, p.elapsedSeconds(), p.opsPerSecond(), p.errors(), p.p99Ms(),
+                p.warmup() ? "  (warm-up)" : ""));
+    }
+
+    static long toNanos(double seconds) {
+        return Math.round(seconds * SECOND);
+    }
+
+    private static void joinQuietly(Thread t) {
+        boolean interrupted = false;
+        while (true) {
+            try {
+                t.join();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    static long processCpuNanos() {
+        try {
+            if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os) {
+                return os.getProcessCpuTime();
+            }
+        } catch (RuntimeException | LinkageError ignored) {
+            // unknown
+        }
+        return -1;
+    }
+
+    /** One load thread and its slots. */
+    private final class Worker implements Runnable {
+        private final int index;
+        private final Workload workload;
+        private final Results results;
+        private final long t0;
+        private final long end;
+        private final long drainDeadline;
+        private final double intervalNanos;
+        private final AtomicInteger running;
+        private final Thread ticker;
+        private final Thread thread;
+        private final AtomicInteger free = new AtomicInteger(options.inflight());
+        private volatile boolean waiting;
+        private long unfinished;
+        private long unsent;
+
+        Worker(int index, Workload workload, Results results, long t0, long end, long drainDeadline,
+               double intervalNanos, AtomicInteger running, Thread ticker) {
+            this.index = index;
+            this.workload = workload;
+            this.results = results;
+            this.t0 = t0;
+            this.end = end;
+            this.drainDeadline = drainDeadline;
+            this.intervalNanos = intervalNanos;
+            this.running = running;
+            this.ticker = ticker;
+            this.thread = new Thread(this, "kv-benchmark-load-" + index);
+            this.thread.setDaemon(true);
+        }
+
+        @Override
+        public void run() {
+            try {
+                if (intervalNanos > 0) {
+                    runOpenLoop();
+                } else {
+                    runClosedLoop();
+                }
+                drain();
+            } finally {
+                if (running.decrementAndGet() == 0) {
+                    LockSupport.unpark(ticker);
+                }
+            }
+        }
+
+        private void runClosedLoop() {
+            while (true) {
+                long now = clock.nanoTime();
+                if (now >= end) {
+                    return;
+                }
+                if (free.get() == 0) {
+                    awaitSlot(now, end);
+                    continue;
+                }
+                free.decrementAndGet(); // the only taker, so this never goes below zero
+                issue(now);
+            }
+        }
+
+        private void runOpenLoop() {
+            long g = index;
+            int step = options.threads();
+            while (true) {
+                long due = dueTime(g);
+                if (due >= end) {
+                    return;
+                }
+                long now = clock.nanoTime();
+                if (now >= end) {
+                    for (long k = g; dueTime(k) < end; k += step) {
+                        unsent++;
+                    }
+                    return;
+                }
+                if (due > now) {
+                    clock.parkNanos(due - now);
+                    continue;
+                }
+                if (free.get() == 0) {
+                    awaitSlot(now, end);
+                    continue;
+                }
+                free.decrementAndGet();
+                g += step;
+                issue(due);
+            }
+        }
+
+        private long dueTime(long g) {
+            return t0 + (long) (g * intervalNanos);
+        }
+
+        private void awaitSlot(long now, long deadline) {
+            waiting = true;
+            if (free.get() == 0) {
+                clock.parkNanos(deadline - now);
+            }
+            waiting = false;
+        }
+
+        private void drain() {
+            int inflight = options.inflight();
+            while (free.get() < inflight) {
+                long now = clock.nanoTime();
+                if (now >= drainDeadline) {
+                    break;
+                }
+                waiting = true;
+                if (free.get() < inflight) {
+                    clock.parkNanos(drainDeadline - now);
+                }
+                waiting = false;
+            }
+            unfinished = inflight - free.get();
+        }
+
+        private void issue(long start) {
+            boolean read = workload.nextIsRead();
+            byte[] key = workload.nextKey();
+            CompletableFuture<?> f;
+            try {
+                f = read ? client.get(key) : client.put(key, workload.nextValue());
+            } catch (RuntimeException e) {
+                f = CompletableFuture.failedFuture(e);
+            }
+            f.whenComplete((r, error) -> complete(read, start, error));
+        }
+
+        private void complete(boolean read, long start, Throwable error) {
+            results.record(read, start, clock.nanoTime(), error);
+            free.incrementAndGet();
+            if (waiting) {
+                LockSupport.unpark(thread);
+            }
+        }
+    }
+}

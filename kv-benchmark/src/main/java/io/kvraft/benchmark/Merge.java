@@ -1,0 +1,153 @@
+package io.kvraft.benchmark;
+
+import org.HdrHistogram.Histogram;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+
+/**
+ * Adds up the results of many clients: histograms are added bucket by bucket (percentiles are
+ * never averaged), counts, rates and errors are summed.
+ */
+public final class Merge {
+
+    public static final String MERGED_JSON = "merged.json";
+
+    private Merge() {
+    }
+
+    /** The merged figures and the histograms behind them. */
+    public record Merged(ResultJson result, Histogram put, Histogram get, Histogram total) {
+    }
+
+    /** Reads every client's files in {@code dirs} (a directory given twice counts once) and merges them. */
+    public static Merged merge(List<Path> dirs) {
+        Set<Path> seen = new LinkedHashSet<>();
+        for (Path d : dirs) {
+            seen.add(canonical(d));
+        }
+        List<ResultFiles.ClientData> clients = new ArrayList<>();
+        for (Path d : seen) {
+            clients.addAll(ResultFiles.read(d));
+        }
+        return merge(clients);
+    }
+
+    public static Merged merge(Iterable<ResultFiles.ClientData> clients) {
+        Histogram put = new Histogram(Results.DIGITS);
+        Histogram get = new Histogram(Results.DIGITS);
+        Map<String, Long> errors = new TreeMap<>();
+        List<String> ids = new ArrayList<>();
+        double putRate = 0;
+        double getRate = 0;
+        long putErrors = 0;
+        long getErrors = 0;
+        long warmup = 0;
+        long unfinished = 0;
+        long unsent = 0;
+        double duration = 0;
+        Instant start = null;
+        Instant end = null;
+        for (ResultFiles.ClientData c : clients) {
+            ResultJson r = c.result();
+            put.add(c.put());
+            get.add(c.get());
+            ids.add(r.clientId());
+            putRate += rate(r, "put");
+            getRate += rate(r, "get");
+            putErrors += errorsOf(r, "put");
+            getErrors += errorsOf(r, "get");
+            if (r.errors() != null) {
+                r.errors().forEach((k, v) -> errors.merge(k, v, Long::sum));
+            }
+            warmup += r.warmupOps();
+            unfinished += r.unfinished();
+            unsent += r.unsent();
+            duration = Math.max(duration, r.durationSeconds());
+            start = min(start, parse(r.startTime()));
+            end = max(end, parse(r.endTime()));
+        }
+        if (ids.isEmpty()) {
+            throw new UsageException("nothing to merge");
+        }
+        Histogram total = put.copy();
+        total.add(get);
+        long errorCount = errors.values().stream().mapToLong(Long::longValue).sum();
+        long all = total.getTotalCount() + errorCount;
+        Map<String, ResultJson.OpStats> ops = new LinkedHashMap<>();
+        ops.put("put", ResultJson.OpStats.of(put, putErrors, putRate));
+        ops.put("get", ResultJson.OpStats.of(get, getErrors, getRate));
+        ops.put("total", ResultJson.OpStats.of(total, errorCount, putRate + getRate));
+        ResultJson merged = new ResultJson("merged", ids.size(), ids, str(start), str(end), duration, null, ops,
+                errors, errorCount, all == 0 ? 0 : (double) errorCount / all, warmup, unfinished, unsent, null);
+        return new Merged(merged, put, get, total);
+    }
+
+    /** The merged latency table, errors, and the number of clients. */
+    public static void print(PrintStream out, Merged m, double maxErrorRate) {
+        ResultJson r = m.result();
+        out.println("kv-benchmark merge of " + r.clients() + " client results: " + String.join(", ", r.clientIds()));
+        out.println();
+        ReportPrinter.printLatencyTable(out, List.of(
+                new ReportPrinter.Row("put", m.put(), r.op("put").opsPerSec()),
+                new ReportPrinter.Row("get", m.get(), r.op("get").opsPerSec()),
+                new ReportPrinter.Row("total", m.total(), r.op("total").opsPerSec())));
+        out.println();
+        ReportPrinter.printErrors(out, r.errors(), m.total().getTotalCount() + r.errorCount(), maxErrorRate);
+        out.println();
+        out.printf(Locale.ROOT, "clients: %d%n", r.clients());
+        out.flush();
+    }
+
+    public static Path writeJson(Path outDir, Merged m) {
+        Path file = outDir.resolve(MERGED_JSON);
+        ResultFiles.writeJson(file, m.result());
+        return file;
+    }
+
+    private static double rate(ResultJson r, String op) {
+        return r.ops() == null || r.op(op) == null ? 0 : r.op(op).opsPerSec();
+    }
+
+    private static long errorsOf(ResultJson r, String op) {
+        return r.ops() == null || r.op(op) == null ? 0 : r.op(op).errors();
+    }
+
+    private static Path canonical(Path p) {
+        try {
+            return p.toRealPath();
+        } catch (IOException e) {
+            return p.toAbsolutePath().normalize();
+        }
+    }
+
+    private static Instant parse(String s) {
+        try {
+            return s == null ? null : Instant.parse(s);
+        } catch (RuntimeException e) {
+            return null;
+        }
+    }
+
+    private static Instant min(Instant a, Instant b) {
+        return a == null ? b : b == null ? a : a.isBefore(b) ? a : b;
+    }
+
+    private static Instant max(Instant a, Instant b) {
+        return a == null ? b : b == null ? a : a.isAfter(b) ? a : b;
+    }
+
+    private static String str(Instant i) {
+        return i == null ? null : i.toString();
+    }
+}

@@ -1,0 +1,153 @@
+package io.kvraft.benchmark;
+
+/**
+ * Everything one measured run needs; the CLI builds it from its options and the result JSON carries
+ * it as {@code config}. Times are in seconds. Invalid values throw {@link UsageException} with a
+ * one-line message naming the option.
+ *
+ * @param threads            load threads; closed loop: each keeps {@code inflight} operations outstanding
+ * @param inflight           operations in flight per thread at most
+ * @param durationSeconds    measured time, after the warm-up
+ * @param warmupSeconds      time before the measurement whose operations are not counted
+ * @param readRatio          share of gets, the rest are puts
+ * @param keySize            bytes per key
+ * @param valueSize          bytes per value
+ * @param keys               key space size (preloaded before the run)
+ * @param keyDistribution    how keys are chosen
+ * @param rate               0: closed loop; above 0: open loop at this total target ops/s
+ * @param readMode           read_index, leader_lease, or null to keep the client config's
+ * @param batching           client batching on/off, or null to keep the client config's
+ * @param maxErrorRate       errors/(operations) above this fail the run (exit code 1)
+ * @param clientId           names the result files of this client
+ * @param seed               seed of the key, value and op-type choices
+ * @param drainTimeoutSeconds how long to wait after the end for operations still in flight
+ */
+public record WorkloadOptions(
+        int threads,
+        int inflight,
+        double durationSeconds,
+        double warmupSeconds,
+        double readRatio,
+        int keySize,
+        int valueSize,
+        long keys,
+        KeyDistribution keyDistribution,
+        double rate,
+        String readMode,
+        Boolean batching,
+        double maxErrorRate,
+        String clientId,
+        long seed,
+        double drainTimeoutSeconds) {
+
+    public WorkloadOptions {
+        require(threads >= 1, "--threads must be at least 1, got " + threads);
+        require(inflight >= 1, "--inflight must be at least 1, got " + inflight);
+        require(durationSeconds > 0 && Double.isFinite(durationSeconds), "--duration must be positive, got " + durationSeconds);
+        require(warmupSeconds >= 0 && Double.isFinite(warmupSeconds), "--warmup must be 0 or more, got " + warmupSeconds);
+        require(readRatio >= 0 && readRatio <= 1, "--read-ratio must be between 0 and 1, got " + readRatio);
+        require(keySize >= 1, "--key-size must be at least 1, got " + keySize);
+        require(valueSize >= 1, "--value-size must be at least 1, got " + valueSize);
+        require(keys >= 1, "--keys must be at least 1, got " + keys);
+        require(keyDistribution != null, "--key-distribution is required");
+        require(keyDistribution == KeyDistribution.REGION_START || keySize >= KeyGenerator.MIN_MIXED_KEY_SIZE,
+                "--key-size must be at least " + KeyGenerator.MIN_MIXED_KEY_SIZE + " for " + keyDistribution
+                        + " keys (their first 8 bytes spread them over all regions), got " + keySize);
+        require(rate >= 0 && Double.isFinite(rate), "--rate must be 0 (closed loop) or a positive ops/s, got " + rate);
+        require(readMode == null || readMode.equals("read_index") || readMode.equals("leader_lease"),
+                "--read-mode must be read_index or leader_lease, got " + readMode);
+        require(maxErrorRate >= 0 && maxErrorRate <= 1, "--max-error-rate must be between 0 and 1, got " + maxErrorRate);
+        require(clientId != null && !clientId.isBlank(), "--client-id must not be empty");
+        require(drainTimeoutSeconds > 0, "--drain-timeout must be positive, got " + drainTimeoutSeconds);
+    }
+
+    private static void require(boolean ok, String message) {
+        if (!ok) {
+            throw new UsageException(message);
+        }
+    }
+
+    public boolean openLoop() {
+        return rate > 0;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    public Builder toBuilder() {
+        return new Builder().threads(threads).inflight(inflight).durationSeconds(durationSeconds)
+                .warmupSeconds(warmupSeconds).readRatio(readRatio).keySize(keySize).valueSize(valueSize)
+                .keys(keys).keyDistribution(keyDistribution).rate(rate).readMode(readMode).batching(batching)
+                .maxErrorRate(maxErrorRate).clientId(clientId).seed(seed).drainTimeoutSeconds(drainTimeoutSeconds);
+    }
+
+    public WorkloadOptions withThreads(int n) {
+        return toBuilder().threads(n).build();
+    }
+
+    public WorkloadOptions withRate(double r) {
+        return toBuilder().rate(r).build();
+    }
+
+    public WorkloadOptions withTimes(double duration, double warmup) {
+        return toBuilder().durationSeconds(duration).warmupSeconds(warmup).build();
+    }
+
+    /** One line for humans: the workload in CLI terms. */
+    public String describe() {
+        return "threads=" + threads + " inflight=" + inflight + " duration=" + fmt(durationSeconds) + "s warmup="
+                + fmt(warmupSeconds) + "s read-ratio=" + fmt(readRatio) + " key-size=" + keySize + " value-size="
+                + valueSize + " keys=" + keys + " key-distribution=" + keyDistribution + " "
+                + (openLoop() ? "rate=" + fmt(rate) + " ops/s (open loop)" : "closed loop")
+                + (readMode == null ? "" : " read-mode=" + readMode)
+                + (batching == null ? "" : " batching=" + batching) + " client-id=" + clientId + " seed=" + seed;
+    }
+
+    private static String fmt(double d) {
+        return d == Math.rint(d) && Math.abs(d) < 1e15 ? Long.toString((long) d) : Double.toString(d);
+    }
+
+    /** Defaults as in the CLI. */
+    public static final class Builder {
+        private int threads = 8;
+        private int inflight = 32;
+        private double durationSeconds = 30;
+        private double warmupSeconds = 5;
+        private double readRatio = 0.1;
+        private int keySize = 16;
+        private int valueSize = 16;
+        private long keys = 100_000;
+        private KeyDistribution keyDistribution = KeyDistribution.UNIFORM;
+        private double rate = 0;
+        private String readMode;
+        private Boolean batching;
+        private double maxErrorRate = 0.001;
+        private String clientId = "client";
+        private long seed = 1;
+        private double drainTimeoutSeconds = 35;
+
+        public Builder threads(int v) { threads = v; return this; }
+        public Builder inflight(int v) { inflight = v; return this; }
+        public Builder durationSeconds(double v) { durationSeconds = v; return this; }
+        public Builder warmupSeconds(double v) { warmupSeconds = v; return this; }
+        public Builder readRatio(double v) { readRatio = v; return this; }
+        public Builder keySize(int v) { keySize = v; return this; }
+        public Builder valueSize(int v) { valueSize = v; return this; }
+        public Builder keys(long v) { keys = v; return this; }
+        public Builder keyDistribution(KeyDistribution v) { keyDistribution = v; return this; }
+        public Builder rate(double v) { rate = v; return this; }
+        public Builder readMode(String v) { readMode = v; return this; }
+        public Builder batching(Boolean v) { batching = v; return this; }
+        public Builder maxErrorRate(double v) { maxErrorRate = v; return this; }
+        public Builder clientId(String v) { clientId = v; return this; }
+        public Builder seed(long v) { seed = v; return this; }
+        public Builder drainTimeoutSeconds(double v) { drainTimeoutSeconds = v; return this; }
+
+        public WorkloadOptions build() {
+            return new WorkloadOptions(threads, inflight, durationSeconds, warmupSeconds, readRatio, keySize,
+                    valueSize, keys, keyDistribution, rate, readMode, batching, maxErrorRate, clientId, seed,
+                    drainTimeoutSeconds);
+        }
+    }
+}

@@ -1,0 +1,171 @@
+package io.kvraft.benchmark;
+
+import com.google.protobuf.ByteString;
+import io.kvraft.client.KeyValue;
+import io.kvraft.client.KvClient;
+import io.kvraft.client.KvException;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * An in-memory KvClient: a ConcurrentHashMap, with counters of what it received, optional latency
+ * (completions on a scheduler thread), an injected error every Nth put/get, and stalls on demand.
+ */
+final class FakeKvClient implements KvClient {
+
+    final Map<ByteBuffer, byte[]> map = new ConcurrentHashMap<>();
+    final AtomicLong puts = new AtomicLong();
+    final AtomicLong gets = new AtomicLong();
+    final AtomicLong batchPuts = new AtomicLong();
+    final AtomicLong batchPutKeys = new AtomicLong();
+    final AtomicLong injectedErrors = new AtomicLong();
+    final AtomicLong putErrors = new AtomicLong();
+    final AtomicLong getErrors = new AtomicLong();
+    final ConcurrentLinkedQueue<CompletableFuture<?>> stalled = new ConcurrentLinkedQueue<>();
+
+    private final long latencyMicros;
+    private final long errorEvery;
+    private final ErrorCode errorCode;
+    private final ScheduledExecutorService scheduler;
+    private final AtomicLong opNumber = new AtomicLong();
+    private volatile long stallOpNumber = -1;
+    private volatile List<RegionInfo> regions = List.of();
+    private volatile boolean closed;
+
+    /** Completes every operation at once, no errors. */
+    FakeKvClient() {
+        this(0, 0, ErrorCode.OK);
+    }
+
+    /**
+     * @param latencyMicros 0: complete in the caller's thread; else complete on a scheduler after this delay
+     * @param errorEvery    0: never; n: every nth put/get fails with {@code errorCode}
+     */
+    FakeKvClient(long latencyMicros, long errorEvery, ErrorCode errorCode) {
+        this.latencyMicros = latencyMicros;
+        this.errorEvery = errorEvery;
+        this.errorCode = errorCode;
+        this.scheduler = latencyMicros > 0 ? Executors.newScheduledThreadPool(2, r -> {
+            Thread t = new Thread(r, "fake-kv");
+            t.setDaemon(true);
+            return t;
+        }) : null;
+    }
+
+    /** The put/get with this 0-based number (in arrival order) never completes by itself; see {@link #stalled}. */
+    void stallOp(long n) {
+        stallOpNumber = n;
+    }
+
+    void setRegions(List<byte[]> startKeys) {
+        List<RegionInfo> list = new ArrayList<>();
+        for (int i = 0; i < startKeys.size(); i++) {
+            byte[] end = i + 1 < startKeys.size() ? startKeys.get(i + 1) : new byte[0];
+            list.add(RegionInfo.newBuilder().setId(i + 1).setStartKey(ByteString.copyFrom(startKeys.get(i)))
+                    .setEndKey(ByteString.copyFrom(end)).setLeader("127.0.0.1:1").build());
+        }
+        regions = List.copyOf(list);
+    }
+
+    long ops() {
+        return puts.get() + gets.get();
+    }
+
+    @Override
+    public CompletableFuture<Void> put(byte[] key, byte[] value) {
+        puts.incrementAndGet();
+        return respond(() -> {
+            map.put(ByteBuffer.wrap(key), value);
+            return null;
+        }, putErrors);
+    }
+
+    @Override
+    public CompletableFuture<byte[]> get(byte[] key) {
+        gets.incrementAndGet();
+        return respond(() -> map.get(ByteBuffer.wrap(key)), getErrors);
+    }
+
+    private <T> CompletableFuture<T> respond(java.util.function.Supplier<T> action, AtomicLong errorCounter) {
+        long n = opNumber.getAndIncrement();
+        CompletableFuture<T> f = new CompletableFuture<>();
+        if (n == stallOpNumber) {
+            stalled.add(f);
+            return f;
+        }
+        boolean fail = errorEvery > 0 && (n + 1) % errorEvery == 0;
+        Runnable complete = () -> {
+            if (fail) {
+                injectedErrors.incrementAndGet();
+                errorCounter.incrementAndGet();
+                f.completeExceptionally(new KvException(errorCode, "injected"));
+            } else {
+                f.complete(action.get());
+            }
+        };
+        if (scheduler == null) {
+            complete.run();
+        } else {
+            scheduler.schedule(complete, latencyMicros, TimeUnit.MICROSECONDS);
+        }
+        return f;
+    }
+
+    @Override
+    public CompletableFuture<Boolean> delete(byte[] key) {
+        return CompletableFuture.completedFuture(map.remove(ByteBuffer.wrap(key)) != null);
+    }
+
+    @Override
+    public CompletableFuture<List<byte[]>> multiGet(List<byte[]> keys) {
+        List<byte[]> out = new ArrayList<>();
+        for (byte[] k : keys) {
+            out.add(map.get(ByteBuffer.wrap(k)));
+        }
+        return CompletableFuture.completedFuture(out);
+    }
+
+    @Override
+    public CompletableFuture<Void> batchPut(List<KeyValue> entries) {
+        batchPuts.incrementAndGet();
+        batchPutKeys.addAndGet(entries.size());
+        for (KeyValue kv : entries) {
+            map.put(ByteBuffer.wrap(kv.key()), kv.value());
+        }
+        return CompletableFuture.completedFuture(null);
+    }
+
+    @Override
+    public CompletableFuture<Boolean> compareAndPut(byte[] key, byte[] expect, byte[] update) {
+        return CompletableFuture.failedFuture(new KvException(ErrorCode.INTERNAL, "not in the fake"));
+    }
+
+    @Override
+    public CompletableFuture<List<RegionInfo>> regions() {
+        return CompletableFuture.completedFuture(regions);
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        if (scheduler != null) {
+            scheduler.shutdownNow();
+        }
+    }
+
+    boolean isClosed() {
+        return closed;
+    }
+}

@@ -1,0 +1,136 @@
+package io.kvraft.benchmark;
+
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import org.HdrHistogram.Histogram;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
+
+class MergeTest {
+
+    @TempDir
+    Path tmp;
+
+    @Test
+    void mergeAddsHistogramsInsteadOfAveragingPercentiles() {
+        SplittableRandom rnd = new SplittableRandom(42);
+        // client a: fast (100..1000 us); client b: slow tail (mostly 1..2 ms, 5% at 50..80 ms)
+        long[] aPuts = new long[20_000];
+        long[] aGets = new long[2_000];
+        long[] bPuts = new long[10_000];
+        long[] bGets = new long[1_000];
+        for (int i = 0; i < aPuts.length; i++) {
+            aPuts[i] = 100 + rnd.nextInt(900);
+        }
+        for (int i = 0; i < aGets.length; i++) {
+            aGets[i] = 50 + rnd.nextInt(200);
+        }
+        for (int i = 0; i < bPuts.length; i++) {
+            bPuts[i] = i % 20 == 0 ? 50_000 + rnd.nextInt(30_000) : 1000 + rnd.nextInt(1000);
+        }
+        for (int i = 0; i < bGets.length; i++) {
+            bGets[i] = 300 + rnd.nextInt(300);
+        }
+        RunResult a = TestData.result("client-a", aPuts, aGets, Map.of(ErrorCode.TIMEOUT, 3), 10);
+        RunResult b = TestData.result("client-b", bPuts, bGets, Map.of(ErrorCode.TIMEOUT, 1, ErrorCode.BUSY, 2), 5);
+        Path dirA = tmp.resolve("a");
+        Path dirB = tmp.resolve("b");
+        ResultFiles.write(dirA, a);
+        ResultFiles.write(dirB, b);
+        assertThat(dirA.resolve("result-client-a.json")).exists();
+        assertThat(dirA.resolve("histogram-client-a.hlog")).exists();
+
+        Merge.Merged m = Merge.merge(List.of(dirA, dirB));
+
+        Histogram raw = Results.newHistogram();
+        for (long[] set : new long[][]{aPuts, aGets, bPuts, bGets}) {
+            for (long v : set) {
+                raw.recordValue(v);
+            }
+        }
+        ResultJson r = m.result();
+        assertThat(r.clients()).isEqualTo(2);
+        assertThat(r.op("total").count()).isEqualTo(33_000);
+        assertThat(r.op("put").count()).isEqualTo(30_000);
+        assertThat(r.op("get").count()).isEqualTo(3_000);
+        assertThat(m.total().getTotalCount()).isEqualTo(raw.getTotalCount());
+        for (double p : new double[]{50, 90, 99, 99.9, 99.99, 100}) {
+            assertThat(m.total().getValueAtPercentile(p)).as("p%s", p).isEqualTo(raw.getValueAtPercentile(p));
+        }
+        assertThat(r.op("total").p99Ms()).isEqualTo(raw.getValueAtPercentile(99) / 1000.0);
+        double averaged = (ResultFiles.toJson(a).op("total").p99Ms() + ResultFiles.toJson(b).op("total").p99Ms()) / 2;
+        assertThat(r.op("total").p99Ms()).isNotCloseTo(averaged, within(1.0));
+        // rates are summed: a 2200 ops / 10 s, b 11000 ops / 5 s
+        assertThat(r.op("total").opsPerSec()).isCloseTo(2200 + 2200, within(0.01));
+        assertThat(r.op("put").opsPerSec()).isCloseTo(2000 + 2000, within(0.01));
+        assertThat(r.errors()).containsExactlyInAnyOrderEntriesOf(Map.of("TIMEOUT", 4L, "BUSY", 2L));
+        assertThat(r.errorCount()).isEqualTo(6);
+    }
+
+    @Test
+    void mergeCommandPrintsTableErrorsAndClientsAndWritesJson() throws Exception {
+        ResultFiles.write(tmp.resolve("x"), TestData.result("x", TestData.range(1, 500), TestData.range(1, 50), Map.of(), 2));
+        ResultFiles.write(tmp.resolve("y"), TestData.result("y", TestData.range(1, 500), TestData.range(1, 50), Map.of(), 2));
+        ResultFiles.write(tmp.resolve("y"), TestData.result("z", TestData.range(1, 500), TestData.range(1, 50), Map.of(), 2));
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int code = BenchmarkMain.execute(new String[]{"merge", tmp.resolve("x").toString(), tmp.resolve("y").toString(),
+                        tmp.resolve("x").toString(), "--out", tmp.resolve("m").toString()},
+                new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8),
+                c -> {
+                    throw new AssertionError("merge needs no client");
+                });
+        String text = out.toString(StandardCharsets.UTF_8);
+        assertThat(code).as(err.toString(StandardCharsets.UTF_8)).isZero();
+        assertThat(text).contains("-- HdrHistogram latency (ms)").contains("-- Errors by code").contains("clients: 3");
+        assertThat(text).containsPattern("total\\s+[0-9.]+\\s+[0-9.]+\\s+[0-9.]+\\s+[0-9.]+\\s+[0-9.]+\\s+[0-9.]+\\s+1650\\s");
+        ResultJson merged = ResultFiles.readJson(tmp.resolve("m").resolve(Merge.MERGED_JSON));
+        assertThat(merged.clients()).isEqualTo(3);
+        assertThat(merged.clientIds()).containsExactlyInAnyOrder("x", "y", "z");
+        assertThat(merged.op("total").count()).isEqualTo(1650);
+    }
+
+    @Test
+    void resultJsonRoundTrips() {
+        RunResult r = TestData.result("round", TestData.range(1, 100), TestData.range(1, 10), Map.of(ErrorCode.BUSY, 1), 1);
+        Path dir = tmp.resolve("rt");
+        Path json = ResultFiles.write(dir, r);
+        ResultJson back = ResultFiles.readJson(json);
+        assertThat(back).isEqualTo(ResultFiles.toJson(r));
+        assertThat(back.config().clientId()).isEqualTo("round");
+        assertThat(back.op("put").count()).isEqualTo(100);
+        assertThat(back.op("put").errors()).isEqualTo(1);
+        Map<String, Histogram> tags = ResultFiles.readHlog(ResultFiles.hlogFile(dir, "round"));
+        assertThat(tags.keySet()).containsExactly("get", "put");
+        assertThat(tags.get("put").getTotalCount()).isEqualTo(100);
+    }
+
+    @Test
+    void mergeRefusesDirectoriesWithoutResultsOrWithoutHlogs() throws Exception {
+        Files.createDirectories(tmp.resolve("empty"));
+        assertThatThrownBy(() -> Merge.merge(List.of(tmp.resolve("empty"))))
+                .isInstanceOf(UsageException.class).hasMessageContaining("no result-*.json");
+        Path d = tmp.resolve("nohlog");
+        ResultFiles.write(d, TestData.result("n", TestData.range(1, 10), new long[0], Map.of(), 1));
+        Files.delete(ResultFiles.hlogFile(d, "n"));
+        assertThatThrownBy(() -> Merge.merge(List.of(d)))
+                .isInstanceOf(UsageException.class).hasMessageContaining("histogram-n.hlog");
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int code = BenchmarkMain.execute(new String[]{"merge", tmp.resolve("missing").toString()},
+                new PrintStream(new ByteArrayOutputStream()), new PrintStream(err, true, StandardCharsets.UTF_8), c -> null);
+        assertThat(code).isEqualTo(2);
+        assertThat(err.toString(StandardCharsets.UTF_8).strip()).doesNotContain("\n").contains("no such directory");
+    }
+}

@@ -1,0 +1,207 @@
+package io.kvraft.benchmark;
+
+import com.google.protobuf.ByteString;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import org.junit.jupiter.api.Test;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.SplittableRandom;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
+
+class WorkloadTest {
+
+    private static final int DRAWS = 100_000;
+
+    @Test
+    void readRatioHoldsOverManyDraws() {
+        for (double ratio : new double[]{0.1, 0.5, 0.9}) {
+            Workload w = new Workload(KeySpace.uniform(1000, 16), ratio, 16, new SplittableRandom(7));
+            int reads = 0;
+            for (int i = 0; i < DRAWS; i++) {
+                if (w.nextIsRead()) {
+                    reads++;
+                }
+            }
+            assertThat((double) reads / DRAWS).as("ratio %s", ratio).isCloseTo(ratio, within(0.01));
+        }
+    }
+
+    @Test
+    void readRatioZeroAndOneAreExact() {
+        Workload puts = new Workload(KeySpace.uniform(10, 16), 0.0, 16, new SplittableRandom(1));
+        Workload gets = new Workload(KeySpace.uniform(10, 16), 1.0, 16, new SplittableRandom(1));
+        for (int i = 0; i < 10_000; i++) {
+            assertThat(puts.nextIsRead()).isFalse();
+            assertThat(gets.nextIsRead()).isTrue();
+        }
+    }
+
+    @Test
+    void keysAndValuesHaveTheConfiguredSizes() {
+        for (int keySize : new int[]{8, 12, 16, 40}) {
+            for (int valueSize : new int[]{1, 16, 1000}) {
+                Workload w = new Workload(KeySpace.uniform(1000, keySize), 0.5, valueSize, new SplittableRandom(3));
+                for (int i = 0; i < 100; i++) {
+                    assertThat(w.nextKey()).hasSize(keySize);
+                    assertThat(w.nextValue()).hasSize(valueSize);
+                }
+            }
+        }
+    }
+
+    @Test
+    void valuesAreRandomAndDistinct() {
+        Workload w = new Workload(KeySpace.uniform(1000, 16), 0, 16, new SplittableRandom(3));
+        Set<ByteBuffer> seen = new HashSet<>();
+        for (int i = 0; i < 10_000; i++) {
+            seen.add(ByteBuffer.wrap(w.nextValue()));
+        }
+        assertThat(seen).hasSize(10_000);
+    }
+
+    @Test
+    void keysAreDistinctAndCarryTheIndex() {
+        Set<ByteBuffer> seen = new HashSet<>();
+        for (long i = 0; i < DRAWS; i++) {
+            byte[] k = KeyGenerator.key(i, 16);
+            assertThat(seen.add(ByteBuffer.wrap(k))).isTrue();
+            assertThat(ByteBuffer.wrap(k, 8, 8).getLong()).isEqualTo(i);
+        }
+        // 8-byte keys stay distinct: the mix is a bijection
+        Set<ByteBuffer> short8 = new HashSet<>();
+        for (long i = 0; i < DRAWS; i++) {
+            short8.add(ByteBuffer.wrap(KeyGenerator.key(i, 8)));
+        }
+        assertThat(short8).hasSize(DRAWS);
+        assertThat(KeyGenerator.key(5, 24)).endsWith(new byte[8]);
+    }
+
+    @Test
+    void uniformKeysSpreadEvenlyOverTheFirstTwoBytes() {
+        int buckets = 16; // like a cluster of 16 regions split evenly on the first two bytes
+        int[] counts = new int[buckets];
+        KeySpace keys = KeySpace.uniform(1_000_000, 16);
+        SplittableRandom r = new SplittableRandom(11);
+        for (int i = 0; i < DRAWS; i++) {
+            byte[] k = keys.next(r);
+            int prefix = ((k[0] & 0xFF) << 8) | (k[1] & 0xFF);
+            counts[prefix * buckets / 65536]++;
+        }
+        double expected = (double) DRAWS / buckets;
+        for (int c : counts) {
+            assertThat((double) c).isCloseTo(expected, within(expected * 0.06));
+        }
+        // and consecutive indexes (the preload order) land all over the range too
+        int[] seq = new int[buckets];
+        for (long i = 0; i < 16_000; i++) {
+            byte[] k = KeyGenerator.key(i, 16);
+            seq[(((k[0] & 0xFF) << 8) | (k[1] & 0xFF)) * buckets / 65536]++;
+        }
+        assertThat(Arrays.stream(seq).min().orElseThrow()).isGreaterThan(850);
+    }
+
+    @Test
+    void zipfianIsSkewedTowardsKeyZero() {
+        int n = 1000;
+        ZipfianGenerator zipf = new ZipfianGenerator(n);
+        SplittableRandom r = new SplittableRandom(5);
+        long[] counts = new long[n];
+        for (int i = 0; i < DRAWS; i++) {
+            long v = zipf.next(r);
+            assertThat(v).isBetween(0L, n - 1L);
+            counts[(int) v]++;
+        }
+        long[] sorted = counts.clone();
+        Arrays.sort(sorted);
+        long median = Math.max(1, sorted[n / 2]);
+        assertThat(counts[0]).isEqualTo(sorted[n - 1]); // rank 1 is key 0
+        assertThat(counts[0]).isGreaterThan(50 * median);
+        assertThat(counts[0]).isGreaterThan(counts[1]).isGreaterThan(counts[10]);
+        // P(rank 1) = 1/zeta(1000, 0.99), about 13%
+        assertThat(counts[0] / (double) DRAWS).isCloseTo(1 / ZipfianGenerator.zeta(n, 0.99), within(0.01));
+    }
+
+    @Test
+    void zipfianKeySpaceReturnsMixedKeysOfTheHotIndex() {
+        KeySpace keys = KeySpace.zipfian(1000, 16);
+        SplittableRandom r = new SplittableRandom(5);
+        Map<ByteBuffer, Integer> freq = new HashMap<>();
+        for (int i = 0; i < 20_000; i++) {
+            freq.merge(ByteBuffer.wrap(keys.next(r)), 1, Integer::sum);
+        }
+        ByteBuffer hottest = freq.entrySet().stream().max(Map.Entry.comparingByValue()).orElseThrow().getKey();
+        assertThat(hottest).isEqualTo(ByteBuffer.wrap(KeyGenerator.key(0, 16)));
+    }
+
+    @Test
+    void zetaTailApproximationMatchesExactSum() {
+        // beyond 10M terms the sum is approximated; check the approximation against an exact sum elsewhere
+        double exact = 0;
+        for (long i = 1; i <= 3_000_000; i++) {
+            exact += 1.0 / Math.pow(i, 0.99);
+        }
+        double a = 1_000_000;
+        double approx = 0;
+        for (long i = 1; i <= 1_000_000; i++) {
+            approx += 1.0 / Math.pow(i, 0.99);
+        }
+        double n = 3_000_000;
+        approx += (Math.pow(n, 0.01) - Math.pow(a, 0.01)) / 0.01 + (Math.pow(n, -0.99) - Math.pow(a, -0.99)) / 2
+                + (-0.99 * Math.pow(n, -1.99) + 0.99 * Math.pow(a, -1.99)) / 12;
+        assertThat(approx).isCloseTo(exact, within(1e-9 * exact));
+        assertThat(new ZipfianGenerator(20_000_000).next(new SplittableRandom(1))).isBetween(0L, 19_999_999L);
+    }
+
+    @Test
+    void regionStartUsesOnlyTheRegionsStartKeysFittedToKeySize() {
+        List<RegionInfo> regions = new ArrayList<>();
+        byte[][] starts = {{}, {0x40}, {(byte) 0x80, 0x01}, {(byte) 0xC0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}};
+        for (byte[] s : starts) {
+            regions.add(RegionInfo.newBuilder().setStartKey(ByteString.copyFrom(s)).build());
+        }
+        KeySpace keys = KeySpace.regionStart(regions, 16);
+        Set<ByteBuffer> expected = new HashSet<>();
+        for (byte[] s : starts) {
+            expected.add(ByteBuffer.wrap(Arrays.copyOf(s, 16)));
+        }
+        Set<ByteBuffer> seen = new HashSet<>();
+        SplittableRandom r = new SplittableRandom(9);
+        for (int i = 0; i < 10_000; i++) {
+            byte[] k = keys.next(r);
+            assertThat(k).hasSize(16);
+            seen.add(ByteBuffer.wrap(k));
+        }
+        assertThat(seen).isEqualTo(expected);
+        assertThat(keys.size()).isEqualTo(4);
+        assertThat(keys.keyAt(0)).isEqualTo(new byte[16]);
+        assertThat(KeySpace.regionStart(regions, 1).keyAt(3)).containsExactly((byte) 0xC0);
+    }
+
+    @Test
+    void shortKeysAreRefusedForMixedDistributions() {
+        assertThatThrownBy(() -> WorkloadOptions.builder().keySize(4).build())
+                .isInstanceOf(UsageException.class)
+                .hasMessageContaining("--key-size must be at least 8");
+        assertThatThrownBy(() -> WorkloadOptions.builder().keySize(7).keyDistribution(KeyDistribution.ZIPFIAN).build())
+                .isInstanceOf(UsageException.class);
+        assertThat(WorkloadOptions.builder().keySize(4).keyDistribution(KeyDistribution.REGION_START).build().keySize())
+                .isEqualTo(4);
+    }
+
+    @Test
+    void keyDistributionParsesCliSpelling() {
+        assertThat(KeyDistribution.parse("region-start")).isEqualTo(KeyDistribution.REGION_START);
+        assertThat(KeyDistribution.parse("ZIPFIAN")).isEqualTo(KeyDistribution.ZIPFIAN);
+        assertThatThrownBy(() -> KeyDistribution.parse("gauss")).isInstanceOf(UsageException.class);
+    }
+}
