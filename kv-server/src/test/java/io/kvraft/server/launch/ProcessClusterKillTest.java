@@ -4,12 +4,10 @@ import io.kvraft.client.KvClient;
 import io.kvraft.client.KvClients;
 import io.kvraft.client.KvException;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.server.InProcessCluster;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -33,37 +31,9 @@ class ProcessClusterKillTest {
     @TempDir
     Path dir;
 
-    static List<Path> writeConfigs(Path dir, int electionTimeoutMs, String engine) throws Exception {
-        List<String> peers = new ArrayList<>();
-        for (int i = 0; i < 3; i++) {
-            peers.add("127.0.0.1:" + InProcessCluster.freePort());
-        }
-        List<Path> files = new ArrayList<>();
-        for (int i = 0; i < 3; i++) {
-            Path f = dir.resolve("server-" + (i + 1) + ".yaml");
-            Files.writeString(f, """
-                    endpoint: %s
-                    dataDir: unused-overridden-by-launcher
-                    cluster:
-                      peers: [%s]
-                      regionCount: 24
-                    store:
-                      engine: %s
-                      blockCacheBytes: 8388608
-                      writeBufferBytes: 4194304
-                    raft:
-                      electionTimeoutMs: %d
-                    balance:
-                      intervalMs: 300
-                    """.formatted(peers.get(i), String.join(", ", peers), engine, electionTimeoutMs));
-            files.add(f);
-        }
-        return files;
-    }
-
     @Test
     void when_oneNodeIsKilledMidRun_then_clientsGoOnAndNoAcknowledgedWriteIsLost() throws Exception {
-        List<Path> configs = writeConfigs(dir, 1000, "memory");
+        List<Path> configs = LocalClusterConfigs.write(dir.resolve("conf"), 3, "memory", 1000, "");
         List<String> jvm = List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
         try (ProcessCluster cluster = ProcessCluster.start(configs, dir.resolve("data"), jvm, Duration.ofSeconds(60));
              KvClient client = KvClients.connect(ClientConfig.of(cluster.servers()))) {

@@ -1,0 +1,68 @@
+package io.kvraft.server.launch;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Writes server YAML files for a local cluster on free loopback ports, for tests that start real
+ * server processes. The files are ordinary configs, like those in conf/.
+ */
+public final class LocalClusterConfigs {
+
+    private LocalClusterConfigs() {
+    }
+
+    /**
+     * Writes {@code dir/server-N.yaml} for {@code nodes} nodes with 24 regions.
+     *
+     * @param extraYaml appended to every file at top level (e.g. a {@code raft:} section), may be empty
+     */
+    public static List<Path> write(Path dir, int nodes, String engine, int electionTimeoutMs, String extraYaml) {
+        List<String> peers = new ArrayList<>();
+        for (int i = 0; i < nodes; i++) {
+            peers.add("127.0.0.1:" + freePort());
+        }
+        List<Path> files = new ArrayList<>();
+        try {
+            Files.createDirectories(dir);
+            for (int i = 0; i < nodes; i++) {
+                Path f = dir.resolve("server-" + (i + 1) + ".yaml");
+                Files.writeString(f, """
+                        endpoint: %s
+                        dataDir: %s
+                        cluster:
+                          peers: [%s]
+                          regionCount: 24
+                        store:
+                          engine: %s
+                          blockCacheBytes: 8388608
+                          writeBufferBytes: 4194304
+                        raft:
+                          electionTimeoutMs: %d
+                        balance:
+                          intervalMs: 300
+                        """.formatted(peers.get(i), dir.resolve("data-" + (i + 1)), String.join(", ", peers), engine,
+                        electionTimeoutMs) + extraYaml);
+                files.add(f);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return files;
+    }
+
+    /** A port that was free a moment ago. */
+    public static int freePort() {
+        try (ServerSocket s = new ServerSocket(0)) {
+            s.setReuseAddress(true);
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}
