@@ -20,12 +20,38 @@ public final class ClusterOptions {
 
     @Option(names = "--conf-dir", defaultValue = "conf", paramLabel = "DIR",
             description = "Without --servers or --config, start a local 3-node cluster from DIR/server-1.yaml,"
-                    + " server-2.yaml and server-3.yaml (default: ${DEFAULT-VALUE}).")
+                    + " server-2.yaml and server-3.yaml, with DIR/client.yaml for the client when present"
+                    + " (default: ${DEFAULT-VALUE}).")
     Path confDir;
+
+    @Option(names = "--scenario", paramLabel = "NAME",
+            description = "Run one of the reference scenarios on a local cluster: s1 (MemoryDB, batching, pipeline),"
+                    + " s2 (RocksDB, batching, pipeline), s3 (MemoryDB, no batching), s4 (MemoryDB, no batching, no"
+                    + " pipeline); the same as --conf-dir <conf-dir>/scenarios/<s1-...>.")
+    String scenario;
 
     @Option(names = "--server-jvm-arg", paramLabel = "ARG",
             description = "An extra JVM argument for the local cluster's servers (repeatable), e.g. -Xmx2g.")
     List<String> serverJvmArgs = new ArrayList<>();
+
+    /** The directory of the local cluster's YAML files: --conf-dir, or the scenario's directory under it. */
+    Path effectiveConfDir() {
+        if (scenario == null) {
+            return confDir;
+        }
+        Path root = confDir.resolve("scenarios");
+        try (var dirs = java.nio.file.Files.list(root)) {
+            List<Path> match = dirs.filter(d -> d.getFileName().toString().startsWith(scenario.toLowerCase() + "-")
+                    || d.getFileName().toString().equals(scenario)).toList();
+            if (match.size() != 1) {
+                throw new UsageException("--scenario " + scenario + ": expected one of s1, s2, s3, s4 (directories in "
+                        + root + ")");
+            }
+            return match.get(0);
+        } catch (java.io.IOException e) {
+            throw new UsageException("--scenario: cannot list " + root + ": " + e.getMessage());
+        }
+    }
 
     boolean embedded() {
         return config == null && servers.isEmpty();

@@ -50,7 +50,8 @@ public final class ClusterSession implements AutoCloseable {
         try {
             ClientConfig config;
             if (c.embedded()) {
-                List<Path> files = SERVER_FILES.stream().map(c.confDir::resolve).toList();
+                Path confDir = c.effectiveConfDir();
+                List<Path> files = SERVER_FILES.stream().map(confDir::resolve).toList();
                 for (Path f : files) {
                     if (!Files.isRegularFile(f)) {
                         throw new UsageException(f + ": no such file (--conf-dir names the directory of server-1.yaml"
@@ -58,10 +59,13 @@ public final class ClusterSession implements AutoCloseable {
                     }
                 }
                 s.dataRoot = Files.createTempDirectory("kv-benchmark-");
-                log.println("starting a local 3-node cluster from " + c.confDir + " (data in " + s.dataRoot + ")");
+                log.println("starting a local 3-node cluster from " + confDir + " (data in " + s.dataRoot + ")");
                 s.cluster = ProcessCluster.start(files, s.dataRoot, List.copyOf(c.serverJvmArgs), READY_TIMEOUT);
                 log.println("local cluster ready: " + String.join(",", s.cluster.servers()));
-                config = ClientConfig.of(s.cluster.servers());
+                Path clientYaml = confDir.resolve("client.yaml");
+                config = Files.isRegularFile(clientYaml)
+                        ? ClientConfig.load(clientYaml).withServers(s.cluster.servers())
+                        : ClientConfig.of(s.cluster.servers());
             } else if (c.config != null) {
                 config = ClientConfig.load(c.config);
                 if (!c.servers.isEmpty()) {
