@@ -109,7 +109,17 @@ public final class BenchmarkMain implements Callable<Integer> {
         try (ClusterSession session = ClusterSession.open(cluster, load.readMode, load.batching, connector, stderr)) {
             ClientConfig cc = session.clientConfig();
             WorkloadOptions options = load.toWorkload(duration, warmup, cc.readMode(), cc.batching().enabled());
-            RunResult result = BenchmarkRun.run(options, session.client(), stdout, stderr, out);
+            KeySpace keys = BenchmarkRun.prepare(options, session.client(), stderr);
+            ServerUsage usage = session.localPids().isEmpty() ? null : ServerUsage.start(session.localPids());
+            RunResult result = BenchmarkRun.measure(options, session.client(), keys, stderr, "");
+            ReportPrinter.printRunReport(stdout, result);
+            if (usage != null) {
+                usage.print(stdout, result.warmupOps() + result.ops(), warmup + duration);
+            }
+            if (out != null) {
+                Path json = ResultFiles.write(out, result);
+                stderr.println("results written to " + json + " and " + ResultFiles.hlogFile(out, result.clientId()));
+            }
             return verdict(result.errorRateViolation(options.maxErrorRate()), stderr);
         }
     }

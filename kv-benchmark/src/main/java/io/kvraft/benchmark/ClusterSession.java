@@ -100,6 +100,11 @@ public final class ClusterSession implements AutoCloseable {
         }
     }
 
+    /** PIDs of the local cluster's servers; empty when driving a running cluster. */
+    public List<Long> localPids() {
+        return cluster == null ? List.of() : cluster.pids();
+    }
+
     public KvClient client() {
         return client;
     }

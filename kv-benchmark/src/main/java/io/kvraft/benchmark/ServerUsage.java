@@ -1,0 +1,66 @@
+package io.kvraft.benchmark;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * CPU time and peak memory of the local cluster's server processes, so a run reports what it cost
+ * the servers: CPU microseconds per operation and peak RSS per node.
+ */
+final class ServerUsage {
+
+    private final List<Long> pids;
+    private final long cpuNanosAtStart;
+
+    private ServerUsage(List<Long> pids) {
+        this.pids = pids;
+        this.cpuNanosAtStart = cpuNanos(pids);
+    }
+
+    static ServerUsage start(List<Long> pids) {
+        return new ServerUsage(List.copyOf(pids));
+    }
+
+    /** Prints one block: server CPU per operation over {@code operations}, and each node's peak RSS. */
+    void print(PrintStream out, long operations, double seconds) {
+        long cpu = cpuNanos(pids) - cpuNanosAtStart;
+        List<String> rss = new ArrayList<>();
+        for (long pid : pids) {
+            long kb = peakRssKb(pid);
+            rss.add(kb < 0 ? "?" : String.format(Locale.ROOT, "%.0f", kb / 1024.0));
+        }
+        out.println();
+        out.println("-- Servers (local cluster) " + "-".repeat(53));
+        out.printf(Locale.ROOT, "server CPU: %.1f us per operation (%.2f cores on average, warm-up included)%n",
+                operations == 0 ? 0.0 : cpu / 1000.0 / operations, cpu / 1e9 / seconds);
+        out.println("peak RSS per node (MiB): " + String.join(" / ", rss));
+    }
+
+    private static long cpuNanos(List<Long> pids) {
+        long total = 0;
+        for (long pid : pids) {
+            total += ProcessHandle.of(pid).flatMap(h -> h.info().totalCpuDuration()).map(Duration::toNanos).orElse(0L);
+        }
+        return total;
+    }
+
+    /** VmHWM from /proc (Linux); -1 elsewhere. */
+    private static long peakRssKb(long pid) {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc", String.valueOf(pid), "status"))) {
+                if (line.startsWith("VmHWM:")) {
+                    return Long.parseLong(line.replaceAll("[^0-9]", ""));
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+        return -1;
+    }
+}
