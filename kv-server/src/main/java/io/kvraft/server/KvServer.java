@@ -43,7 +43,13 @@ public final class KvServer implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-        this.host = new RegionHost(config, store, housekeeping);
+        try {
+            this.host = new RegionHost(config, store, housekeeping);
+        } catch (RuntimeException e) {
+            housekeeping.shutdownNow();
+            store.close();
+            throw e;
+        }
         this.handlers = new KvHandlers(host, store, config.limits());
         host.registerHandlers(handlers::register);
     }

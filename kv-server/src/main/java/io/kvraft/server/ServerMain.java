@@ -12,7 +12,13 @@ import java.util.concurrent.CountDownLatch;
 
 /** {@code java -jar kv-server.jar --config conf/server-1.yaml}: runs one node until SIGTERM. */
 @Command(name = "kv-server", mixinStandardHelpOptions = true, version = "kv-server 0.1.0",
-        description = "Runs one node of the replicated key-value store: every region's Raft group on one port.")
+        description = "Runs one node of the replicated key-value store: every region's Raft group on one port.",
+        exitCodeListHeading = "%nExit codes:%n",
+        exitCodeList = {
+                "0:stopped by SIGTERM",
+                "2:bad command line or config file (missing, unreadable, malformed or invalid)",
+                "3:cannot start: data directory (not writable, made for the other engine, unreadable state) or port in use"},
+        footer = "%nEvery failure to start is one line on stderr, starting with 'kv-server:'.")
 public final class ServerMain implements Callable<Integer> {
 
     @Option(names = "--config", required = true, paramLabel = "FILE", description = "the node's YAML, e.g. conf/server-1.yaml")
@@ -29,24 +35,31 @@ public final class ServerMain implements Callable<Integer> {
         }
     }
 
+    static final int EXIT_BAD_CONFIG = 2;
+    static final int EXIT_CANNOT_START = 3;
+
     @Override
     public Integer call() throws Exception {
         ServerConfig cfg;
         try {
             cfg = ServerConfig.load(config);
+            if (dataDir != null) {
+                cfg = cfg.withDataDir(dataDir.toString());
+            }
         } catch (ConfigException e) {
             System.err.println("kv-server: " + e.getMessage());
-            return 2;
-        }
-        if (dataDir != null) {
-            cfg = cfg.withDataDir(dataDir.toString());
+            return EXIT_BAD_CONFIG;
+        } catch (RuntimeException e) {
+            System.err.println("kv-server: " + config + ": " + oneLine(e));
+            return EXIT_BAD_CONFIG;
         }
         KvServer server;
         try {
             server = KvServer.start(cfg);
-        } catch (Exception e) {
-            System.err.println("kv-server: cannot start node " + cfg.endpoint() + ": " + e.getMessage());
-            return 3;
+        } catch (Exception | LinkageError e) {
+            // bad disk state, a taken port, a missing native library: one line, never a stack trace
+            System.err.println("kv-server: cannot start node " + cfg.endpoint() + ": " + oneLine(e));
+            return EXIT_CANNOT_START;
         }
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -55,5 +68,34 @@ public final class ServerMain implements Callable<Integer> {
         }, "kv-shutdown"));
         stopped.await();
         return 0;
+    }
+
+    /**
+     * The message of {@code e} on one line, with its causes' messages where they add something (wrappers
+     * such as UncheckedIOException often say only "cannot create X" and keep the reason in the cause).
+     */
+    static String oneLine(Throwable e) {
+        StringBuilder sb = new StringBuilder();
+        java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (Throwable t = e; t != null && seen.add(t) && seen.size() <= 4; t = t.getCause()) {
+            String m = t.getMessage();
+            if (t.getCause() != null && t.getCause().toString().equals(m)) {
+                continue; // a wrapper made of its cause, e.g. UncheckedIOException(IOException): the cause says it better
+            }
+            if (m == null || m.isBlank()) {
+                m = t.getClass().getSimpleName();
+            } else if (t instanceof java.nio.file.FileSystemException || m.equals(t.getClass().getName())) {
+                m = t.getClass().getSimpleName() + ": " + m;
+            }
+            m = m.lines().map(String::strip).filter(l -> !l.isEmpty()).findFirst().orElse(m);
+            if (sb.indexOf(m) >= 0) {
+                continue; // wrappers that repeat their cause's message
+            }
+            if (sb.length() > 0) {
+                sb.append(": ");
+            }
+            sb.append(m);
+        }
+        return sb.toString();
     }
 }

@@ -169,6 +169,16 @@ public final class Region {
 
     public RegionInfo info(List<String> peers) {
         Node n = node;
+        long applied;
+        String role;
+        try {
+            applied = n == null ? fsm.appliedIndex() : n.getLastAppliedLogIndex();
+            role = n == null ? "STOPPED" : n.getNodeState().name().replace("STATE_", "");
+        } catch (RuntimeException groupInError) {
+            // a group in jraft's ERROR state throws here; report it rather than fail the whole listing
+            applied = fsm.appliedIndex();
+            role = "ERROR";
+        }
         return RegionInfo.newBuilder()
                 .setId(id)
                 .setStartKey(ByteString.copyFrom(range.start()))
@@ -177,8 +187,8 @@ public final class Region {
                 .addAllPeers(peers)
                 .setLeader(leaderHint())
                 .setTerm(fsm.term())
-                .setAppliedIndex(n == null ? fsm.appliedIndex() : n.getLastAppliedLogIndex())
-                .setRole(n == null ? "STOPPED" : n.getNodeState().name().replace("STATE_", ""))
+                .setAppliedIndex(applied)
+                .setRole(role)
                 .build();
     }
 

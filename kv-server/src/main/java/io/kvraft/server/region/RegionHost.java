@@ -53,6 +53,7 @@ public final class RegionHost implements AutoCloseable {
             } catch (java.io.IOException e) {
                 throw new java.io.UncheckedIOException("cannot create " + regionDir, e);
             }
+            RaftDirs.checkBeforeStart(spec.id(), spec.range(), regionDir, store, peers.size()); // before the fsm reads the store
             var options = RaftOptionsFactory.nodeOptions(config, peerIds, regionDir);
             Region[] holder = new Region[1];
             Runnable leaderKnown = () -> housekeeping.execute(() -> {
@@ -76,7 +77,12 @@ public final class RegionHost implements AutoCloseable {
     /** Starts every region group, then the shared RPC server. */
     public void start() {
         for (Region r : regions.values()) {
-            r.start();
+            try {
+                r.start();
+            } catch (RuntimeException e) { // jraft says only "Fail to init node, please see the logs"
+                throw new IllegalStateException("region " + r.id() + " cannot start, its Raft data is in "
+                        + Path.of(config.dataDir(), "raft", "region-" + r.id()) + ": " + e.getMessage(), e);
+            }
         }
         if (!rpcServer.init(null)) {
             throw new IllegalStateException("cannot listen on " + config.endpoint());

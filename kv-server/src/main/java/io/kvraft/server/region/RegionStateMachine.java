@@ -34,28 +34,34 @@ import java.util.stream.Stream;
 final class RegionStateMachine extends StateMachineAdapter {
 
     private static final Logger LOG = LoggerFactory.getLogger(RegionStateMachine.class);
-    private static final String SNAPSHOT_DIR = "kv";
+    /** Our files inside a jraft snapshot directory. */
+    static final String SNAPSHOT_DIR = "kv";
 
     private final Region region;
     private final KvStore store;
     private volatile long term;
-    private volatile long appliedIndex;
-    /** Entries up to this index are already in a persistent store and are skipped on replay. */
-    private final long persistedIndex;
+    /**
+     * The index the store's data for this region corresponds to. A persistent store starts at the index
+     * it recorded last (atomically with the data), which may be ahead of what jraft replays: entries up
+     * to it are already in the store and are skipped, and a snapshot at or below it is not loaded.
+     */
+    private volatile long storeIndex;
+    /** The last data entry jraft handed us, or the snapshot it loaded: where jraft's replay is. */
+    private volatile long raftIndex;
 
     RegionStateMachine(Region region, KvStore store) {
         this.region = region;
         this.store = store;
-        this.persistedIndex = store.appliedIndex(region.id());
-        this.appliedIndex = persistedIndex;
+        this.storeIndex = store.appliedIndex(region.id());
     }
 
     long term() {
         return term;
     }
 
+    /** The index the region's data in the store corresponds to. */
     long appliedIndex() {
-        return appliedIndex;
+        return storeIndex;
     }
 
     @Override
@@ -78,10 +84,14 @@ final class RegionStateMachine extends StateMachineAdapter {
                 }
             }
             boolean[] results = new boolean[batch.getOpsCount()];
-            if (index > persistedIndex) {
+            if (index > storeIndex) {
                 store.apply(region.id(), index, toStoreBatch(batch, results));
+                storeIndex = index;
             }
-            appliedIndex = index;
+            // else: replay of an entry a persistent store already holds; applying it again could change the
+            // outcome of a compare-and-put, so it is skipped. Only entries of an earlier run get here, and they
+            // have no closure (closures exist only for entries proposed by this process).
+            raftIndex = index;
             if (closure != null) {
                 closure.results = results;
                 closure.run(Status.OK());
@@ -149,6 +159,20 @@ final class RegionStateMachine extends StateMachineAdapter {
 
     @Override
     public void onSnapshotSave(SnapshotWriter writer, Closure done) {
+        // jraft labels the snapshot with its own applied index. While it is still replaying entries that the
+        // persistent store already holds, the store is ahead of that label: a follower installing such a
+        // snapshot would apply those entries a second time on top of it, which is wrong for compare-and-put.
+        // Refuse (EBUSY; EIO would stop the group); the next snapshot, after the replay, goes through.
+        // (raftIndex counts data entries only, but storeIndex is always a data entry's index or a snapshot's
+        // that jraft loaded, so storeIndex > raftIndex exactly while the replay has not reached it.)
+        long replayedTo = raftIndex;
+        if (storeIndex > replayedTo) {
+            LOG.info("region {}: snapshot skipped, the store is at index {} and the log replay at {}",
+                    region.id(), storeIndex, replayedTo);
+            done.run(new Status(RaftError.EBUSY, "region %d: store at index %d is ahead of the replay at %d",
+                    region.id(), storeIndex, replayedTo));
+            return;
+        }
         Path dir = Path.of(writer.getPath(), SNAPSHOT_DIR);
         try {
             Files.createDirectories(dir);
@@ -160,7 +184,7 @@ final class RegionStateMachine extends StateMachineAdapter {
                     }
                 }
             }
-            LOG.info("region {}: snapshot saved at index {}", region.id(), appliedIndex);
+            LOG.info("region {}: snapshot saved, last entry applied {}", region.id(), replayedTo);
             done.run(Status.OK());
         } catch (IOException | RuntimeException e) {
             LOG.error("region {}: snapshot save failed: {}", region.id(), e.toString());
@@ -171,14 +195,20 @@ final class RegionStateMachine extends StateMachineAdapter {
     @Override
     public boolean onSnapshotLoad(SnapshotReader reader) {
         long index = reader.load().getLastIncludedIndex();
-        if (index <= persistedIndex && appliedIndex == persistedIndex) {
-            // the persistent store already holds this state or a later one; loading would only go back
-            LOG.info("region {}: store is at index {}, snapshot at {} not loaded", region.id(), persistedIndex, index);
+        // jraft never loads a snapshot below its own applied index (ESTALE), and the store is never behind
+        // jraft. So a snapshot at or below storeIndex can only come from a persistent store that is ahead:
+        // its data is the state after a later prefix of the same committed log, and the entries between the
+        // snapshot and storeIndex are skipped on replay. Loading it would move the store back in time while
+        // those entries are still skipped.
+        if (index <= storeIndex) {
+            LOG.info("region {}: store is at index {}, snapshot at {} not loaded", region.id(), storeIndex, index);
+            raftIndex = index;
             return true;
         }
         try {
             store.loadSnapshot(region.id(), index, region.range(), Path.of(reader.getPath(), SNAPSHOT_DIR));
-            appliedIndex = index;
+            storeIndex = index;
+            raftIndex = index;
             LOG.info("region {}: snapshot loaded at index {}", region.id(), index);
             return true;
         } catch (IOException | RuntimeException e) {

@@ -247,7 +247,7 @@ public final class RocksStore implements KvStore {
         RocksSnapshotManifest manifest = RocksSnapshotManifest.read(dir.resolve(MANIFEST_FILE));
         Path sstFile = dir.resolve(SST_FILE);
         if (manifest.keyCount() > 0) {
-            verifySst(sstFile, manifest, range);
+            verifySst(sstFile, manifest, range, sstOptions);
         }
         // From here on a crash leaves the old applied index behind, so the state machine reloads the
         // snapshot on restart: the index is recorded last, after the data is complete.
@@ -302,7 +302,25 @@ public final class RocksStore implements KvStore {
         }
     }
 
-    private void verifySst(Path sstFile, RocksSnapshotManifest manifest, KeyRange range) throws IOException {
+    /**
+     * Checks a region snapshot written by {@link #writeSnapshot} without a store and without changing
+     * anything: the manifest's CRC, the sst's size, CRC32C, key count and key range, as {@link #loadSnapshot}
+     * does before it touches the store.
+     *
+     * @throws CorruptSnapshotException when the snapshot would be refused by {@link #loadSnapshot}
+     */
+    public static void verifySnapshot(Path dir, KeyRange range) throws IOException {
+        RocksSnapshotManifest manifest = RocksSnapshotManifest.read(dir.resolve(MANIFEST_FILE));
+        if (manifest.keyCount() > 0) {
+            // the data family uses the default bytewise comparator, which is all a reader needs
+            try (Options options = new Options()) {
+                verifySst(dir.resolve(SST_FILE), manifest, range, options);
+            }
+        }
+    }
+
+    private static void verifySst(Path sstFile, RocksSnapshotManifest manifest, KeyRange range, Options sstOptions)
+            throws IOException {
         if (!Files.exists(sstFile)) {
             throw SnapshotFiles.corrupt(sstFile, "missing, the manifest promises " + manifest.keyCount() + " keys");
         }

@@ -1,0 +1,130 @@
+package io.kvraft.server;
+
+import io.kvraft.client.KvClient;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.server.RaftTestSupport.LogCapture;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static io.kvraft.server.RaftTestSupport.deleteTree;
+import static io.kvraft.server.RaftTestSupport.snapshotAllRegions;
+import static java.util.concurrent.TimeUnit.SECONDS;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * A node whose data dir is wiped while the others snapshot twice (so their logs no longer start at 1)
+ * can only catch up by installing a snapshot of every region from the leaders: checked for both engines.
+ */
+class SnapshotInstallTest {
+
+    private static final Pattern LOADED = Pattern.compile("region (\\d+): snapshot loaded at index (\\d+)");
+
+    @TempDir
+    Path dir;
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"memory", "rocksdb"})
+    void when_aWipedNodeRestartsAfterTheLogsWereTruncated_then_itInstallsSnapshotsAndCatchesUp(String engine) throws Exception {
+        try (InProcessCluster cluster = InProcessCluster.start(3, 24, dir, engine);
+             LogCapture log = LogCapture.of("io.kvraft.server.region")) {
+            cluster.awaitBalanced(30);
+            KvClient c = cluster.client();
+            List<RegionInfo> regions = c.regions().join();
+            List<byte[]> keys = new ArrayList<>();
+            for (String suffix : List.of("a", "b", "c")) {
+                keys.addAll(ClusterTest.keyPerRegion(regions, suffix));
+            }
+            Map<String, byte[]> expected = new LinkedHashMap<>();
+
+            putAll(c, keys, "round-1", expected);
+            for (int i = 0; i < 3; i++) {
+                snapshotAllRegions(cluster.node(i));
+            }
+
+            cluster.stopNode(2);
+            await().atMost(30, SECONDS).until(cluster::allRegionsLed);
+            putAll(c, keys, "round-2", expected);
+            snapshotAllRegions(cluster.node(0));
+            snapshotAllRegions(cluster.node(1));
+            putAll(c, keys, "round-3", expected);
+            // deletes must reach the wiped node too, through the snapshot
+            List<byte[]> deleted = keys.subList(2 * regions.size(), keys.size());
+            CompletableFuture.allOf(deleted.stream().map(c::delete).toArray(CompletableFuture[]::new)).join();
+            deleted.forEach(k -> expected.put(hex(k), null));
+            // the second snapshot makes jraft drop the log up to the first one: index 1 is gone on every leader
+            snapshotAllRegions(cluster.node(0));
+            snapshotAllRegions(cluster.node(1));
+            // and some writes after the last snapshot, which come from the log once the snapshot is in
+            putAll(c, keys.subList(0, regions.size()), "round-4", expected);
+
+            Path wipedDir = Path.of(cluster.node(0).config().dataDir()).resolveSibling("node3");
+            assertThat(wipedDir).isDirectory();
+            deleteTree(wipedDir);
+            log.clear();
+            cluster.startNode(2);
+
+            KvServer wiped = cluster.node(2);
+            await().atMost(60, SECONDS).untilAsserted(() -> {
+                for (byte[] k : keys) {
+                    byte[] want = expected.get(hex(k));
+                    assertThat(wiped.store().get(k)).as("key %s on the wiped node", hex(k)).isEqualTo(want);
+                }
+            });
+            Set<Integer> loaded = new TreeSet<>();
+            for (String line : log.lines()) {
+                Matcher m = LOADED.matcher(line);
+                if (m.find()) {
+                    loaded.add(Integer.parseInt(m.group(1)));
+                    assertThat(Long.parseLong(m.group(2))).isGreaterThan(1);
+                }
+            }
+            // only the wiped node loads snapshots here, and it must have done so for every region
+            assertThat(loaded).as("regions whose snapshot the wiped node loaded").hasSize(regions.size());
+            for (int r = 1; r <= regions.size(); r++) {
+                try (var s = Files.list(wipedDir.resolve("raft").resolve("region-" + r).resolve("snapshot"))) {
+                    assertThat(s.map(p -> p.getFileName().toString())).anyMatch(n -> n.startsWith("snapshot_"));
+                }
+            }
+            // and it serves them once it leads its share again
+            cluster.awaitBalanced(30);
+            assertThat(wiped.leaderCount()).isEqualTo(8);
+            List<byte[]> got = c.multiGet(keys).join();
+            for (int i = 0; i < keys.size(); i++) {
+                assertThat(got.get(i)).isEqualTo(expected.get(hex(keys.get(i))));
+            }
+        }
+    }
+
+    private static void putAll(KvClient c, List<byte[]> keys, String round, Map<String, byte[]> expected) {
+        List<CompletableFuture<Void>> acks = new ArrayList<>();
+        for (byte[] k : keys) {
+            byte[] v = (round + "/" + hex(k)).getBytes(StandardCharsets.UTF_8);
+            acks.add(c.put(k, v));
+            expected.put(hex(k), v);
+        }
+        CompletableFuture.allOf(acks.toArray(CompletableFuture[]::new)).join();
+    }
+
+    static String hex(byte[] k) {
+        StringBuilder sb = new StringBuilder();
+        for (byte b : k) {
+            sb.append(String.format("%02x", b));
+        }
+        return sb.toString();
+    }
+}
