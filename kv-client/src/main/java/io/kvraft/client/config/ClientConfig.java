@@ -87,7 +87,7 @@ public record ClientConfig(
             enabled = requireNonNullElse(enabled, true);
             maxBatchSize = requireNonNullElse(maxBatchSize, 512);
             maxBatchBytes = requireNonNullElse(maxBatchBytes, 1 << 20);
-            maxInflightPerRegion = requireNonNullElse(maxInflightPerRegion, 2);
+            maxInflightPerRegion = requireNonNullElse(maxInflightPerRegion, 1);
             maxPendingPerRegion = requireNonNullElse(maxPendingPerRegion, 100_000);
             if (maxBatchSize < 1 || maxBatchBytes < 1 || maxInflightPerRegion < 1 || maxPendingPerRegion < 1) {
                 throw new IllegalArgumentException("batching limits must be positive");

@@ -74,7 +74,7 @@ class ClientConfigTest {
         assertThat(c.batching().enabled()).isTrue();
         assertThat(c.batching().maxBatchSize()).isEqualTo(512);
         assertThat(c.batching().maxBatchBytes()).isEqualTo(1 << 20);
-        assertThat(c.batching().maxInflightPerRegion()).isEqualTo(2);
+        assertThat(c.batching().maxInflightPerRegion()).isEqualTo(1);
         assertThat(c.batching().maxPendingPerRegion()).isEqualTo(100_000);
     }
 
@@ -85,7 +85,7 @@ class ClientConfigTest {
                   maxBatchSize: 8
                 """));
 
-        assertThat(c.batching()).isEqualTo(new ClientConfig.Batching(true, 8, 1 << 20, 2, 100_000));
+        assertThat(c.batching()).isEqualTo(new ClientConfig.Batching(true, 8, 1 << 20, 1, 100_000));
     }
 
     @ParameterizedTest(name = "{0}")

@@ -153,7 +153,7 @@ public record ServerConfig(
             snapshotIntervalSecs = requireNonNullElse(snapshotIntervalSecs, 600);
             replicatorPipeline = requireNonNullElse(replicatorPipeline, true);
             maxReplicatorInflightMsgs = requireNonNullElse(maxReplicatorInflightMsgs, 256);
-            maxProposalsInflight = requireNonNullElse(maxProposalsInflight, 2);
+            maxProposalsInflight = requireNonNullElse(maxProposalsInflight, 1);
             maxOpsPerEntry = requireNonNullElse(maxOpsPerEntry, 4096);
             disruptorBufferSize = requireNonNullElse(disruptorBufferSize, 1024);
             if (electionTimeoutMs < 100 || startupElectionTimeoutMs < 100) {
