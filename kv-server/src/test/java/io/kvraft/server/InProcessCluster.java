@@ -11,8 +11,6 @@ import io.kvraft.server.config.ServerConfig.StoreConfig;
 import io.kvraft.server.region.Region;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -63,12 +61,7 @@ public final class InProcessCluster implements AutoCloseable {
     }
 
     public static int freePort() {
-        try (ServerSocket s = new ServerSocket(0)) {
-            s.setReuseAddress(true);
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        return io.kvraft.server.launch.LocalClusterConfigs.freePort();
     }
 
     public void startNode(int i) throws IOException {
