@@ -98,7 +98,7 @@ public final class Region {
 
     public boolean isLeader() {
         Node n = node;
-        return n != null && n.isLeader();
+        return n != null && n.isLeader(false); // no lock: called on the I/O thread for every request
     }
 
     /** The leader as this node sees it, host:port, or "" when unknown. */
