@@ -13,7 +13,11 @@ import io.kvraft.client.proto.KvProto.WriteResponse;
 import io.kvraft.client.route.RouteTable.Route;
 import io.kvraft.client.rpc.Transport;
 
+import com.google.protobuf.Message;
+
 import java.util.List;
+import java.util.function.Consumer;
+import java.util.function.Function;
 
 /**
  * The operations bound for one region: writes coalesce into one WriteRequest, reads into one
@@ -65,57 +69,52 @@ final class RegionBatcher {
     }
 
     private void sendWrites(List<PendingOp> batch, Runnable done) {
-        Route route = client.routes().byId(regionId);
-        if (route == null) {
-            failAll(batch, null, "", client.localError(ErrorCode.REGION_NOT_FOUND, "region " + regionId + " left the route table"));
-            done.run();
-            return;
-        }
-        WriteRequest.Builder b = WriteRequest.newBuilder().setRegionId(regionId).setRegionEpoch(route.epoch());
-        for (PendingOp op : batch) {
-            b.addOps(op.write);
-        }
-        String target = route.target();
-        transport.<WriteResponse>call(target, b.build(), timeoutMs(batch)).whenComplete((resp, err) -> {
-            try {
-                if (err != null) {
-                    failAll(batch, route, target, client.transportError(err));
-                } else if (resp.hasError() && resp.getError().getCode() != ErrorCode.OK) {
-                    failAll(batch, route, target, resp.getError());
-                } else {
-                    for (int i = 0; i < batch.size(); i++) {
-                        batch.get(i).result.complete(i < resp.getSucceededCount() && resp.getSucceeded(i));
-                    }
-                }
-            } finally {
-                done.run();
+        send(batch, done, route -> {
+            WriteRequest.Builder b = WriteRequest.newBuilder().setRegionId(regionId).setRegionEpoch(route.epoch());
+            for (PendingOp op : batch) {
+                b.addOps(op.write);
+            }
+            return b.build();
+        }, (WriteResponse resp) -> resp.getError(), resp -> {
+            for (int i = 0; i < batch.size(); i++) {
+                batch.get(i).result.complete(i < resp.getSucceededCount() && resp.getSucceeded(i));
             }
         });
     }
 
     private void sendReads(List<PendingOp> batch, Runnable done) {
+        send(batch, done, route -> {
+            ReadRequest.Builder b = ReadRequest.newBuilder().setRegionId(regionId).setRegionEpoch(route.epoch())
+                    .setMode(readMode);
+            for (PendingOp op : batch) {
+                b.addKeys(op.readKey);
+            }
+            return b.build();
+        }, (ReadResponse resp) -> resp.getError(), resp -> {
+            for (int i = 0; i < batch.size(); i++) {
+                Value v = i < resp.getValuesCount() ? resp.getValues(i) : Value.getDefaultInstance();
+                batch.get(i).result.complete(v.getFound() ? v.getValue().toByteArray() : null);
+            }
+        });
+    }
+
+    /** One batch RPC to the region's believed leader; failures go back to the client op by op. */
+    private <R extends Message> void send(List<PendingOp> batch, Runnable done, Function<Route, Message> request,
+                                          Function<R, Error> errorOf, Consumer<R> complete) {
         Route route = client.routes().byId(regionId);
         if (route == null) {
             failAll(batch, null, "", client.localError(ErrorCode.REGION_NOT_FOUND, "region " + regionId + " left the route table"));
             done.run();
             return;
         }
-        ReadRequest.Builder b = ReadRequest.newBuilder().setRegionId(regionId).setRegionEpoch(route.epoch()).setMode(readMode);
-        for (PendingOp op : batch) {
-            b.addKeys(op.readKey);
-        }
         String target = route.target();
-        transport.<ReadResponse>call(target, b.build(), timeoutMs(batch)).whenComplete((resp, err) -> {
+        transport.<R>call(target, request.apply(route), timeoutMs(batch)).whenComplete((resp, err) -> {
             try {
-                if (err != null) {
-                    failAll(batch, route, target, client.transportError(err));
-                } else if (resp.hasError() && resp.getError().getCode() != ErrorCode.OK) {
-                    failAll(batch, route, target, resp.getError());
+                Error error = err != null ? client.transportError(err) : errorOf.apply(resp);
+                if (err != null || error.getCode() != ErrorCode.OK) {
+                    failAll(batch, route, target, error);
                 } else {
-                    for (int i = 0; i < batch.size(); i++) {
-                        Value v = i < resp.getValuesCount() ? resp.getValues(i) : Value.getDefaultInstance();
-                        batch.get(i).result.complete(v.getFound() ? v.getValue().toByteArray() : null);
-                    }
+                    complete.accept(resp);
                 }
             } finally {
                 done.run();
