@@ -129,6 +129,7 @@ public record ServerConfig(
      *                                  are coalesced into the next entry as soon as one commits
      * @param maxOpsPerEntry            writes per log entry at most
      * @param disruptorBufferSize       jraft's ring buffers per group (smaller saves memory with many groups)
+     * @param logStorage                shared (one RocksDB log per node, appends of all groups share fsyncs) or per-region (jraft's)
      */
     public record RaftConfig(
             Integer electionTimeoutMs,
@@ -140,9 +141,15 @@ public record ServerConfig(
             Integer maxReplicatorInflightMsgs,
             Integer maxProposalsInflight,
             Integer maxOpsPerEntry,
-            Integer disruptorBufferSize) {
+            Integer disruptorBufferSize,
+            String logStorage) {
 
-        public static final RaftConfig DEFAULT = new RaftConfig(null, null, null, null, null, null, null, null, null, null);
+        /** One RocksDB log for all groups of the node (appends share fsyncs). */
+        public static final String LOG_SHARED = "shared";
+        /** jraft's own: one RocksDB log per group. */
+        public static final String LOG_PER_REGION = "per-region";
+
+        public static final RaftConfig DEFAULT = new RaftConfig(null, null, null, null, null, null, null, null, null, null, null);
 
         public RaftConfig {
             electionTimeoutMs = requireNonNullElse(electionTimeoutMs, 5000);
@@ -156,6 +163,11 @@ public record ServerConfig(
             maxProposalsInflight = requireNonNullElse(maxProposalsInflight, 1);
             maxOpsPerEntry = requireNonNullElse(maxOpsPerEntry, 4096);
             disruptorBufferSize = requireNonNullElse(disruptorBufferSize, 1024);
+            logStorage = requireNonNullElse(logStorage, LOG_SHARED);
+            if (!logStorage.equals(LOG_SHARED) && !logStorage.equals(LOG_PER_REGION)) {
+                throw new IllegalArgumentException("raft.logStorage must be '" + LOG_SHARED + "' or '" + LOG_PER_REGION
+                        + "', got '" + logStorage + "'");
+            }
             if (electionTimeoutMs < 100 || startupElectionTimeoutMs < 100) {
                 throw new IllegalArgumentException("raft.electionTimeoutMs and startupElectionTimeoutMs must be at least 100");
             }
@@ -177,12 +189,12 @@ public record ServerConfig(
 
         public RaftConfig withElectionTimeoutMs(int ms) {
             return new RaftConfig(ms, null, electionHeartbeatFactor, sync, snapshotIntervalSecs, replicatorPipeline,
-                    maxReplicatorInflightMsgs, maxProposalsInflight, maxOpsPerEntry, disruptorBufferSize);
+                    maxReplicatorInflightMsgs, maxProposalsInflight, maxOpsPerEntry, disruptorBufferSize, logStorage);
         }
 
         public RaftConfig withSnapshotIntervalSecs(int secs) {
             return new RaftConfig(electionTimeoutMs, startupElectionTimeoutMs, electionHeartbeatFactor, sync, secs, replicatorPipeline,
-                    maxReplicatorInflightMsgs, maxProposalsInflight, maxOpsPerEntry, disruptorBufferSize);
+                    maxReplicatorInflightMsgs, maxProposalsInflight, maxOpsPerEntry, disruptorBufferSize, logStorage);
         }
     }
 

@@ -2,6 +2,7 @@ package io.kvraft.server.region;
 
 import com.alipay.sofa.jraft.Closure;
 import com.alipay.sofa.jraft.Status;
+import com.alipay.sofa.jraft.option.ReadOnlyOption;
 import com.alipay.sofa.jraft.error.RaftError;
 import io.kvraft.client.proto.KvProto.Error;
 import io.kvraft.client.proto.KvProto.ErrorCode;
@@ -21,11 +22,15 @@ final class BatchClosure implements Closure {
     private final List<WriteProposal> proposals;
     private final Runnable coalescerDone;
     private final Region region;
+    /** Reads that arrived before this entry was proposed: answered once it is applied. */
+    private final List<Region.PendingRead> reads;
     boolean[] results;
 
-    BatchClosure(WriteBatch batch, List<WriteProposal> proposals, Region region, Runnable coalescerDone) {
+    BatchClosure(WriteBatch batch, List<WriteProposal> proposals, List<Region.PendingRead> reads, Region region,
+                 Runnable coalescerDone) {
         this.batch = batch;
         this.proposals = proposals;
+        this.reads = reads;
         this.region = region;
         this.coalescerDone = coalescerDone;
     }
@@ -43,6 +48,7 @@ final class BatchClosure implements Closure {
                     p.reply().accept(b.build());
                 }
                 region.countWrites(batch.getOpsCount());
+                region.serve(reads);
             } else {
                 // past apply() the entry may still commit under a new leader: only EBUSY proves it was not taken
                 Error err = status.getRaftError() == RaftError.EBUSY ? region.errorOf(status)
@@ -51,9 +57,12 @@ final class BatchClosure implements Closure {
                 for (WriteProposal p : proposals) {
                     p.reply().accept(error);
                 }
+                region.readIndex(reads, ReadOnlyOption.ReadOnlySafe); // answers them, or says who leads now
             }
         } finally {
-            coalescerDone.run();
+            region.onProposalDone();
+            coalescerDone.run(); // may propose the next entry, which takes the reads waiting meanwhile
+            region.flushWaitingReads();
         }
     }
 }

@@ -24,6 +24,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Comparator;
+import java.util.List;
 import java.util.stream.Stream;
 
 /**
@@ -62,6 +63,8 @@ final class RaftDirs {
     private static final Logger LOG = LoggerFactory.getLogger(RaftDirs.class);
 
     static final String LOG_DIR = "log";
+    /** Under {@code raft/}: the node's shared Raft log (raft.logStorage: shared). */
+    static final String SHARED_LOG_DIR = "log";
     static final String META_DIR = "meta";
     static final String SNAPSHOT_DIR = "snapshot";
     static final String RAFT_META_FILE = "raft_meta";
@@ -78,6 +81,15 @@ final class RaftDirs {
      * @throws IllegalStateException with a one-line message when the region must not start
      */
     static void checkBeforeStart(int regionId, KeyRange range, Path regionDir, KvStore store, int replicas) {
+        checkBeforeStart(regionId, range, regionDir, store, replicas, null);
+    }
+
+    /**
+     * @param dropSharedLog forgets the region's entries in the node's shared log, or null when the
+     *                      region keeps its log in its own {@code log/} directory
+     */
+    static void checkBeforeStart(int regionId, KeyRange range, Path regionDir, KvStore store, int replicas,
+                                 Runnable dropSharedLog) {
         checkRaftMeta(regionId, regionDir.resolve(META_DIR).resolve(RAFT_META_FILE));
         String problem = snapshotProblem(range, regionDir.resolve(SNAPSHOT_DIR), store.engine());
         if (problem == null) {
@@ -95,9 +107,42 @@ final class RaftDirs {
         // Order matters for a crash in between: clear the store first, then the log, then the snapshot, so a
         // restart either finds the bad snapshot again (and redoes all of it) or an empty region.
         clearRange(regionId, range, regionDir, store, millis);
-        moveAside(regionDir.resolve(LOG_DIR), millis);
+        if (dropSharedLog != null) {
+            dropSharedLog.run();
+        } else {
+            moveAside(regionDir.resolve(LOG_DIR), millis);
+        }
         moveAside(regionDir.resolve(SNAPSHOT_DIR), millis);
         syncDirectory(regionDir);
+    }
+
+    /**
+     * Refuses a data directory whose Raft logs were written in the other layout: starting on it would
+     * silently lose every region's log tail beyond its snapshot.
+     */
+    static void checkLogLayout(Path raftRoot, boolean shared) {
+        if (!Files.isDirectory(raftRoot)) {
+            return;
+        }
+        List<Path> perRegionLogs;
+        try (Stream<Path> dirs = Files.list(raftRoot)) {
+            perRegionLogs = dirs.filter(d -> d.getFileName().toString().startsWith("region-"))
+                    .map(d -> d.resolve(LOG_DIR))
+                    .filter(Files::isDirectory)
+                    .toList();
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot list " + raftRoot + ": " + oneLine(e));
+        }
+        if (shared && !perRegionLogs.isEmpty()) {
+            throw new IllegalStateException(raftRoot + " holds per-region Raft logs (e.g. " + perRegionLogs.get(0)
+                    + ") but raft.logStorage is 'shared': set raft.logStorage: per-region for this data directory,"
+                    + " or start the node on an empty one");
+        }
+        if (!shared && Files.isDirectory(raftRoot.resolve(SHARED_LOG_DIR))) {
+            throw new IllegalStateException(raftRoot + " holds a shared Raft log (" + raftRoot.resolve(SHARED_LOG_DIR)
+                    + ") but raft.logStorage is 'per-region': set raft.logStorage: shared for this data directory,"
+                    + " or start the node on an empty one");
+        }
     }
 
     /** jraft's own load fails on a raft_meta it cannot parse; say which file and why, in one line. */

@@ -1,6 +1,8 @@
 package io.kvraft.server.region;
 
 import com.alipay.sofa.jraft.conf.Configuration;
+import com.alipay.sofa.jraft.core.DefaultJRaftServiceFactory;
+import com.alipay.sofa.jraft.storage.LogStorage;
 import com.alipay.sofa.jraft.entity.PeerId;
 import com.alipay.sofa.jraft.option.NodeOptions;
 import com.alipay.sofa.jraft.option.RaftOptions;
@@ -8,6 +10,8 @@ import com.alipay.sofa.jraft.storage.impl.RocksDBLogStorage;
 import com.alipay.sofa.jraft.util.StorageOptionsFactory;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
+import io.kvraft.server.raftlog.SharedLogStorage;
+import io.kvraft.server.raftlog.SharedRaftLog;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.ColumnFamilyOptions;
 import org.rocksdb.CompressionType;
@@ -25,13 +29,25 @@ final class RaftOptionsFactory {
     private RaftOptionsFactory() {
     }
 
-    static NodeOptions nodeOptions(ServerConfig config, List<PeerId> peers, Path regionDir) {
+    /**
+     * @param sharedLog the node's shared Raft log, or null for jraft's own log per group ({@code raft.logStorage})
+     */
+    static NodeOptions nodeOptions(ServerConfig config, List<PeerId> peers, Path regionDir, int regionId,
+                                   SharedRaftLog sharedLog) {
         RaftConfig raft = config.raft();
         NodeOptions o = new NodeOptions();
         // start with the short timeout so a fresh cluster elects fast; Region switches to the configured one
         o.setElectionTimeoutMs(raft.startupElectionTimeoutMs());
         o.setInitialConf(new Configuration(peers));
-        o.setLogUri(regionDir.resolve("log").toString());
+        o.setLogUri(regionDir.resolve(RaftDirs.LOG_DIR).toString()); // unused with the shared log, but jraft wants one
+        if (sharedLog != null) {
+            o.setServiceFactory(new DefaultJRaftServiceFactory() {
+                @Override
+                public LogStorage createLogStorage(String uri, RaftOptions raftOptions) {
+                    return new SharedLogStorage(sharedLog, regionId);
+                }
+            });
+        }
         o.setRaftMetaUri(regionDir.resolve("meta").toString());
         o.setSnapshotUri(regionDir.resolve("snapshot").toString());
         o.setSnapshotIntervalSecs(raft.snapshotIntervalSecs());

@@ -7,6 +7,8 @@ import com.alipay.sofa.jraft.rpc.RpcServer;
 import com.alipay.sofa.jraft.util.Endpoint;
 import io.kvraft.client.rpc.WireProtocol;
 import io.kvraft.server.config.ServerConfig;
+import io.kvraft.server.config.ServerConfig.RaftConfig;
+import io.kvraft.server.raftlog.SharedRaftLog;
 import io.kvraft.server.region.RegionLayout.RegionSpec;
 import io.kvraft.server.store.KvStore;
 import org.slf4j.Logger;
@@ -33,6 +35,8 @@ public final class RegionHost implements AutoCloseable {
     private final Map<Integer, Region> regions = new TreeMap<>();
     private final List<String> peers;
     private final LongAdder writeOps = new LongAdder();
+    /** All groups' Raft logs when raft.logStorage is shared, else null. */
+    private final SharedRaftLog sharedLog;
     private final LongAdder readOps = new LongAdder();
     private volatile boolean started;
 
@@ -45,27 +49,40 @@ public final class RegionHost implements AutoCloseable {
         List<PeerId> peerIds = peers.stream().map(PeerId::parsePeer).toList();
         this.rpcServer = RaftRpcServerFactory.createRaftRpcServer(new Endpoint(self.getIp(), self.getPort()));
         Path raftRoot = Path.of(config.dataDir(), "raft");
+        boolean shared = config.raft().logStorage().equals(RaftConfig.LOG_SHARED);
+        RaftDirs.checkLogLayout(raftRoot, shared);
+        this.sharedLog = shared ? new SharedRaftLog(raftRoot.resolve(RaftDirs.SHARED_LOG_DIR), config.raft().sync()) : null;
         int electionTimeoutMs = config.raft().electionTimeoutMs();
-        for (RegionSpec spec : RegionLayout.of(config.cluster())) {
-            Path regionDir = raftRoot.resolve("region-" + spec.id());
-            try {
-                java.nio.file.Files.createDirectories(regionDir);
-            } catch (java.io.IOException e) {
-                throw new java.io.UncheckedIOException("cannot create " + regionDir, e);
-            }
-            RaftDirs.checkBeforeStart(spec.id(), spec.range(), regionDir, store, peers.size()); // before the fsm reads the store
-            var options = RaftOptionsFactory.nodeOptions(config, peerIds, regionDir);
-            Region[] holder = new Region[1];
-            Runnable leaderKnown = () -> housekeeping.execute(() -> {
-                // once the region has had a leader, the configured (longer) timeout keeps idle groups quiet
-                if (holder[0].node() != null) {
-                    holder[0].node().resetElectionTimeoutMs(electionTimeoutMs);
+        try {
+            for (RegionSpec spec : RegionLayout.of(config.cluster())) {
+                Path regionDir = raftRoot.resolve("region-" + spec.id());
+                try {
+                    java.nio.file.Files.createDirectories(regionDir);
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException("cannot create " + regionDir, e);
                 }
-            });
-            Region region = new Region(spec.id(), spec.range(), store, self, options, rpcServer, config.raft(),
-                    writeOps, readOps, leaderKnown);
-            holder[0] = region;
-            regions.put(spec.id(), region);
+                int regionId = spec.id();
+                Runnable dropLog = sharedLog == null ? null : () -> sharedLog.dropGroup(regionId);
+                // before the fsm reads the store
+                RaftDirs.checkBeforeStart(regionId, spec.range(), regionDir, store, peers.size(), dropLog);
+                var options = RaftOptionsFactory.nodeOptions(config, peerIds, regionDir, regionId, sharedLog);
+                Region[] holder = new Region[1];
+                Runnable leaderKnown = () -> housekeeping.execute(() -> {
+                    // once the region has had a leader, the configured (longer) timeout keeps idle groups quiet
+                    if (holder[0].node() != null) {
+                        holder[0].node().resetElectionTimeoutMs(electionTimeoutMs);
+                    }
+                });
+                Region region = new Region(spec.id(), spec.range(), store, self, options, rpcServer, config.raft(),
+                        writeOps, readOps, leaderKnown);
+                holder[0] = region;
+                regions.put(spec.id(), region);
+            }
+        } catch (RuntimeException e) {
+            if (sharedLog != null) {
+                sharedLog.close();
+            }
+            throw e;
         }
     }
 
@@ -130,6 +147,9 @@ public final class RegionHost implements AutoCloseable {
         }
         if (started) {
             rpcServer.shutdown();
+        }
+        if (sharedLog != null) {
+            sharedLog.close(); // after every group has stopped writing to it
         }
     }
 }

@@ -74,6 +74,7 @@ class ServerConfigTest {
                   maxProposalsInflight: 4
                   maxOpsPerEntry: 100
                   disruptorBufferSize: 256
+                  logStorage: per-region
                 limits:
                   maxKeyBytes: 100
                   maxValueBytes: 0
@@ -91,7 +92,7 @@ class ServerConfigTest {
         assertThat(c.cluster().regionCount()).isEqualTo(3);
         assertThat(c.cluster().splitKeys()).containsExactly("55", "aa");
         assertThat(c.store()).isEqualTo(new ServerConfig.StoreConfig("rocksdb", 1L << 20, 2L << 20, "zstd"));
-        assertThat(c.raft()).isEqualTo(new ServerConfig.RaftConfig(2000, 800, 8, false, 0, false, 16, 4, 100, 256));
+        assertThat(c.raft()).isEqualTo(new ServerConfig.RaftConfig(2000, 800, 8, false, 0, false, 16, 4, 100, 256, "per-region"));
         assertThat(c.limits()).isEqualTo(new ServerConfig.LimitsConfig(100, 0, 7));
         assertThat(c.balance()).isEqualTo(new ServerConfig.BalanceConfig(false, 250));
     }

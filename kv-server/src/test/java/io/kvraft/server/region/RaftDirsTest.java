@@ -4,6 +4,7 @@ import com.alipay.sofa.jraft.Status;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.proto.KvProto.RegionInfo;
 import io.kvraft.server.InProcessCluster;
+import io.kvraft.server.config.ServerConfig.RaftConfig;
 import io.kvraft.server.store.KeyRange;
 import io.kvraft.server.store.KvStore;
 import io.kvraft.server.store.MemoryStore;
@@ -40,7 +41,7 @@ class RaftDirsTest {
     private Fixture makeSnapshot(String engine) throws Exception {
         Path data;
         List<RegionInfo> regions;
-        try (InProcessCluster cluster = InProcessCluster.start(1, 2, dir.resolve("cluster"), engine)) {
+        try (InProcessCluster cluster = InProcessCluster.start(1, 2, dir.resolve("cluster"), engine, RaftConfig.LOG_PER_REGION)) {
             cluster.awaitBalanced(30);
             KvClient c = cluster.client();
             regions = c.regions().join();
@@ -269,5 +270,23 @@ class RaftDirsTest {
                 }
             }
         }
+    }
+
+    @org.junit.jupiter.api.Test
+    void when_theLogLayoutDiffersFromTheConfiguredOne_then_theStartIsRefused() throws Exception {
+        Path raft = dir.resolve("layout").resolve("raft");
+        RaftDirs.checkLogLayout(raft, true); // nothing there yet: fine either way
+        Files.createDirectories(raft.resolve("region-1").resolve("log"));
+        RaftDirs.checkLogLayout(raft, false);
+        assertThatThrownBy(() -> RaftDirs.checkLogLayout(raft, true))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("per-region Raft logs").hasMessageContaining("raft.logStorage: per-region");
+
+        Path raft2 = dir.resolve("layout2").resolve("raft");
+        Files.createDirectories(raft2.resolve(RaftDirs.SHARED_LOG_DIR));
+        RaftDirs.checkLogLayout(raft2, true);
+        assertThatThrownBy(() -> RaftDirs.checkLogLayout(raft2, false))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("shared Raft log").hasMessageContaining("raft.logStorage: shared");
     }
 }

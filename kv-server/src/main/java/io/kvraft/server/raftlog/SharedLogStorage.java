@@ -1,0 +1,233 @@
+package io.kvraft.server.raftlog;
+
+import com.alipay.sofa.jraft.conf.Configuration;
+import com.alipay.sofa.jraft.conf.ConfigurationEntry;
+import com.alipay.sofa.jraft.conf.ConfigurationManager;
+import com.alipay.sofa.jraft.entity.EnumOutter.EntryType;
+import com.alipay.sofa.jraft.entity.LogEntry;
+import com.alipay.sofa.jraft.entity.LogId;
+import com.alipay.sofa.jraft.entity.codec.LogEntryDecoder;
+import com.alipay.sofa.jraft.entity.codec.LogEntryEncoder;
+import com.alipay.sofa.jraft.option.LogStorageOptions;
+import com.alipay.sofa.jraft.storage.LogStorage;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.WriteBatch;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.List;
+
+/**
+ * One region group's view of the node's {@link SharedRaftLog}: jraft's {@link LogStorage} contract
+ * (the same one its RocksDBLogStorage keeps) over the group's key range.
+ *
+ * <p>jraft calls the mutators from the group's single log thread and the readers from any thread;
+ * first and last index are kept in memory (volatile) so readers never scan, and the last entry's
+ * term is cached because heartbeats ask for it after the in-memory log was released.
+ */
+public final class SharedLogStorage implements LogStorage {
+
+    private static final Logger LOG = LoggerFactory.getLogger(SharedLogStorage.class);
+
+    private final SharedRaftLog log;
+    private final int group;
+    private LogEntryEncoder encoder;
+    private LogEntryDecoder decoder;
+    /** First index kept; 1 for a group that never truncated. */
+    private volatile long firstIndex = 1;
+    /** Last stored index, 0 when the group has no entries (jraft's convention). */
+    private volatile long lastIndex;
+    /** Index and term of the last appended entry, or null when unknown. */
+    private volatile LogId lastId;
+
+    public SharedLogStorage(SharedRaftLog log, int group) {
+        this.log = log;
+        this.group = group;
+    }
+
+    @Override
+    public boolean init(LogStorageOptions opts) {
+        encoder = opts.getLogEntryCodecFactory().encoder();
+        decoder = opts.getLogEntryCodecFactory().decoder();
+        try {
+            loadConfigurations(opts.getConfigurationManager());
+            long saved = log.savedFirstIndex(group);
+            long storedFirst = log.firstStoredIndex(group);
+            firstIndex = saved > 0 ? saved : storedFirst > 0 ? storedFirst : 1;
+            long storedLast = log.lastStoredIndex(group);
+            lastIndex = Math.max(storedLast, 0);
+            if (saved > 0 && storedFirst > 0 && storedFirst < saved) {
+                // a prefix truncation recorded its new first index but the deletion did not finish
+                truncatePrefix(saved);
+            }
+            return true;
+        } catch (RocksDBException | RuntimeException e) {
+            LOG.error("group {}: cannot load its Raft log from {}: {}", group, log.dir(), e.toString());
+            return false;
+        }
+    }
+
+    private void loadConfigurations(ConfigurationManager confManager) {
+        if (confManager == null) {
+            return;
+        }
+        log.forEachConf(group, bytes -> {
+            LogEntry entry = decoder.decode(bytes);
+            if (entry == null) {
+                throw new IllegalStateException("undecodable configuration entry in group " + group);
+            }
+            ConfigurationEntry confEntry = new ConfigurationEntry();
+            confEntry.setId(new LogId(entry.getId().getIndex(), entry.getId().getTerm()));
+            confEntry.setConf(new Configuration(entry.getPeers(), entry.getLearners()));
+            if (entry.getOldPeers() != null) {
+                confEntry.setOldConf(new Configuration(entry.getOldPeers(), entry.getOldLearners()));
+            }
+            confManager.add(confEntry);
+        });
+    }
+
+    @Override
+    public void shutdown() {
+        // the shared log is closed by its owner, after every group has stopped
+    }
+
+    @Override
+    public long getFirstLogIndex() {
+        return firstIndex;
+    }
+
+    @Override
+    public long getLastLogIndex() {
+        return lastIndex;
+    }
+
+    @Override
+    public LogEntry getEntry(long index) {
+        if (index < firstIndex || index > lastIndex) {
+            return null;
+        }
+        try {
+            byte[] bytes = log.get(group, index);
+            if (bytes == null) {
+                return null;
+            }
+            LogEntry entry = decoder.decode(bytes);
+            if (entry == null) {
+                LOG.error("group {}: undecodable log entry at index {}", group, index);
+            }
+            return entry;
+        } catch (RocksDBException e) {
+            LOG.error("group {}: cannot read log entry {}: {}", group, index, e.getMessage());
+            return null;
+        }
+    }
+
+    @Override
+    @Deprecated
+    public long getTerm(long index) {
+        LogId last = lastId;
+        if (last != null && last.getIndex() == index) {
+            return last.getTerm();
+        }
+        LogEntry entry = getEntry(index);
+        return entry == null ? 0 : entry.getId().getTerm();
+    }
+
+    @Override
+    public boolean appendEntry(LogEntry entry) {
+        return appendEntries(List.of(entry)) == 1;
+    }
+
+    @Override
+    public int appendEntries(List<LogEntry> entries) {
+        if (entries == null || entries.isEmpty()) {
+            return 0;
+        }
+        try (WriteBatch batch = new WriteBatch()) {
+            for (LogEntry entry : entries) {
+                byte[] key = SharedRaftLog.key(group, entry.getId().getIndex());
+                byte[] value = encoder.encode(entry);
+                batch.put(log.logFamily(), key, value);
+                if (entry.getType() == EntryType.ENTRY_TYPE_CONFIGURATION) {
+                    batch.put(log.confFamily(), key, value);
+                }
+            }
+            log.write(batch);
+        } catch (RocksDBException e) {
+            LOG.error("group {}: cannot append {} log entries: {}", group, entries.size(), e.getMessage());
+            return 0;
+        }
+        LogEntry last = entries.get(entries.size() - 1);
+        lastIndex = Math.max(lastIndex, last.getId().getIndex());
+        lastId = new LogId(last.getId().getIndex(), last.getId().getTerm());
+        if (firstIndex > last.getId().getIndex()) {
+            firstIndex = entries.get(0).getId().getIndex(); // the first append after a reset or into an empty log
+        }
+        return entries.size();
+    }
+
+    @Override
+    public boolean truncatePrefix(long firstIndexKept) {
+        long from = firstIndex;
+        try (WriteBatch batch = new WriteBatch()) {
+            log.putFirstIndex(batch, group, firstIndexKept);
+            log.deleteRange(batch, group, Math.min(from, firstIndexKept), firstIndexKept);
+            log.write(batch);
+        } catch (RocksDBException e) {
+            LOG.error("group {}: cannot truncate its log before {}: {}", group, firstIndexKept, e.getMessage());
+            return false;
+        }
+        firstIndex = firstIndexKept;
+        if (lastIndex < firstIndexKept) {
+            lastIndex = 0; // nothing left, as jraft's own storage reports it
+            lastId = null;
+        }
+        return true;
+    }
+
+    @Override
+    public boolean truncateSuffix(long lastIndexKept) {
+        try (WriteBatch batch = new WriteBatch()) {
+            log.deleteRange(batch, group, lastIndexKept + 1, Math.max(lastIndex, lastIndexKept) + 1);
+            log.write(batch);
+        } catch (RocksDBException e) {
+            LOG.error("group {}: cannot truncate its log after {}: {}", group, lastIndexKept, e.getMessage());
+            return false;
+        }
+        lastId = null;
+        long stored = log.lastStoredIndex(group);
+        lastIndex = Math.max(stored, 0);
+        return true;
+    }
+
+    @Override
+    public boolean reset(long nextLogIndex) {
+        if (nextLogIndex <= 0) {
+            throw new IllegalArgumentException("Invalid next log index " + nextLogIndex);
+        }
+        LogEntry entry = getEntry(nextLogIndex);
+        if (entry == null) {
+            entry = new LogEntry();
+            entry.setType(EntryType.ENTRY_TYPE_NO_OP);
+            entry.setId(new LogId(nextLogIndex, 0));
+        }
+        try (WriteBatch batch = new WriteBatch()) {
+            log.deleteRange(batch, group, 0, Long.MAX_VALUE);
+            log.putFirstIndex(batch, group, nextLogIndex);
+            byte[] key = SharedRaftLog.key(group, nextLogIndex);
+            byte[] value = encoder.encode(entry);
+            batch.put(log.logFamily(), key, value);
+            if (entry.getType() == EntryType.ENTRY_TYPE_CONFIGURATION) {
+                batch.put(log.confFamily(), key, value);
+            }
+            log.write(batch);
+        } catch (RocksDBException e) {
+            LOG.error("group {}: cannot reset its log to {}: {}", group, nextLogIndex, e.getMessage());
+            return false;
+        }
+        firstIndex = nextLogIndex;
+        lastIndex = nextLogIndex;
+        lastId = new LogId(nextLogIndex, entry.getId().getTerm());
+        return true;
+    }
+}

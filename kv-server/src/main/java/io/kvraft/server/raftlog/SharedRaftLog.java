@@ -1,0 +1,219 @@
+package io.kvraft.server.raftlog;
+
+import org.rocksdb.BlockBasedTableConfig;
+import org.rocksdb.ColumnFamilyDescriptor;
+import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.ColumnFamilyOptions;
+import org.rocksdb.CompressionType;
+import org.rocksdb.DBOptions;
+import org.rocksdb.LRUCache;
+import org.rocksdb.ReadOptions;
+import org.rocksdb.RocksDB;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
+import org.rocksdb.WriteBatch;
+import org.rocksdb.WriteOptions;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The Raft logs of all region groups of a node in one RocksDB ({@code raft/log}), so that the 24
+ * groups' appends share one WAL: concurrent synced writes from the groups' log threads are merged by
+ * RocksDB's write group into one WAL write and one fsync, instead of one fsync per group and round.
+ *
+ * <p>Keys are {@code int groupId | long index}, big-endian, so each group's entries are one contiguous,
+ * ordered range. Column families: {@code log} (every entry), {@code conf} (configuration entries
+ * again, read back at start to rebuild jraft's configuration history), {@code meta} (each group's
+ * first log index after a prefix truncation).
+ */
+public final class SharedRaftLog implements AutoCloseable {
+
+    static final int KEY_BYTES = Integer.BYTES + Long.BYTES;
+    private static final long WRITE_BUFFER_BYTES = 16L << 20;
+    private static final long MAX_TOTAL_WAL_BYTES = 64L << 20;
+
+    private final Path dir;
+    private final RocksDB db;
+    private final DBOptions dbOptions;
+    private final ColumnFamilyOptions cfOptions;
+    private final List<ColumnFamilyHandle> handles = new ArrayList<>();
+    private final ColumnFamilyHandle log;
+    private final ColumnFamilyHandle conf;
+    private final ColumnFamilyHandle meta;
+    private final WriteOptions writeOptions;
+    private final ReadOptions readOptions;
+
+    /**
+     * Opens (or creates) the log at {@code dir}.
+     *
+     * @param sync fsync every append before it is acknowledged ({@code raft.sync})
+     */
+    public SharedRaftLog(Path dir, boolean sync) {
+        RocksDB.loadLibrary();
+        this.dir = dir;
+        try {
+            Files.createDirectories(dir);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create " + dir, e);
+        }
+        dbOptions = new DBOptions()
+                .setCreateIfMissing(true)
+                .setCreateMissingColumnFamilies(true)
+                .setMaxBackgroundJobs(2)
+                .setMaxTotalWalSize(MAX_TOTAL_WAL_BYTES)
+                .setKeepLogFileNum(2)
+                .setMaxLogFileSize(8L << 20);
+        // entries are written once, read back rarely (a lagging follower, a restart) and dropped by prefix
+        cfOptions = new ColumnFamilyOptions()
+                .setWriteBufferSize(WRITE_BUFFER_BYTES)
+                .setMaxWriteBufferNumber(3)
+                .setTargetFileSizeBase(32L << 20)
+                .setMaxBytesForLevelBase(128L << 20)
+                .setCompressionType(CompressionType.NO_COMPRESSION)
+                .setTableFormatConfig(new BlockBasedTableConfig().setBlockCache(new LRUCache(8L << 20)));
+        List<ColumnFamilyDescriptor> descriptors = List.of(
+                new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, cfOptions),
+                new ColumnFamilyDescriptor("log".getBytes(StandardCharsets.US_ASCII), cfOptions),
+                new ColumnFamilyDescriptor("conf".getBytes(StandardCharsets.US_ASCII), cfOptions),
+                new ColumnFamilyDescriptor("meta".getBytes(StandardCharsets.US_ASCII), cfOptions));
+        try {
+            db = RocksDB.open(dbOptions, dir.toString(), descriptors, handles);
+        } catch (RocksDBException e) {
+            close(cfOptions, dbOptions);
+            throw new IllegalStateException("cannot open the Raft log " + dir + ": " + e.getMessage(), e);
+        }
+        log = handles.get(1);
+        conf = handles.get(2);
+        meta = handles.get(3);
+        writeOptions = new WriteOptions().setSync(sync);
+        readOptions = new ReadOptions().setTotalOrderSeek(true);
+    }
+
+    public Path dir() {
+        return dir;
+    }
+
+    static byte[] key(int group, long index) {
+        return ByteBuffer.allocate(KEY_BYTES).putInt(group).putLong(index).array();
+    }
+
+    static long indexOf(byte[] key) {
+        return ByteBuffer.wrap(key, Integer.BYTES, Long.BYTES).getLong();
+    }
+
+    static int groupOf(byte[] key) {
+        return ByteBuffer.wrap(key, 0, Integer.BYTES).getInt();
+    }
+
+    private static byte[] metaKey(int group) {
+        return ByteBuffer.allocate(Integer.BYTES).putInt(group).array();
+    }
+
+    ColumnFamilyHandle logFamily() {
+        return log;
+    }
+
+    ColumnFamilyHandle confFamily() {
+        return conf;
+    }
+
+    /** Writes a batch built against {@link #logFamily()} / {@link #confFamily()}; synced when raft.sync is on. */
+    void write(WriteBatch batch) throws RocksDBException {
+        db.write(writeOptions, batch);
+    }
+
+    byte[] get(int group, long index) throws RocksDBException {
+        return db.get(log, readOptions, key(group, index));
+    }
+
+    /** The group's first stored index, or -1 when it has no entries. */
+    long firstStoredIndex(int group) {
+        try (RocksIterator it = db.newIterator(log, readOptions)) {
+            it.seek(key(group, 0));
+            return it.isValid() && groupOf(it.key()) == group ? indexOf(it.key()) : -1;
+        }
+    }
+
+    /** The group's last stored index, or -1 when it has no entries. */
+    long lastStoredIndex(int group) {
+        try (RocksIterator it = db.newIterator(log, readOptions)) {
+            it.seekForPrev(key(group, Long.MAX_VALUE));
+            return it.isValid() && groupOf(it.key()) == group ? indexOf(it.key()) : -1;
+        }
+    }
+
+    /** Calls {@code visitor} with the group's configuration entries in index order. */
+    void forEachConf(int group, java.util.function.Consumer<byte[]> visitor) {
+        try (RocksIterator it = db.newIterator(conf, readOptions)) {
+            for (it.seek(key(group, 0)); it.isValid() && groupOf(it.key()) == group; it.next()) {
+                visitor.accept(it.value());
+            }
+        }
+    }
+
+    /** The first log index recorded by the group's last prefix truncation or reset, or -1. */
+    long savedFirstIndex(int group) throws RocksDBException {
+        byte[] v = db.get(meta, metaKey(group));
+        return v == null ? -1 : ByteBuffer.wrap(v).getLong();
+    }
+
+    void putFirstIndex(WriteBatch batch, int group, long firstIndex) throws RocksDBException {
+        batch.put(meta, metaKey(group), ByteBuffer.allocate(Long.BYTES).putLong(firstIndex).array());
+    }
+
+    /** Adds deletions of the group's entries with index in [from, to) in both entry families. */
+    void deleteRange(WriteBatch batch, int group, long from, long to) throws RocksDBException {
+        if (from < to) {
+            batch.deleteRange(log, key(group, from), key(group, to));
+            batch.deleteRange(conf, key(group, from), key(group, to));
+        }
+    }
+
+    /** Forgets everything of one group: its entries and its first index (a region reset to empty). */
+    public void dropGroup(int group) {
+        try (WriteBatch batch = new WriteBatch()) {
+            deleteRange(batch, group, 0, Long.MAX_VALUE);
+            batch.delete(meta, metaKey(group));
+            db.write(writeOptions, batch);
+        } catch (RocksDBException e) {
+            throw new IllegalStateException("cannot drop the Raft log of group " + group + " in " + dir + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Whether the group has any entry or saved state in this log. */
+    public boolean hasGroup(int group) {
+        try {
+            return firstStoredIndex(group) >= 0 || savedFirstIndex(group) >= 0;
+        } catch (RocksDBException e) {
+            throw new IllegalStateException("cannot read the Raft log " + dir + ": " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public void close() {
+        for (ColumnFamilyHandle h : handles) {
+            h.close();
+        }
+        db.close();
+        close(writeOptions, readOptions, cfOptions, dbOptions);
+    }
+
+    private static void close(AutoCloseable... resources) {
+        for (AutoCloseable r : resources) {
+            if (r != null) {
+                try {
+                    r.close();
+                } catch (Exception ignored) {
+                    // native handles: nothing to report
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,194 @@
+package io.kvraft.server.raftlog;
+
+import com.alipay.sofa.jraft.conf.ConfigurationManager;
+import com.alipay.sofa.jraft.entity.EnumOutter.EntryType;
+import com.alipay.sofa.jraft.entity.LogEntry;
+import com.alipay.sofa.jraft.entity.LogId;
+import com.alipay.sofa.jraft.entity.PeerId;
+import com.alipay.sofa.jraft.entity.codec.v2.LogEntryV2CodecFactory;
+import com.alipay.sofa.jraft.option.LogStorageOptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** jraft's LogStorage contract, as its RocksDBLogStorage keeps it, over one group's range of the shared log. */
+class SharedLogStorageTest {
+
+    @TempDir
+    Path dir;
+
+    private static LogEntry data(long index, long term) {
+        LogEntry e = new LogEntry(EntryType.ENTRY_TYPE_DATA);
+        e.setId(new LogId(index, term));
+        e.setData(ByteBuffer.wrap(("v" + index).getBytes(StandardCharsets.UTF_8)));
+        return e;
+    }
+
+    private static LogEntry conf(long index, long term) {
+        LogEntry e = new LogEntry(EntryType.ENTRY_TYPE_CONFIGURATION);
+        e.setId(new LogId(index, term));
+        e.setPeers(List.of(PeerId.parsePeer("127.0.0.1:1"), PeerId.parsePeer("127.0.0.1:2")));
+        return e;
+    }
+
+    private static List<LogEntry> range(long from, long to, long term) {
+        List<LogEntry> list = new ArrayList<>();
+        for (long i = from; i <= to; i++) {
+            list.add(data(i, term));
+        }
+        return list;
+    }
+
+    private static SharedLogStorage open(SharedRaftLog log, int group, ConfigurationManager confs) {
+        SharedLogStorage s = new SharedLogStorage(log, group);
+        LogStorageOptions o = new LogStorageOptions();
+        o.setGroupId("region-" + group);
+        o.setConfigurationManager(confs);
+        o.setLogEntryCodecFactory(LogEntryV2CodecFactory.getInstance());
+        assertThat(s.init(o)).isTrue();
+        return s;
+    }
+
+    private static String dataOf(LogEntry e) {
+        return StandardCharsets.UTF_8.decode(e.getData().duplicate()).toString();
+    }
+
+    @Test
+    void when_empty_then_firstIsOneAndLastIsZero() {
+        try (SharedRaftLog log = new SharedRaftLog(dir, true)) {
+            SharedLogStorage s = open(log, 1, new ConfigurationManager());
+            assertThat(s.getFirstLogIndex()).isEqualTo(1);
+            assertThat(s.getLastLogIndex()).isZero();
+            assertThat(s.getEntry(1)).isNull();
+            assertThat(s.getTerm(1)).isZero();
+        }
+    }
+
+    @Test
+    void when_entriesAreAppended_then_theyReadBackAndSurviveAReopen() {
+        try (SharedRaftLog log = new SharedRaftLog(dir, true)) {
+            SharedLogStorage s = open(log, 1, new ConfigurationManager());
+            assertThat(s.appendEntry(conf(1, 1))).isTrue();
+            assertThat(s.appendEntries(range(2, 10, 2))).isEqualTo(9);
+            assertThat(s.getLastLogIndex()).isEqualTo(10);
+            assertThat(dataOf(s.getEntry(5))).isEqualTo("v5");
+            assertThat(s.getTerm(10)).isEqualTo(2);
+            assertThat(s.getTerm(1)).isEqualTo(1);
+            assertThat(s.getEntry(11)).isNull();
+        }
+        try (SharedRaftLog log = new SharedRaftLog(dir, true)) {
+            ConfigurationManager confs = new ConfigurationManager();
+            SharedLogStorage s = open(log, 1, confs);
+            assertThat(s.getFirstLogIndex()).isEqualTo(1);
+            assertThat(s.getLastLogIndex()).isEqualTo(10);
+            assertThat(s.getTerm(10)).isEqualTo(2);
+            assertThat(dataOf(s.getEntry(7))).isEqualTo("v7");
+            // configuration entries are handed back to jraft at start
+            assertThat(confs.getLastConfiguration().getId()).isEqualTo(new LogId(1, 1));
+            assertThat(confs.getLastConfiguration().getConf().getPeers()).hasSize(2);
+        }
+    }
+
+    @Test
+    void when_thePrefixIsTruncated_then_earlierEntriesAreGoneAlsoAfterAReopen() {
+        try (SharedRaftLog log = new SharedRaftLog(dir, true)) {
+            SharedLogStorage s = open(log, 3, new ConfigurationManager());
+            s.appendEntries(range(1, 10, 1));
+            assertThat(s.truncatePrefix(6)).isTrue();
+            assertThat(s.getFirstLogIndex()).isEqualTo(6);
+            assertThat(s.getEntry(5)).isNull();
+            assertThat(dataOf(s.getEntry(6))).isEqualTo("v6");
+        }
+        try (SharedRaftLog log = new SharedRaftLog(dir, true)) {
+            SharedLogStorage s = open(log, 3, new ConfigurationManager());
+            assertThat(s.getFirstLogIndex()).isEqualTo(6);
+            assertThat(s.getLastLogIndex()).isEqualTo(10);
+            assertThat(log.firstStoredIndex(3)).isEqualTo(6);
+        }
+    }
+
+    @Test
+    void when_thePrefixIsTruncatedPastTheEnd_then_theLogIsEmptyAndAppendsContinueThere() {
+        try (SharedRaftLog log = new SharedRaftLog(dir, true)) {
+            SharedLogStorage s = open(log, 3, new ConfigurationManager());
+            s.appendEntries(range(1, 10, 1));
+            s.truncatePrefix(21);
+            assertThat(s.getFirstLogIndex()).isEqualTo(21);
+            assertThat(s.getLastLogIndex()).isZero();
+            s.appendEntries(range(21, 22, 3));
+            assertThat(s.getLastLogIndex()).isEqualTo(22);
+        }
+        try (SharedRaftLog log = new SharedRaftLog(dir, true)) {
+            SharedLogStorage s = open(log, 3, new ConfigurationManager());
+            assertThat(s.getFirstLogIndex()).isEqualTo(21);
+            assertThat(s.getLastLogIndex()).isEqualTo(22);
+        }
+    }
+
+    @Test
+    void when_theSuffixIsTruncated_then_laterEntriesAreGoneAndNewOnesReplaceThem() {
+        try (SharedRaftLog log = new SharedRaftLog(dir, true)) {
+            SharedLogStorage s = open(log, 2, new ConfigurationManager());
+            s.appendEntries(range(1, 10, 1));
+            assertThat(s.truncateSuffix(7)).isTrue();
+            assertThat(s.getLastLogIndex()).isEqualTo(7);
+            assertThat(s.getEntry(8)).isNull();
+            assertThat(s.getTerm(7)).isEqualTo(1);
+            s.appendEntries(range(8, 8, 5));
+            assertThat(s.getTerm(8)).isEqualTo(5);
+        }
+        try (SharedRaftLog log = new SharedRaftLog(dir, true)) {
+            SharedLogStorage s = open(log, 2, new ConfigurationManager());
+            assertThat(s.getLastLogIndex()).isEqualTo(8);
+            assertThat(s.getTerm(8)).isEqualTo(5);
+        }
+    }
+
+    @Test
+    void when_reset_then_onlyTheNextIndexRemains() {
+        try (SharedRaftLog log = new SharedRaftLog(dir, true)) {
+            SharedLogStorage s = open(log, 2, new ConfigurationManager());
+            s.appendEntries(range(1, 10, 1));
+            assertThat(s.reset(50)).isTrue();
+            assertThat(s.getFirstLogIndex()).isEqualTo(50);
+            assertThat(s.getLastLogIndex()).isEqualTo(50);
+            assertThat(s.getEntry(50).getType()).isEqualTo(EntryType.ENTRY_TYPE_NO_OP);
+            assertThat(s.getEntry(5)).isNull();
+        }
+        try (SharedRaftLog log = new SharedRaftLog(dir, true)) {
+            SharedLogStorage s = open(log, 2, new ConfigurationManager());
+            assertThat(s.getFirstLogIndex()).isEqualTo(50);
+            assertThat(s.getLastLogIndex()).isEqualTo(50);
+        }
+    }
+
+    @Test
+    void when_groupsShareTheLog_then_eachSeesOnlyItsOwnEntriesAndOneCanBeDropped() {
+        try (SharedRaftLog log = new SharedRaftLog(dir, true)) {
+            SharedLogStorage a = open(log, 1, new ConfigurationManager());
+            SharedLogStorage b = open(log, 2, new ConfigurationManager());
+            SharedLogStorage c = open(log, 3, new ConfigurationManager());
+            a.appendEntries(range(1, 5, 1));
+            b.appendEntries(range(1, 3, 1));
+            c.appendEntries(range(1, 4, 1));
+            b.truncateSuffix(1);
+            assertThat(a.getLastLogIndex()).isEqualTo(5);
+            assertThat(c.getLastLogIndex()).isEqualTo(4);
+            log.dropGroup(1);
+            assertThat(log.hasGroup(1)).isFalse();
+            assertThat(log.hasGroup(3)).isTrue();
+        }
+        try (SharedRaftLog log = new SharedRaftLog(dir, true)) {
+            assertThat(open(log, 1, new ConfigurationManager()).getLastLogIndex()).isZero();
+            assertThat(open(log, 2, new ConfigurationManager()).getLastLogIndex()).isEqualTo(1);
+            assertThat(open(log, 3, new ConfigurationManager()).getLastLogIndex()).isEqualTo(4);
+        }
+    }
+}
