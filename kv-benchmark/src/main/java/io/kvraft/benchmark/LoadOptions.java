@@ -12,7 +12,7 @@ public final class LoadOptions {
             description = "Load threads; each keeps up to --inflight operations outstanding (default: ${DEFAULT-VALUE}).")
     int threads;
 
-    @Option(names = "--inflight", defaultValue = "32", paramLabel = "N",
+    @Option(names = "--inflight", defaultValue = "512", paramLabel = "N",
             description = "Operations in flight per thread at most (default: ${DEFAULT-VALUE}).")
     int inflight;
 

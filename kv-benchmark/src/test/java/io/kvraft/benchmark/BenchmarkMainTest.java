@@ -144,7 +144,7 @@ class BenchmarkMainTest {
     void helpShowsDefaults() {
         Outcome o = cli(c -> null, "--help");
         assertThat(o.code()).isZero();
-        assertThat(o.out().replaceAll("\\s+", " ")).contains("--threads=N").contains("(default: 8)").contains("(default: 32)")
+        assertThat(o.out().replaceAll("\\s+", " ")).contains("--threads=N").contains("(default: 8)").contains("(default: 512)")
                 .contains("(default: 30)").contains("(default: 0.001)").contains("uniform, zipfian, region-start")
                 .contains("merge").contains("sweep");
     }

@@ -85,7 +85,7 @@ public record ClientConfig(
 
         public Batching {
             enabled = requireNonNullElse(enabled, true);
-            maxBatchSize = requireNonNullElse(maxBatchSize, 512);
+            maxBatchSize = requireNonNullElse(maxBatchSize, 4096);
             maxBatchBytes = requireNonNullElse(maxBatchBytes, 1 << 20);
             maxInflightPerRegion = requireNonNullElse(maxInflightPerRegion, 1);
             maxPendingPerRegion = requireNonNullElse(maxPendingPerRegion, 100_000);

@@ -72,7 +72,7 @@ class ClientConfigTest {
         assertThat(c.operationTimeoutMs()).isEqualTo(30_000L);
         assertThat(c.readMode()).isEqualTo("read_index");
         assertThat(c.batching().enabled()).isTrue();
-        assertThat(c.batching().maxBatchSize()).isEqualTo(512);
+        assertThat(c.batching().maxBatchSize()).isEqualTo(4096);
         assertThat(c.batching().maxBatchBytes()).isEqualTo(1 << 20);
         assertThat(c.batching().maxInflightPerRegion()).isEqualTo(1);
         assertThat(c.batching().maxPendingPerRegion()).isEqualTo(100_000);
@@ -266,7 +266,7 @@ class ClientConfigTest {
         assertThat(changed.servers()).containsExactly("b:2");
         assertThat(changed.readMode()).isEqualTo("leader_lease");
         assertThat(changed.batching().enabled()).isFalse();
-        assertThat(changed.batching().maxBatchSize()).isEqualTo(512);
+        assertThat(changed.batching().maxBatchSize()).isEqualTo(4096);
         assertThat(changed.requestTimeoutMs()).isEqualTo(c.requestTimeoutMs());
     }
 
