@@ -42,7 +42,7 @@ public final class BenchmarkMain implements Callable<Integer> {
             description = "Measured time (default: ${DEFAULT-VALUE}).")
     double duration;
 
-    @Option(names = "--warmup", defaultValue = "10", paramLabel = "SECONDS",
+    @Option(names = "--warmup", defaultValue = "30", paramLabel = "SECONDS",
             description = "Time before the measurement, excluded from the results (default: ${DEFAULT-VALUE}).")
     double warmup;
 
