@@ -69,7 +69,10 @@ public final class SharedRaftLog implements AutoCloseable {
                 .setMaxBackgroundJobs(2)
                 .setMaxTotalWalSize(MAX_TOTAL_WAL_BYTES)
                 .setKeepLogFileNum(2)
-                .setMaxLogFileSize(8L << 20);
+                .setMaxLogFileSize(8L << 20)
+                // 24 log threads write at once: waiting writers should sleep, not spin and sched_yield
+                // (RocksDB's default), which on two cores turned into ~10k context switches a second
+                .setEnableWriteThreadAdaptiveYield(false);
         // entries are written once, read back rarely (a lagging follower, a restart) and dropped by prefix
         cfOptions = new ColumnFamilyOptions()
                 .setWriteBufferSize(WRITE_BUFFER_BYTES)

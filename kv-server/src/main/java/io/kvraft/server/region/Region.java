@@ -179,7 +179,10 @@ public final class Region {
         if (reads.isEmpty()) {
             return;
         }
-        node.readIndex(option, null, new ReadIndexClosure() {
+        // no jraft timeout (-1): a timeout starts jraft's read-index timer thread, which then ticks every
+        // millisecond for the life of the JVM; jraft fails the read on a lost heartbeat or leadership, and
+        // the client times out and retries on its own
+        node.readIndex(option, null, new ReadIndexClosure(-1) {
             @Override
             public void run(Status status, long index, byte[] reqCtx) {
                 if (!status.isOk()) {
