@@ -72,7 +72,10 @@ public final class SharedRaftLog implements AutoCloseable {
                 .setMaxLogFileSize(8L << 20)
                 // 24 log threads write at once: waiting writers should sleep, not spin and sched_yield
                 // (RocksDB's default), which on two cores turned into ~10k context switches a second
-                .setEnableWriteThreadAdaptiveYield(false);
+                .setEnableWriteThreadAdaptiveYield(false)
+                // the write group's leader inserts the whole group into the memtable (entries are small):
+                // no second round of waking every writer to insert its own part
+                .setAllowConcurrentMemtableWrite(false);
         // entries are written once, read back rarely (a lagging follower, a restart) and dropped by prefix
         cfOptions = new ColumnFamilyOptions()
                 .setWriteBufferSize(WRITE_BUFFER_BYTES)
