@@ -145,12 +145,7 @@ public final class SharedLogStorage implements LogStorage {
         }
         try (WriteBatch batch = new WriteBatch()) {
             for (LogEntry entry : entries) {
-                byte[] key = SharedRaftLog.key(group, entry.getId().getIndex());
-                byte[] value = encoder.encode(entry);
-                batch.put(log.logFamily(), key, value);
-                if (entry.getType() == EntryType.ENTRY_TYPE_CONFIGURATION) {
-                    batch.put(log.confFamily(), key, value);
-                }
+                put(batch, entry);
             }
             log.write(batch);
         } catch (RocksDBException e) {
@@ -164,6 +159,16 @@ public final class SharedLogStorage implements LogStorage {
             firstIndex = entries.get(0).getId().getIndex(); // the first append after a reset or into an empty log
         }
         return entries.size();
+    }
+
+    /** Adds {@code entry} to the batch; configuration entries also go to the conf family, read back at start. */
+    private void put(WriteBatch batch, LogEntry entry) throws RocksDBException {
+        byte[] key = SharedRaftLog.key(group, entry.getId().getIndex());
+        byte[] value = encoder.encode(entry);
+        batch.put(log.logFamily(), key, value);
+        if (entry.getType() == EntryType.ENTRY_TYPE_CONFIGURATION) {
+            batch.put(log.confFamily(), key, value);
+        }
     }
 
     @Override
@@ -214,12 +219,7 @@ public final class SharedLogStorage implements LogStorage {
         try (WriteBatch batch = new WriteBatch()) {
             log.deleteRange(batch, group, 0, Long.MAX_VALUE);
             log.putFirstIndex(batch, group, nextLogIndex);
-            byte[] key = SharedRaftLog.key(group, nextLogIndex);
-            byte[] value = encoder.encode(entry);
-            batch.put(log.logFamily(), key, value);
-            if (entry.getType() == EntryType.ENTRY_TYPE_CONFIGURATION) {
-                batch.put(log.confFamily(), key, value);
-            }
+            put(batch, entry);
             log.write(batch);
         } catch (RocksDBException e) {
             LOG.error("group {}: cannot reset its log to {}: {}", group, nextLogIndex, e.getMessage());
