@@ -26,7 +26,7 @@ import java.util.concurrent.Callable;
 @Command(name = "kv-client", mixinStandardHelpOptions = true, version = "kv-client 0.1.0",
         description = "Admin CLI of the replicated key-value store.",
         subcommands = {KvCtl.Put.class, KvCtl.Get.class, KvCtl.Delete.class, RegionsCommand.class,
-                TransferLeaderCommand.class, RebalanceCommand.class})
+                TransferLeaderCommand.class, RebalanceCommand.class, HealthCommand.class})
 public final class KvCtl {
 
     @Option(names = "--config", paramLabel = "FILE", defaultValue = "conf/client.yaml",
@@ -74,12 +74,17 @@ public final class KvCtl {
     }
 
     KvClient connect() {
+        return connect(15_000L);
+    }
+
+    /** Connects; an operation (and reaching the cluster at all) gives up after at most {@code maxOperationMs}. */
+    KvClient connect(long maxOperationMs) {
         ClientConfig cfg = servers != null && !servers.isEmpty()
                 ? ClientConfig.of(servers)
                 : ClientConfig.load(config);
         // the CLI should answer promptly when the cluster is down
-        cfg = new ClientConfig(cfg.servers(), Math.min(cfg.requestTimeoutMs(), 3000L),
-                Math.min(cfg.operationTimeoutMs(), 15_000L), cfg.readMode(), cfg.batching());
+        cfg = new ClientConfig(cfg.servers(), Math.min(cfg.requestTimeoutMs(), Math.min(3000L, maxOperationMs)),
+                Math.min(cfg.operationTimeoutMs(), maxOperationMs), cfg.readMode(), cfg.batching());
         return KvClients.connect(cfg);
     }
 
