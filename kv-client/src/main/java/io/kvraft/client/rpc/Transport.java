@@ -24,18 +24,12 @@ import java.util.concurrent.Executor;
 public final class Transport implements AutoCloseable {
 
     private static final Executor DIRECT = Runnable::run;
-    /** Off only to compare (-Dkv.responsesOnIoThreads=false). */
-    static final boolean RESPONSES_ON_IO_THREADS =
-            Boolean.parseBoolean(System.getProperty("kv.responsesOnIoThreads", "true"));
 
     private final RpcClient rpc;
     private final ConcurrentHashMap<String, Endpoint> endpoints = new ConcurrentHashMap<>();
 
     public Transport() {
         WireProtocol.register();
-        if (RESPONSES_ON_IO_THREADS) {
-            BoltDispatch.responsesOnIoThreads();
-        }
         this.rpc = RpcFactoryHelper.rpcFactory().createRpcClient();
         rpc.init(new RpcOptions());
     }

@@ -5,7 +5,6 @@ import com.alipay.sofa.jraft.entity.PeerId;
 import com.alipay.sofa.jraft.rpc.RaftRpcServerFactory;
 import com.alipay.sofa.jraft.rpc.RpcServer;
 import com.alipay.sofa.jraft.util.Endpoint;
-import io.kvraft.client.rpc.BoltDispatch;
 import io.kvraft.client.rpc.WireProtocol;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
@@ -45,9 +44,6 @@ public final class RegionHost implements AutoCloseable {
         this.config = config;
         this.peers = config.cluster().peers();
         WireProtocol.register();
-        if (Boolean.parseBoolean(System.getProperty("kv.responsesOnIoThreads", "true"))) {
-            BoltDispatch.responsesOnIoThreads(); // Raft replies too: one thread hop less per AppendEntries
-        }
         RaftOptionsFactory.tuneLogStorage();
         PeerId self = PeerId.parsePeer(config.endpoint());
         List<PeerId> peerIds = peers.stream().map(PeerId::parsePeer).toList();
