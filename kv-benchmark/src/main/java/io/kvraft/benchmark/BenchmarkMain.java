@@ -27,7 +27,7 @@ import java.util.function.Function;
  */
 @Command(name = "kv-benchmark", mixinStandardHelpOptions = true, version = "kv-benchmark 0.1.0",
         sortOptions = false, usageHelpAutoWidth = true,
-        subcommands = {MergeCommand.class, SweepCommand.class},
+        subcommands = {MergeCommand.class, SweepCommand.class, VerifyCommand.class},
         description = "Load generator for the kv cluster: puts and gets, the SOFAJRaft reference report"
                 + " (Dropwizard timers), HdrHistogram percentiles, result files that merge across clients.",
         exitCodeListHeading = "%nExit codes:%n",
@@ -55,6 +55,11 @@ public final class BenchmarkMain implements Callable<Integer> {
     @Option(names = "--out", paramLabel = "DIR",
             description = "Write result-<client-id>.json and histogram-<client-id>.hlog into DIR.")
     Path out;
+
+    @Option(names = "--record-acked", paramLabel = "FILE",
+            description = "Puts write fresh keys, and the key and value of every acknowledged put are appended to"
+                    + " FILE (hex, one per line), for `kv-benchmark verify --acked FILE` after a crash drill.")
+    Path recordAcked;
 
     final PrintStream stdout;
     final PrintStream stderr;
@@ -111,7 +116,17 @@ public final class BenchmarkMain implements Callable<Integer> {
             WorkloadOptions options = load.toWorkload(duration, warmup, cc.readMode(), cc.batching().enabled());
             KeySpace keys = BenchmarkRun.prepare(options, session.client(), stderr);
             ServerUsage usage = session.localPids().isEmpty() ? null : ServerUsage.start(session.localPids());
-            RunResult result = BenchmarkRun.measure(options, session.client(), keys, stderr, "");
+            RunResult result;
+            if (recordAcked == null) {
+                result = BenchmarkRun.measure(options, session.client(), keys, stderr, "");
+            } else {
+                try (AckedRecorder recorder = AckedRecorder.open(recordAcked, options.keySize())) {
+                    result = BenchmarkRun.measure(options, session.client(), keys, stderr, "", recorder);
+                    recorder.close();
+                    stderr.println("acknowledged puts recorded: " + recorder.recorded() + " in " + recordAcked
+                            + " (check them with: kv-benchmark verify --acked " + recordAcked + " --servers ...)");
+                }
+            }
             ReportPrinter.printRunReport(stdout, result);
             if (usage != null) {
                 usage.print(stdout, result.warmupOps() + result.ops(), warmup + duration);

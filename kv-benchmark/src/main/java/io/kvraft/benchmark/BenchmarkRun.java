@@ -72,6 +72,13 @@ public final class BenchmarkRun {
     /** Warm-up, measurement and drain on an already preloaded key space; no report. */
     public static RunResult measure(WorkloadOptions options, KvClient client, KeySpace keys, PrintStream progress,
                                     String progressPrefix) {
-        return new LoadRunner(options, client, keys, NanoClock.SYSTEM, progress, progressPrefix).run();
+        return measure(options, client, keys, progress, progressPrefix, null);
+    }
+
+    /** As above; with a recorder, puts write fresh keys and acknowledged ones are recorded. */
+    public static RunResult measure(WorkloadOptions options, KvClient client, KeySpace keys, PrintStream progress,
+                                    String progressPrefix, AckedRecorder recorder) {
+        return new LoadRunner(options, client, keys, NanoClock.SYSTEM, progress, progressPrefix)
+                .recordingAcked(recorder).run();
     }
 }

@@ -37,6 +37,7 @@ public final class LoadRunner {
     private final NanoClock clock;
     private final PrintStream progress;
     private final String progressPrefix;
+    private AckedRecorder recorder;
 
     /**
      * @param progress where the once-a-second progress line goes; null for none
@@ -49,6 +50,12 @@ public final class LoadRunner {
         this.clock = clock;
         this.progress = progress;
         this.progressPrefix = progressPrefix == null ? "" : progressPrefix;
+    }
+
+    /** Puts write fresh keys and their acknowledgements are recorded (--record-acked). */
+    public LoadRunner recordingAcked(AckedRecorder recorder) {
+        this.recorder = recorder;
+        return this;
     }
 
     /** Runs warm-up, measurement and drain; blocks until done. */
@@ -264,14 +271,21 @@ public final class LoadRunner {
 
         private void issue(long start) {
             boolean read = workload.nextIsRead();
-            byte[] key = workload.nextKey();
+            AckedRecorder rec = recorder;
+            byte[] key = read || rec == null ? workload.nextKey() : rec.uniqueKey();
+            byte[] value = read ? null : workload.nextValue();
             CompletableFuture<?> f;
             try {
-                f = read ? client.get(key) : client.put(key, workload.nextValue());
+                f = read ? client.get(key) : client.put(key, value);
             } catch (RuntimeException e) {
                 f = CompletableFuture.failedFuture(e);
             }
-            f.whenComplete((r, error) -> complete(read, start, error));
+            f.whenComplete((r, error) -> {
+                if (rec != null && !read && error == null) {
+                    rec.record(key, value);
+                }
+                complete(read, start, error);
+            });
         }
 
         private void complete(boolean read, long start, Throwable error) {
