@@ -20,9 +20,18 @@ public final class LocalClusterConfigs {
     /**
      * Writes {@code dir/server-N.yaml} for {@code nodes} nodes with 24 regions.
      *
-     * @param extraYaml appended to every file at top level (e.g. a {@code raft:} section), may be empty
+     * @param extraYaml appended to every file at top level (e.g. a {@code limits:} section), may be empty
      */
     public static List<Path> write(Path dir, int nodes, String engine, int electionTimeoutMs, String extraYaml) {
+        return write(dir, nodes, engine, "electionTimeoutMs: " + electionTimeoutMs, "intervalMs: 300", extraYaml);
+    }
+
+    /**
+     * As above, with the keys of the {@code raft:} and {@code balance:} sections given as YAML lines
+     * (one {@code key: value} per line, not indented).
+     */
+    public static List<Path> write(Path dir, int nodes, String engine, String raftKeys, String balanceKeys,
+                                   String extraYaml) {
         List<String> peers = new ArrayList<>();
         for (int i = 0; i < nodes; i++) {
             peers.add("127.0.0.1:" + freePort());
@@ -43,17 +52,21 @@ public final class LocalClusterConfigs {
                           blockCacheBytes: 8388608
                           writeBufferBytes: 4194304
                         raft:
-                          electionTimeoutMs: %d
+                        %s
                         balance:
-                          intervalMs: 300
+                        %s
                         """.formatted(peers.get(i), dir.resolve("data-" + (i + 1)), String.join(", ", peers), engine,
-                        electionTimeoutMs) + extraYaml);
+                        indent(raftKeys), indent(balanceKeys)) + extraYaml);
                 files.add(f);
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
         return files;
+    }
+
+    private static String indent(String keys) {
+        return keys.strip().lines().map(l -> "  " + l.strip()).collect(java.util.stream.Collectors.joining("\n"));
     }
 
     /** A port that was free a moment ago. */

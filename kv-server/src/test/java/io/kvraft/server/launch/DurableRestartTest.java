@@ -43,7 +43,9 @@ class DurableRestartTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"memory", "rocksdb"})
     void when_allNodesAreKilledAtOnceAndRestarted_then_noAcknowledgedWriteIsLost(String engine) throws Exception {
-        List<Path> configs = writeConfigs(dir, engine);
+        // short snapshot interval so restarts go through local snapshots; no balancer moving leaders mid-cycle
+        List<Path> configs = LocalClusterConfigs.write(dir, 3, engine, "electionTimeoutMs: 1000\nsnapshotIntervalSecs: 5",
+                "enabled: false", "");
         ClientConfig clientConfig = new ClientConfig(null, 2_000L, 5_000L, null, null);
         long t0 = System.nanoTime();
         try (ProcessCluster cluster = ProcessCluster.start(configs, dir.resolve("data"), SMALL_JVM, Duration.ofSeconds(60));
@@ -115,35 +117,6 @@ class DurableRestartTest {
         }
     }
 
-
-    private static List<Path> writeConfigs(Path dir, String engine) throws Exception {
-        List<String> peers = new ArrayList<>();
-        for (int i = 0; i < 3; i++) {
-            peers.add("127.0.0.1:" + InProcessCluster.freePort());
-        }
-        List<Path> files = new ArrayList<>();
-        for (int i = 0; i < 3; i++) {
-            Path f = dir.resolve("server-" + (i + 1) + ".yaml");
-            Files.writeString(f, """
-                    endpoint: %s
-                    dataDir: unused-overridden-by-launcher
-                    cluster:
-                      peers: [%s]
-                      regionCount: 24
-                    store:
-                      engine: %s
-                      blockCacheBytes: 8388608
-                      writeBufferBytes: 4194304
-                    raft:
-                      electionTimeoutMs: 1000
-                      snapshotIntervalSecs: 5
-                    balance:
-                      enabled: false
-                    """.formatted(peers.get(i), String.join(", ", peers), engine));
-            files.add(f);
-        }
-        return files;
-    }
 
     /** The servers' own errors (not the connection noise of peers being down), for a failing run. */
     private static void printNodeErrors(Path dataRoot) {
