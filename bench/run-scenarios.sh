@@ -18,7 +18,7 @@ for s in conf/scenarios/s*/; do
   dir=out/scenarios/$name
   mkdir -p "$dir"
   java -jar "$jar" --conf-dir "$s" --out "$dir" --client-id "$name" "${warmup[@]}" "$@" >"$dir/report.txt" 2>"$dir/progress.txt" || true
-  total=$(grep -E '^total ' "$dir/report.txt" | head -1)
+  total=$(grep -m1 -E '^total ' "$dir/report.txt" || true)
   ops=$(awk '{print $9}' <<<"$total"); p50=$(awk '{print $2}' <<<"$total")
   p99=$(awk '{print $4}' <<<"$total"); p999=$(awk '{print $5}' <<<"$total")
   cpu=$(sed -n 's/^server CPU: \([0-9.]*\) us per operation.*/\1/p' "$dir/report.txt")
