@@ -220,17 +220,20 @@ final class RegionStateMachine extends StateMachineAdapter {
     @Override
     public void onLeaderStart(long term) {
         this.term = term;
+        LOG.info("region {}: leader now, term {}", region.id(), term);
         region.onLeadershipChange();
     }
 
     @Override
     public void onLeaderStop(Status status) {
+        LOG.info("region {}: no longer leader: {}", region.id(), status.getErrorMsg());
         region.onLeadershipChange();
     }
 
     @Override
     public void onStartFollowing(LeaderChangeContext ctx) {
         this.term = ctx.getTerm();
+        LOG.info("region {}: following {}, term {}", region.id(), ctx.getLeaderId().getEndpoint(), ctx.getTerm());
         region.onLeadershipChange();
     }
 

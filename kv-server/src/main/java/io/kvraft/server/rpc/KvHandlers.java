@@ -24,7 +24,9 @@ import io.kvraft.server.region.RegionHost;
 import io.kvraft.server.store.KvStore;
 
 import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BiConsumer;
+import java.util.function.Consumer;
 
 /**
  * The KV request handlers on the node's shared RPC server. Every request is validated here, on the
@@ -39,6 +41,8 @@ public final class KvHandlers {
     private final KvStore store;
     private final LimitsConfig limits;
     private volatile boolean shuttingDown;
+    /** KV requests received and not yet answered: a graceful shutdown waits for them. */
+    private final LongAdder inFlight = new LongAdder();
 
     public KvHandlers(RegionHost host, KvStore store, LimitsConfig limits) {
         this.host = host;
@@ -53,9 +57,26 @@ public final class KvHandlers {
         server.registerProcessor(processor(TransferLeaderRequest.class, this::transferLeader));
     }
 
-    /** From now on every request is answered SHUTTING_DOWN. */
+    /** From now on every KV request is answered SHUTTING_DOWN; those already accepted still finish. */
     public void beginShutdown() {
         shuttingDown = true;
+    }
+
+    /** KV requests accepted and not answered yet. */
+    public long inFlight() {
+        return inFlight.sum();
+    }
+
+    /** Counts the request as in flight until {@code ctx} has its answer. */
+    private <R> Consumer<R> tracked(RpcContext ctx) {
+        inFlight.increment(); // before the shuttingDown check, so a drain that saw zero cannot miss this request
+        return resp -> {
+            try {
+                ctx.sendResponse(resp);
+            } finally {
+                inFlight.decrement();
+            }
+        };
     }
 
     private static <T> RpcProcessor<T> processor(Class<T> type, BiConsumer<RpcContext, T> handler) {
@@ -78,6 +99,7 @@ public final class KvHandlers {
     }
 
     private void write(RpcContext ctx, WriteRequest req) {
+        Consumer<WriteResponse> reply = tracked(ctx);
         Region region = host.region(req.getRegionId());
         Error error = checkRegion(region, req.getRegionId(), req.getRegionEpoch());
         int bytes = 0;
@@ -105,13 +127,14 @@ public final class KvHandlers {
             error = checkLeader(region);
         }
         if (error != null) {
-            ctx.sendResponse(WriteResponse.newBuilder().setError(error).build());
+            reply.accept(WriteResponse.newBuilder().setError(error).build());
             return;
         }
-        region.write(req.getOpsList(), bytes, ctx::sendResponse);
+        region.write(req.getOpsList(), bytes, reply);
     }
 
     private void read(RpcContext ctx, ReadRequest req) {
+        Consumer<ReadResponse> reply = tracked(ctx);
         Region region = host.region(req.getRegionId());
         Error error = checkRegion(region, req.getRegionId(), req.getRegionEpoch());
         if (error == null && req.getKeysCount() == 0) {
@@ -127,13 +150,19 @@ public final class KvHandlers {
             error = checkLeader(region);
         }
         if (error != null) {
-            ctx.sendResponse(ReadResponse.newBuilder().setError(error).build());
+            reply.accept(ReadResponse.newBuilder().setError(error).build());
             return;
         }
-        region.read(req.getKeysList(), req.getMode(), store, ctx::sendResponse);
+        region.read(req.getKeysList(), req.getMode(), store, reply);
     }
 
     private void regions(RpcContext ctx, RegionsRequest req) {
+        if (shuttingDown) { // so clients take routes, and peers' balancers take their cue, from nodes that stay
+            ctx.sendResponse(RegionsResponse.newBuilder().setNode(host.endpoint())
+                    .setError(Responses.error(ErrorCode.SHUTTING_DOWN, "node " + host.endpoint() + " is shutting down"))
+                    .build());
+            return;
+        }
         RegionsResponse.Builder b = RegionsResponse.newBuilder()
                 .setNode(host.endpoint())
                 .setWriteOps(host.writeOps())
@@ -170,7 +199,10 @@ public final class KvHandlers {
 
     private Error checkRegion(Region region, int regionId, long epoch) {
         if (shuttingDown) {
-            return Responses.error(ErrorCode.SHUTTING_DOWN, "node " + host.endpoint() + " is shutting down");
+            // the leader hint sends the client straight to the new leader once this node has handed it over
+            String hint = region == null ? "" : region.leaderHint();
+            return Responses.error(ErrorCode.SHUTTING_DOWN, hint.equals(host.endpoint()) ? "" : hint,
+                    "node " + host.endpoint() + " is shutting down");
         }
         if (region == null) {
             return Responses.error(ErrorCode.REGION_NOT_FOUND, "no region " + regionId + " on " + host.endpoint());
