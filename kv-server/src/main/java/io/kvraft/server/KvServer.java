@@ -159,7 +159,7 @@ public final class KvServer implements AutoCloseable {
         long left = handlers.inFlight();
         LOG.info("shutdown 2/4: {}", left == 0 ? "requests in flight answered"
                 : left + " requests still in flight after " + ms(start) + " ms; they fail with the node");
-        LeaderHandoff.Result handoff = LeaderHandoff.run(host, servingPeers(), start + budget * 6 / 10);
+        LeaderHandoff.Result handoff = LeaderHandoff.run(host, this::servingPeers, start + budget * 6 / 10);
         LOG.info("shutdown 3/4: region leaders handed over {}{} after {} ms", handoff.handedTo(),
                 handoff.stillLed() == 0 ? "" : ", " + handoff.stillLed() + " still led here (the others will elect)",
                 ms(start));

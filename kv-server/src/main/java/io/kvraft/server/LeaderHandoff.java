@@ -33,8 +33,15 @@ final class LeaderHandoff {
     record Result(Map<String, Integer> handedTo, int stillLed) {
     }
 
-    /** @param serving the peers that may take leaders: up and not shutting down themselves */
-    static Result run(RegionHost host, java.util.Set<String> serving, long deadlineNanos) {
+    /**
+     * @param servingPeers asks which peers may take leaders (up and not shutting down themselves); asked
+     *                     again every half second, and when none is left (the whole cluster is being
+     *                     stopped) the hand-off gives up at once
+     */
+    static Result run(RegionHost host, java.util.function.Supplier<java.util.Set<String>> servingPeers,
+                      long deadlineNanos) {
+        java.util.Set<String> serving = servingPeers.get();
+        long askedAt = System.nanoTime();
         String self = host.endpoint();
         Map<String, Integer> load = new HashMap<>(); // leaders per peer, as this node sees them
         for (Region r : host.regions()) {
@@ -53,7 +60,11 @@ final class LeaderHandoff {
                 }
             }
             long now = System.nanoTime();
-            if (mine.isEmpty() || now - deadlineNanos >= 0) {
+            if (now - askedAt > 25 * POLL_NANOS) {
+                serving = servingPeers.get();
+                askedAt = now;
+            }
+            if (mine.isEmpty() || serving.isEmpty() || now - deadlineNanos >= 0) {
                 return new Result(handedTo, mine.size());
             }
             for (Region r : mine) {

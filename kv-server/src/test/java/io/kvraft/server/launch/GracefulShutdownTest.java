@@ -101,6 +101,11 @@ class GracefulShutdownTest {
                 assertThat(ByteBuffer.wrap(values.get(i)).getLong()).isEqualTo(acked.get(keys.get(i)));
             }
             System.out.printf("shutdown took %d ms; %d acknowledged puts%n", exitMs, acked.size());
+            long t0 = System.nanoTime();
+            cluster.close(); // both others at once: neither waits for the other to take its leaders
+            long closeMs = (System.nanoTime() - t0) / 1_000_000;
+            System.out.printf("stopping the other two took %d ms%n", closeMs);
+            assertThat(closeMs).isLessThan(TIMEOUT_MS);
         }
     }
 
