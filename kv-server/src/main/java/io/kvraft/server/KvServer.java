@@ -1,6 +1,7 @@
 package io.kvraft.server;
 
 import io.kvraft.server.config.ServerConfig;
+import io.kvraft.server.metrics.NodeMetrics;
 import io.kvraft.server.region.LeaderBalancer;
 import io.kvraft.server.region.Region;
 import io.kvraft.server.region.RegionHost;
@@ -42,6 +43,7 @@ public final class KvServer implements AutoCloseable {
     private final ScheduledExecutorService housekeeping;
     private final RegionHost host;
     private final KvHandlers handlers;
+    private final NodeMetrics metrics = new NodeMetrics();
     private volatile boolean closed;
     private volatile ScheduledFuture<?> balancer;
     /** Asks peers whether they serve (balancing and hand-off pick only those). */
@@ -64,15 +66,17 @@ public final class KvServer implements AutoCloseable {
             store.close();
             throw e;
         }
-        this.handlers = new KvHandlers(host, store, config.limits());
+        this.handlers = new KvHandlers(host, store, config.limits(), metrics.kv(), config.metrics().port());
         host.registerHandlers(handlers::register);
+        metrics.bind(host, handlers::inFlight);
     }
 
     public static KvServer start(ServerConfig config) throws IOException {
         KvServer server = new KvServer(config);
         try {
             server.host.start();
-        } catch (RuntimeException e) {
+            server.metrics.start(config.metrics(), config.endpoint());
+        } catch (IOException | RuntimeException e) {
             server.close();
             throw e;
         }
@@ -122,6 +126,10 @@ public final class KvServer implements AutoCloseable {
 
     public ServerConfig config() {
         return config;
+    }
+
+    public NodeMetrics metrics() {
+        return metrics;
     }
 
     public RegionHost host() {
@@ -179,6 +187,7 @@ public final class KvServer implements AutoCloseable {
         closed = true;
         handlers.beginShutdown();
         housekeeping.shutdownNow();
+        metrics.close();
         host.close();
         peerProbe.close();
         LOG.info("node {}: raft groups stopped", config.endpoint());

@@ -26,7 +26,7 @@ import java.util.concurrent.Callable;
 @Command(name = "kv-client", mixinStandardHelpOptions = true, version = "kv-client 0.1.0",
         description = "Admin CLI of the replicated key-value store.",
         subcommands = {KvCtl.Put.class, KvCtl.Get.class, KvCtl.Delete.class, RegionsCommand.class,
-                TransferLeaderCommand.class, RebalanceCommand.class, HealthCommand.class})
+                TransferLeaderCommand.class, RebalanceCommand.class, HealthCommand.class, StatusCommand.class})
 public final class KvCtl {
 
     @Option(names = "--config", paramLabel = "FILE", defaultValue = "conf/client.yaml",
@@ -71,6 +71,11 @@ public final class KvCtl {
             return 1;
         });
         return cl.execute(args);
+    }
+
+    /** The client config: --servers, or the config file. */
+    ClientConfig clientConfig() {
+        return servers != null && !servers.isEmpty() ? ClientConfig.of(servers) : ClientConfig.load(config);
     }
 
     KvClient connect() {

@@ -19,6 +19,7 @@ import static java.util.Objects.requireNonNullElse;
  * @param cluster  the peers and the regions, identical on every node
  * @param shutdown how a SIGTERM is handled
  * @param logging  log level of the node's own loggers
+ * @param metrics  the Prometheus endpoint and JMX
  */
 public record ServerConfig(
         String endpoint,
@@ -29,7 +30,8 @@ public record ServerConfig(
         LimitsConfig limits,
         BalanceConfig balance,
         ShutdownConfig shutdown,
-        LoggingConfig logging) {
+        LoggingConfig logging,
+        MetricsConfig metrics) {
 
     public ServerConfig {
         requireNonNull(endpoint, "endpoint is required (host:port)");
@@ -42,6 +44,7 @@ public record ServerConfig(
         balance = requireNonNullElse(balance, BalanceConfig.DEFAULT);
         shutdown = requireNonNullElse(shutdown, ShutdownConfig.DEFAULT);
         logging = requireNonNullElse(logging, LoggingConfig.DEFAULT);
+        metrics = requireNonNullElse(metrics, MetricsConfig.DEFAULT);
         if (!cluster.peers().contains(endpoint)) {
             throw new IllegalArgumentException("endpoint " + endpoint + " is not one of cluster.peers " + cluster.peers());
         }
@@ -50,7 +53,7 @@ public record ServerConfig(
     /** Without the operational sections: their defaults apply. */
     public ServerConfig(String endpoint, String dataDir, ClusterConfig cluster, StoreConfig store, RaftConfig raft,
                         LimitsConfig limits, BalanceConfig balance) {
-        this(endpoint, dataDir, cluster, store, raft, limits, balance, null, null);
+        this(endpoint, dataDir, cluster, store, raft, limits, balance, null, null, null);
     }
 
     public static ServerConfig load(Path file) {
@@ -58,15 +61,15 @@ public record ServerConfig(
     }
 
     public ServerConfig withDataDir(String newDataDir) {
-        return new ServerConfig(endpoint, newDataDir, cluster, store, raft, limits, balance, shutdown, logging);
+        return new ServerConfig(endpoint, newDataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics);
     }
 
     public ServerConfig withRaft(RaftConfig newRaft) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, newRaft, limits, balance, shutdown, logging);
+        return new ServerConfig(endpoint, dataDir, cluster, store, newRaft, limits, balance, shutdown, logging, metrics);
     }
 
     public ServerConfig withStore(StoreConfig newStore) {
-        return new ServerConfig(endpoint, dataDir, cluster, newStore, raft, limits, balance, shutdown, logging);
+        return new ServerConfig(endpoint, dataDir, cluster, newStore, raft, limits, balance, shutdown, logging, metrics);
     }
 
     /**
@@ -269,6 +272,30 @@ public record ServerConfig(
             level = requireNonNullElse(level, "info").toLowerCase(java.util.Locale.ROOT);
             if (!LEVELS.contains(level)) {
                 throw new IllegalArgumentException("logging.level must be one of " + LEVELS + ", got '" + level + "'");
+            }
+        }
+    }
+
+    public ServerConfig withMetrics(MetricsConfig newMetrics) {
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, newMetrics);
+    }
+
+    /**
+     * @param port Prometheus text format at http://host:port/metrics; 0 (the default) = no HTTP endpoint
+     * @param host the address the endpoint listens on; default: the host of {@code endpoint}
+     * @param jmx  the same metrics as JMX MBeans (domain io.kvraft.HOST-PORT); default true
+     */
+    public record MetricsConfig(Integer port, String host, Boolean jmx) {
+        public static final MetricsConfig DEFAULT = new MetricsConfig(null, null, null);
+
+        public MetricsConfig {
+            port = requireNonNullElse(port, 0);
+            jmx = requireNonNullElse(jmx, true);
+            if (port < 0 || port > 65535) {
+                throw new IllegalArgumentException("metrics.port must be in 0..65535 (0 = off), got " + port);
+            }
+            if (host != null && host.isBlank()) {
+                throw new IllegalArgumentException("metrics.host must not be blank");
             }
         }
     }

@@ -19,6 +19,7 @@ import io.kvraft.client.proto.KvProto.WriteOpType;
 import io.kvraft.client.proto.KvProto.WriteRequest;
 import io.kvraft.client.proto.KvProto.WriteResponse;
 import io.kvraft.server.config.ServerConfig.LimitsConfig;
+import io.kvraft.server.metrics.KvMetrics;
 import io.kvraft.server.region.Region;
 import io.kvraft.server.region.RegionHost;
 import io.kvraft.server.store.KvStore;
@@ -44,10 +45,20 @@ public final class KvHandlers {
     /** KV requests received and not yet answered: a graceful shutdown waits for them. */
     private final LongAdder inFlight = new LongAdder();
 
+    private final KvMetrics metrics;
+    private final int metricsPort;
+
     public KvHandlers(RegionHost host, KvStore store, LimitsConfig limits) {
+        this(host, store, limits, new KvMetrics(), 0);
+    }
+
+    /** @param metricsPort announced in the Regions answer, so tools find the node's metrics; 0 = none */
+    public KvHandlers(RegionHost host, KvStore store, LimitsConfig limits, KvMetrics metrics, int metricsPort) {
         this.host = host;
         this.store = store;
         this.limits = limits;
+        this.metrics = metrics;
+        this.metricsPort = metricsPort;
     }
 
     public void register(RpcServer server) {
@@ -67,14 +78,32 @@ public final class KvHandlers {
         return inFlight.sum();
     }
 
-    /** Counts the request as in flight until {@code ctx} has its answer. */
-    private <R> Consumer<R> tracked(RpcContext ctx) {
+    /**
+     * The answer to a write request: counted in flight until sent, then timed and counted by op type
+     * (one lambda per request, as the plain {@code ctx::sendResponse} was).
+     */
+    private Consumer<WriteResponse> writeReply(RpcContext ctx, int puts, int deletes, int cas) {
         inFlight.increment(); // before the shuttingDown check, so a drain that saw zero cannot miss this request
+        long start = System.nanoTime();
         return resp -> {
             try {
                 ctx.sendResponse(resp);
             } finally {
                 inFlight.decrement();
+                metrics.written(start, puts, deletes, cas, resp.hasError() ? resp.getError().getCode() : null);
+            }
+        };
+    }
+
+    private Consumer<ReadResponse> readReply(RpcContext ctx, int keys) {
+        inFlight.increment();
+        long start = System.nanoTime();
+        return resp -> {
+            try {
+                ctx.sendResponse(resp);
+            } finally {
+                inFlight.decrement();
+                metrics.read(start, keys, resp.hasError() ? resp.getError().getCode() : null);
             }
         };
     }
@@ -99,7 +128,18 @@ public final class KvHandlers {
     }
 
     private void write(RpcContext ctx, WriteRequest req) {
-        Consumer<WriteResponse> reply = tracked(ctx);
+        int puts = 0;
+        int deletes = 0;
+        int cas = 0;
+        for (int i = 0; i < req.getOpsCount(); i++) {
+            switch (req.getOps(i).getType()) {
+                case PUT -> puts++;
+                case DELETE -> deletes++;
+                case COMPARE_AND_PUT -> cas++;
+                default -> { }
+            }
+        }
+        Consumer<WriteResponse> reply = writeReply(ctx, puts, deletes, cas);
         Region region = host.region(req.getRegionId());
         Error error = checkRegion(region, req.getRegionId(), req.getRegionEpoch());
         int bytes = 0;
@@ -134,7 +174,7 @@ public final class KvHandlers {
     }
 
     private void read(RpcContext ctx, ReadRequest req) {
-        Consumer<ReadResponse> reply = tracked(ctx);
+        Consumer<ReadResponse> reply = readReply(ctx, req.getKeysCount());
         Region region = host.region(req.getRegionId());
         Error error = checkRegion(region, req.getRegionId(), req.getRegionEpoch());
         if (error == null && req.getKeysCount() == 0) {
@@ -166,7 +206,8 @@ public final class KvHandlers {
         RegionsResponse.Builder b = RegionsResponse.newBuilder()
                 .setNode(host.endpoint())
                 .setWriteOps(host.writeOps())
-                .setReadOps(host.readOps());
+                .setReadOps(host.readOps())
+                .setMetricsPort(metricsPort);
         for (Region r : host.regions()) {
             b.addRegions(r.info(host.peers()));
         }

@@ -38,6 +38,9 @@ class OpsConfigTest {
 
         assertThat(c.shutdown().timeoutMs()).isEqualTo(10_000);
         assertThat(c.logging().level()).isEqualTo("info");
+        assertThat(c.metrics().port()).as("no HTTP endpoint unless asked").isZero();
+        assertThat(c.metrics().host()).isNull();
+        assertThat(c.metrics().jmx()).isTrue();
     }
 
     @Test
@@ -47,10 +50,15 @@ class OpsConfigTest {
                   timeoutMs: 2500
                 logging:
                   level: WARN
+                metrics:
+                  port: 9999
+                  host: 0.0.0.0
+                  jmx: false
                 """);
 
         assertThat(c.shutdown().timeoutMs()).isEqualTo(2500);
         assertThat(c.logging().level()).isEqualTo("warn");
+        assertThat(c.metrics()).isEqualTo(new ServerConfig.MetricsConfig(9999, "0.0.0.0", false));
         assertThat(c.withDataDir("x").shutdown().timeoutMs()).as("kept by withDataDir").isEqualTo(2500);
     }
 
@@ -59,6 +67,9 @@ class OpsConfigTest {
             shutdown: {timeoutMs: 10}        | shutdown.timeoutMs must be at least 100
             shutdown: {timeout: 1000}        | unknown key 'shutdown.timeout'
             logging: {level: loud}           | logging.level must be one of
+            metrics: {port: 70000}           | metrics.port must be in 0..65535
+            metrics: {port: -1}              | metrics.port must be in 0..65535
+            metrics: {prometheusPort: 1}     | unknown key 'metrics.prometheusPort'
             """)
     void when_aValueIsInvalid_then_theErrorSaysWhich(String extra, String words) {
         Throwable t = catchThrowable(() -> load(BASE + extra + "\n"));
