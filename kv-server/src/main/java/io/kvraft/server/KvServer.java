@@ -47,10 +47,13 @@ public final class KvServer implements AutoCloseable {
     private volatile boolean closed;
     private volatile ScheduledFuture<?> balancer;
     /** Asks peers whether they serve (balancing and hand-off pick only those). */
-    private final io.kvraft.client.rpc.Transport peerProbe = new io.kvraft.client.rpc.Transport();
+    private final io.kvraft.client.rpc.Transport peerProbe;
 
     private KvServer(ServerConfig config) throws IOException {
         this.config = config;
+        if (config.tls().enabled()) {
+            ServerTls.apply(config.tls()); // before the first bolt server or client of this JVM starts
+        }
         Path dataDir = Path.of(config.dataDir());
         DataDir.prepare(dataDir, config.store().engine());
         this.store = openStore(config, dataDir);
@@ -59,9 +62,11 @@ public final class KvServer implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
+        this.peerProbe = new io.kvraft.client.rpc.Transport(config.tls());
         try {
             this.host = new RegionHost(config, store, housekeeping);
         } catch (RuntimeException e) {
+            peerProbe.close();
             housekeeping.shutdownNow();
             store.close();
             throw e;

@@ -34,7 +34,7 @@ public final class KvCtl {
     Path config;
 
     @Option(names = "--servers", paramLabel = "HOST:PORT,...", split = ",",
-            description = "servers to ask, instead of those in the config file")
+            description = "servers to ask, instead of those in the config file (whose other settings, e.g. tls, still apply when it exists)")
     List<String> servers;
 
     @Option(names = "--hex", description = "keys and values are given and printed as hex")
@@ -73,9 +73,12 @@ public final class KvCtl {
         return cl.execute(args);
     }
 
-    /** The client config: --servers, or the config file. */
+    /** The config file (its servers replaced by --servers when given), or only --servers when there is no file. */
     ClientConfig clientConfig() {
-        return servers != null && !servers.isEmpty() ? ClientConfig.of(servers) : ClientConfig.load(config);
+        if (servers != null && !servers.isEmpty()) {
+            return java.nio.file.Files.exists(config) ? ClientConfig.load(config).withServers(servers) : ClientConfig.of(servers);
+        }
+        return ClientConfig.load(config);
     }
 
     KvClient connect() {
@@ -84,12 +87,10 @@ public final class KvCtl {
 
     /** Connects; an operation (and reaching the cluster at all) gives up after at most {@code maxOperationMs}. */
     KvClient connect(long maxOperationMs) {
-        ClientConfig cfg = servers != null && !servers.isEmpty()
-                ? ClientConfig.of(servers)
-                : ClientConfig.load(config);
+        ClientConfig cfg = clientConfig();
         // the CLI should answer promptly when the cluster is down
         cfg = new ClientConfig(cfg.servers(), Math.min(cfg.requestTimeoutMs(), Math.min(3000L, maxOperationMs)),
-                Math.min(cfg.operationTimeoutMs(), maxOperationMs), cfg.readMode(), cfg.batching());
+                Math.min(cfg.operationTimeoutMs(), maxOperationMs), cfg.readMode(), cfg.batching(), cfg.tls());
         return KvClients.connect(cfg);
     }
 

@@ -67,7 +67,7 @@ final class StatusCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--interval-ms must be >= 0 and --timeout-ms positive");
         }
         ClientConfig cfg = parent.clientConfig();
-        try (Transport transport = new Transport()) {
+        try (Transport transport = new Transport(parent.clientConfig().tls())) {
             // the nodes: the configured ones and every peer they name
             Set<String> nodes = new LinkedHashSet<>(cfg.servers());
             Map<String, RegionsResponse> first = ask(transport, nodes);

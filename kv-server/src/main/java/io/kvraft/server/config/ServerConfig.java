@@ -20,6 +20,7 @@ import static java.util.Objects.requireNonNullElse;
  * @param shutdown how a SIGTERM is handled
  * @param logging  log level of the node's own loggers
  * @param metrics  the Prometheus endpoint and JMX
+ * @param tls      mutual TLS on the RPC port, for clients and for the Raft traffic between nodes (off by default)
  */
 public record ServerConfig(
         String endpoint,
@@ -31,7 +32,8 @@ public record ServerConfig(
         BalanceConfig balance,
         ShutdownConfig shutdown,
         LoggingConfig logging,
-        MetricsConfig metrics) {
+        MetricsConfig metrics,
+        io.kvraft.client.config.TlsConfig tls) {
 
     public ServerConfig {
         requireNonNull(endpoint, "endpoint is required (host:port)");
@@ -45,6 +47,7 @@ public record ServerConfig(
         shutdown = requireNonNullElse(shutdown, ShutdownConfig.DEFAULT);
         logging = requireNonNullElse(logging, LoggingConfig.DEFAULT);
         metrics = requireNonNullElse(metrics, MetricsConfig.DEFAULT);
+        tls = requireNonNullElse(tls, io.kvraft.client.config.TlsConfig.OFF);
         if (!cluster.peers().contains(endpoint)) {
             throw new IllegalArgumentException("endpoint " + endpoint + " is not one of cluster.peers " + cluster.peers());
         }
@@ -53,7 +56,7 @@ public record ServerConfig(
     /** Without the operational sections: their defaults apply. */
     public ServerConfig(String endpoint, String dataDir, ClusterConfig cluster, StoreConfig store, RaftConfig raft,
                         LimitsConfig limits, BalanceConfig balance) {
-        this(endpoint, dataDir, cluster, store, raft, limits, balance, null, null, null);
+        this(endpoint, dataDir, cluster, store, raft, limits, balance, null, null, null, null);
     }
 
     public static ServerConfig load(Path file) {
@@ -61,15 +64,15 @@ public record ServerConfig(
     }
 
     public ServerConfig withDataDir(String newDataDir) {
-        return new ServerConfig(endpoint, newDataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics);
+        return new ServerConfig(endpoint, newDataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls);
     }
 
     public ServerConfig withRaft(RaftConfig newRaft) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, newRaft, limits, balance, shutdown, logging, metrics);
+        return new ServerConfig(endpoint, dataDir, cluster, store, newRaft, limits, balance, shutdown, logging, metrics, tls);
     }
 
     public ServerConfig withStore(StoreConfig newStore) {
-        return new ServerConfig(endpoint, dataDir, cluster, newStore, raft, limits, balance, shutdown, logging, metrics);
+        return new ServerConfig(endpoint, dataDir, cluster, newStore, raft, limits, balance, shutdown, logging, metrics, tls);
     }
 
     /**
@@ -276,8 +279,12 @@ public record ServerConfig(
         }
     }
 
+    public ServerConfig withTls(io.kvraft.client.config.TlsConfig newTls) {
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, newTls);
+    }
+
     public ServerConfig withMetrics(MetricsConfig newMetrics) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, newMetrics);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, newMetrics, tls);
     }
 
     /**

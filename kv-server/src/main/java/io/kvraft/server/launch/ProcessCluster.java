@@ -127,7 +127,8 @@ public final class ProcessCluster implements AutoCloseable {
     public void awaitReady(Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         String last = "no answer yet";
-        try (Transport transport = new Transport()) {
+        // a node's keystore identifies this process too when the nodes require mutual TLS
+        try (Transport transport = new Transport(configs.get(0).tls())) {
             while (System.nanoTime() < deadline) {
                 for (int i = 0; i < processes.length; i++) {
                     if (processes[i] != null && !processes[i].isAlive()) {
