@@ -173,8 +173,7 @@ final class StatusCommand implements Callable<Integer> {
             }
             String m = v.metrics();
             out.printf("%-3d %-21s %-5s %7d %9s %9s %9s %9s %11s%n", i + 1, v.endpoint(), "up", led, writes, reads,
-                    millis(PromText.value(m, "kv_request_seconds", Map.of("type", "put", "quantile", "0.99"))),
-                    millis(PromText.value(m, "kv_request_seconds", Map.of("type", "get", "quantile", "0.99"))),
+                    p99(m, "put"), p99(m, "get"),
                     heap(m));
         }
         out.printf("%-6s %-6s %6s", "REGION", "LEADER", "TERM");
@@ -224,8 +223,14 @@ final class StatusCommand implements Callable<Integer> {
         };
     }
 
-    private static String millis(Double seconds) {
-        return seconds == null || seconds.isNaN() ? "-" : String.format("%.1f ms", seconds * 1000);
+    /** The p99 of the node's requests of that type, "-" without metrics or without such requests. */
+    private static String p99(String metrics, String type) {
+        Double count = PromText.value(metrics, "kv_request_seconds_count", Map.of("type", type));
+        Double seconds = PromText.value(metrics, "kv_request_seconds", Map.of("type", type, "quantile", "0.99"));
+        if (count == null || count == 0 || seconds == null || seconds.isNaN()) {
+            return "-";
+        }
+        return String.format("%.1f ms", seconds * 1000);
     }
 
     private static String heap(String metrics) {
