@@ -33,7 +33,7 @@ import java.util.concurrent.TimeUnit;
 final class RoutingKvClient implements KvClient {
 
     private final ClientConfig config;
-    private final Transport transport = new Transport();
+    private final Transport transport;
     private final RouteTable routes = new RouteTable();
     private final ConcurrentHashMap<Integer, RegionBatcher> batchers = new ConcurrentHashMap<>();
     private final RetryPolicy retry = RetryPolicy.defaults();
@@ -43,6 +43,7 @@ final class RoutingKvClient implements KvClient {
 
     RoutingKvClient(ClientConfig config) {
         this.config = config;
+        this.transport = new Transport(config.tls());
         this.readMode = config.readMode().equals("leader_lease") ? ReadMode.LEADER_LEASE : ReadMode.READ_INDEX;
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "kv-client-retry");

@@ -1,6 +1,7 @@
 package io.kvraft.server;
 
 import io.kvraft.server.config.ServerConfig;
+import io.kvraft.server.metrics.NodeMetrics;
 import io.kvraft.server.region.LeaderBalancer;
 import io.kvraft.server.region.Region;
 import io.kvraft.server.region.RegionHost;
@@ -14,9 +15,20 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.RegionsRequest;
+import io.kvraft.client.proto.KvProto.RegionsResponse;
+
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * One node: its store, its region groups on one RPC port, the KV handlers and the leader balancer.
@@ -31,10 +43,17 @@ public final class KvServer implements AutoCloseable {
     private final ScheduledExecutorService housekeeping;
     private final RegionHost host;
     private final KvHandlers handlers;
+    private final NodeMetrics metrics = new NodeMetrics();
     private volatile boolean closed;
+    private volatile ScheduledFuture<?> balancer;
+    /** Asks peers whether they serve (balancing and hand-off pick only those). */
+    private final io.kvraft.client.rpc.Transport peerProbe;
 
     private KvServer(ServerConfig config) throws IOException {
         this.config = config;
+        if (config.tls().enabled()) {
+            ServerTls.apply(config.tls()); // before the first bolt server or client of this JVM starts
+        }
         Path dataDir = Path.of(config.dataDir());
         DataDir.prepare(dataDir, config.store().engine());
         this.store = openStore(config, dataDir);
@@ -43,32 +62,61 @@ public final class KvServer implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
+        this.peerProbe = new io.kvraft.client.rpc.Transport(config.tls());
         try {
             this.host = new RegionHost(config, store, housekeeping);
         } catch (RuntimeException e) {
+            peerProbe.close();
             housekeeping.shutdownNow();
             store.close();
             throw e;
         }
-        this.handlers = new KvHandlers(host, store, config.limits());
+        this.handlers = new KvHandlers(host, store, config.limits(), metrics.kv(), config.metrics().port());
         host.registerHandlers(handlers::register);
+        metrics.bind(host, handlers::inFlight);
     }
 
     public static KvServer start(ServerConfig config) throws IOException {
         KvServer server = new KvServer(config);
         try {
             server.host.start();
-        } catch (RuntimeException e) {
+            server.metrics.start(config.metrics(), config.endpoint());
+        } catch (IOException | RuntimeException e) {
             server.close();
             throw e;
         }
         if (config.balance().enabled()) {
             long ms = config.balance().intervalMs();
-            server.housekeeping.scheduleWithFixedDelay(new LeaderBalancer(server.host), ms, ms, TimeUnit.MILLISECONDS);
+            server.balancer = server.housekeeping.scheduleWithFixedDelay(new LeaderBalancer(server.host, server::serving), ms, ms,
+                    TimeUnit.MILLISECONDS);
         }
+        server.housekeeping.scheduleWithFixedDelay(new PeerWatcher(server.host), 1, 1, TimeUnit.SECONDS);
         LOG.info("node {} started: engine {}, {} regions, data in {}", config.endpoint(), config.store().engine(),
                 server.host.regions().size(), config.dataDir());
         return server;
+    }
+
+    /** Whether {@code peer} answers and is not shutting down; never fails. */
+    CompletableFuture<Boolean> serving(String peer) {
+        return peerProbe.<RegionsResponse>call(peer, RegionsRequest.getDefaultInstance(), 1000)
+                .handle((resp, e) -> e == null && (!resp.hasError() || resp.getError().getCode() == ErrorCode.OK));
+    }
+
+    /** The peers that serve right now, asked all at once. */
+    Set<String> servingPeers() {
+        Map<String, CompletableFuture<Boolean>> asked = new HashMap<>();
+        for (String p : config.cluster().peers()) {
+            if (!p.equals(config.endpoint())) {
+                asked.put(p, serving(p));
+            }
+        }
+        Set<String> serving = new HashSet<>();
+        asked.forEach((p, f) -> {
+            if (f.join()) {
+                serving.add(p);
+            }
+        });
+        return serving;
     }
 
     private static KvStore openStore(ServerConfig config, Path dataDir) throws IOException {
@@ -85,6 +133,10 @@ public final class KvServer implements AutoCloseable {
         return config;
     }
 
+    public NodeMetrics metrics() {
+        return metrics;
+    }
+
     public RegionHost host() {
         return host;
     }
@@ -98,6 +150,40 @@ public final class KvServer implements AutoCloseable {
         return host.regions().stream().filter(Region::isLeader).count();
     }
 
+    /**
+     * Stops the node so that clients barely notice: new KV requests are answered SHUTTING_DOWN (with the
+     * leader hint, so clients go elsewhere), requests in flight finish, the regions this node leads are
+     * handed to live peers, then the Raft groups and the store are closed. Each step is bounded so the
+     * whole stays within {@code timeoutMs} as far as this node can help it (the caller enforces the bound).
+     */
+    public void shutdownGracefully(long timeoutMs) {
+        long start = System.nanoTime();
+        long budget = TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        LOG.info("shutdown 1/4: node {} refuses new requests", config.endpoint());
+        handlers.beginShutdown();
+        ScheduledFuture<?> b = balancer;
+        if (b != null) {
+            b.cancel(false);
+        }
+        long drainDeadline = start + budget * 3 / 10;
+        while (handlers.inFlight() > 0 && System.nanoTime() - drainDeadline < 0) {
+            LockSupport.parkNanos(5_000_000L); // no completion signal for "all answered": poll
+        }
+        long left = handlers.inFlight();
+        LOG.info("shutdown 2/4: {}", left == 0 ? "requests in flight answered"
+                : left + " requests still in flight after " + ms(start) + " ms; they fail with the node");
+        LeaderHandoff.Result handoff = LeaderHandoff.run(host, this::servingPeers, start + budget * 6 / 10);
+        LOG.info("shutdown 3/4: region leaders handed over {}{} after {} ms", handoff.handedTo(),
+                handoff.stillLed() == 0 ? "" : ", " + handoff.stillLed() + " still led here (the others will elect)",
+                ms(start));
+        close();
+        LOG.info("shutdown 4/4: done in {} ms", ms(start));
+    }
+
+    private static long ms(long startNanos) {
+        return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
+    }
+
     @Override
     public synchronized void close() {
         if (closed) {
@@ -106,9 +192,13 @@ public final class KvServer implements AutoCloseable {
         closed = true;
         handlers.beginShutdown();
         housekeeping.shutdownNow();
+        metrics.close();
         host.close();
+        peerProbe.close();
+        LOG.info("node {}: raft groups stopped", config.endpoint());
         try {
             store.close();
+            LOG.info("node {}: store closed", config.endpoint());
         } catch (IOException e) {
             LOG.warn("closing store: {}", e.toString());
         }

@@ -15,7 +15,8 @@ import java.util.concurrent.CountDownLatch;
         description = "Runs one node of the replicated key-value store: every region's Raft group on one port.",
         exitCodeListHeading = "%nExit codes:%n",
         exitCodeList = {
-                "0:stopped by SIGTERM",
+                "0:stopped by SIGTERM or SIGINT (leaders handed over, requests finished, store closed)",
+                "1:forced stop: a second SIGTERM, or the shutdown took longer than shutdown.timeoutMs",
                 "2:bad command line or config file (missing, unreadable, malformed or invalid)",
                 "3:cannot start: data directory (not writable, made for the other engine, unreadable state) or port in use"},
         footer = "%nEvery failure to start is one line on stderr, starting with 'kv-server:'.")
@@ -53,6 +54,9 @@ public final class ServerMain implements Callable<Integer> {
             System.err.println("kv-server: " + config + ": " + oneLine(e));
             return EXIT_BAD_CONFIG;
         }
+        LogLevels.apply(cfg.logging().level());
+        org.slf4j.LoggerFactory.getLogger(ServerMain.class).info("config {} loaded: node {}, peers {}, {} regions, engine {}, log level {}", config, cfg.endpoint(),
+                cfg.cluster().peers(), cfg.cluster().regionCount(), cfg.store().engine(), cfg.logging().level());
         KvServer server;
         try {
             server = KvServer.start(cfg);
@@ -61,12 +65,8 @@ public final class ServerMain implements Callable<Integer> {
             System.err.println("kv-server: cannot start node " + cfg.endpoint() + ": " + oneLine(e));
             return EXIT_CANNOT_START;
         }
-        CountDownLatch stopped = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            server.close();
-            stopped.countDown();
-        }, "kv-shutdown"));
-        stopped.await();
+        GracefulShutdown.install(server, cfg.shutdown().timeoutMs());
+        new CountDownLatch(1).await(); // the shutdown thread ends the process
         return 0;
     }
 

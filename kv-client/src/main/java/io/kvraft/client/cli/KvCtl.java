@@ -26,7 +26,7 @@ import java.util.concurrent.Callable;
 @Command(name = "kv-client", mixinStandardHelpOptions = true, version = "kv-client 0.1.0",
         description = "Admin CLI of the replicated key-value store.",
         subcommands = {KvCtl.Put.class, KvCtl.Get.class, KvCtl.Delete.class, RegionsCommand.class,
-                TransferLeaderCommand.class, RebalanceCommand.class, HealthCommand.class})
+                TransferLeaderCommand.class, RebalanceCommand.class, HealthCommand.class, StatusCommand.class})
 public final class KvCtl {
 
     @Option(names = "--config", paramLabel = "FILE", defaultValue = "conf/client.yaml",
@@ -34,7 +34,7 @@ public final class KvCtl {
     Path config;
 
     @Option(names = "--servers", paramLabel = "HOST:PORT,...", split = ",",
-            description = "servers to ask, instead of those in the config file")
+            description = "servers to ask, instead of those in the config file (whose other settings, e.g. tls, still apply when it exists)")
     List<String> servers;
 
     @Option(names = "--hex", description = "keys and values are given and printed as hex")
@@ -73,18 +73,24 @@ public final class KvCtl {
         return cl.execute(args);
     }
 
+    /** The config file (its servers replaced by --servers when given), or only --servers when there is no file. */
+    ClientConfig clientConfig() {
+        if (servers != null && !servers.isEmpty()) {
+            return java.nio.file.Files.exists(config) ? ClientConfig.load(config).withServers(servers) : ClientConfig.of(servers);
+        }
+        return ClientConfig.load(config);
+    }
+
     KvClient connect() {
         return connect(15_000L);
     }
 
     /** Connects; an operation (and reaching the cluster at all) gives up after at most {@code maxOperationMs}. */
     KvClient connect(long maxOperationMs) {
-        ClientConfig cfg = servers != null && !servers.isEmpty()
-                ? ClientConfig.of(servers)
-                : ClientConfig.load(config);
+        ClientConfig cfg = clientConfig();
         // the CLI should answer promptly when the cluster is down
         cfg = new ClientConfig(cfg.servers(), Math.min(cfg.requestTimeoutMs(), Math.min(3000L, maxOperationMs)),
-                Math.min(cfg.operationTimeoutMs(), maxOperationMs), cfg.readMode(), cfg.batching());
+                Math.min(cfg.operationTimeoutMs(), maxOperationMs), cfg.readMode(), cfg.batching(), cfg.tls());
         return KvClients.connect(cfg);
     }
 

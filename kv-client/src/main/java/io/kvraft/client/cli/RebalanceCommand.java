@@ -33,7 +33,7 @@ final class RebalanceCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
-        try (KvClient c = parent.connect(); Transport t = new Transport()) {
+        try (KvClient c = parent.connect(); Transport t = new Transport(parent.clientConfig().tls())) {
             List<RegionInfo> regions = c.regions().join();
             List<Move> moves = plan(regions);
             for (Move m : moves) {

@@ -31,7 +31,7 @@ final class TransferLeaderCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        try (KvClient c = parent.connect(); Transport t = new Transport()) {
+        try (KvClient c = parent.connect(); Transport t = new Transport(parent.clientConfig().tls())) {
             RegionInfo region = c.regions().join().stream().filter(r -> r.getId() == regionId).findFirst()
                     .orElseThrow(() -> new KvException(ErrorCode.REGION_NOT_FOUND, "no region " + regionId));
             transfer(t, region, target);

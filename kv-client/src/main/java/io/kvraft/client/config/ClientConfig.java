@@ -13,13 +13,15 @@ import static java.util.Objects.requireNonNullElse;
  * @param operationTimeoutMs the deadline of one operation across all its retries
  * @param readMode           {@code read_index} (linearizable, default) or {@code leader_lease}
  * @param batching           per-region coalescing of operations into batch RPCs
+ * @param tls                mutual TLS to the servers (off by default)
  */
 public record ClientConfig(
         List<String> servers,
         Long requestTimeoutMs,
         Long operationTimeoutMs,
         String readMode,
-        Batching batching) {
+        Batching batching,
+        TlsConfig tls) {
 
     public ClientConfig {
         servers = List.copyOf(requireNonNullElse(servers, List.of()));
@@ -27,6 +29,7 @@ public record ClientConfig(
         operationTimeoutMs = requireNonNullElse(operationTimeoutMs, 30_000L);
         readMode = requireNonNullElse(readMode, "read_index");
         batching = requireNonNullElse(batching, Batching.DEFAULT);
+        tls = requireNonNullElse(tls, TlsConfig.OFF);
         for (String s : servers) {
             HostPort.parse(s);
         }
@@ -42,6 +45,12 @@ public record ClientConfig(
         }
     }
 
+    /** Without TLS. */
+    public ClientConfig(List<String> servers, Long requestTimeoutMs, Long operationTimeoutMs, String readMode,
+                        Batching batching) {
+        this(servers, requestTimeoutMs, operationTimeoutMs, readMode, batching, null);
+    }
+
     public static ClientConfig load(Path file) {
         ClientConfig c = YamlConfig.load(file, ClientConfig.class);
         if (c.servers().isEmpty()) {
@@ -55,15 +64,19 @@ public record ClientConfig(
     }
 
     public ClientConfig withServers(List<String> newServers) {
-        return new ClientConfig(newServers, requestTimeoutMs, operationTimeoutMs, readMode, batching);
+        return new ClientConfig(newServers, requestTimeoutMs, operationTimeoutMs, readMode, batching, tls);
+    }
+
+    public ClientConfig withTls(TlsConfig newTls) {
+        return new ClientConfig(servers, requestTimeoutMs, operationTimeoutMs, readMode, batching, newTls);
     }
 
     public ClientConfig withBatching(Batching newBatching) {
-        return new ClientConfig(servers, requestTimeoutMs, operationTimeoutMs, readMode, newBatching);
+        return new ClientConfig(servers, requestTimeoutMs, operationTimeoutMs, readMode, newBatching, tls);
     }
 
     public ClientConfig withReadMode(String newReadMode) {
-        return new ClientConfig(servers, requestTimeoutMs, operationTimeoutMs, newReadMode, batching);
+        return new ClientConfig(servers, requestTimeoutMs, operationTimeoutMs, newReadMode, batching, tls);
     }
 
     /**

@@ -10,6 +10,7 @@ import com.alipay.sofa.jraft.error.InvokeTimeoutException;
 import com.google.protobuf.Message;
 import io.kvraft.client.KvException;
 import io.kvraft.client.config.HostPort;
+import io.kvraft.client.config.TlsConfig;
 import io.kvraft.client.proto.KvProto.ErrorCode;
 
 import java.util.concurrent.CompletableFuture;
@@ -28,9 +29,25 @@ public final class Transport implements AutoCloseable {
     private final RpcClient rpc;
     private final ConcurrentHashMap<String, Endpoint> endpoints = new ConcurrentHashMap<>();
 
+    /** Plaintext connections. */
     public Transport() {
+        this(TlsConfig.OFF);
+    }
+
+    /**
+     * Connections with mutual TLS when {@code tls} is enabled. The TLS settings are this client's own
+     * bolt options, not the JVM-wide {@code bolt.client.ssl.*} properties, so plaintext and TLS clients
+     * can live in one process.
+     */
+    public Transport(TlsConfig tls) {
         WireProtocol.register();
-        this.rpc = RpcFactoryHelper.rpcFactory().createRpcClient();
+        this.rpc = RpcFactoryHelper.rpcFactory().createRpcClient(tls.enabled() ? c -> {
+            com.alipay.remoting.rpc.RpcClient bolt = ((com.alipay.sofa.jraft.rpc.impl.BoltRpcClient) c).getRpcClient();
+            bolt.option(com.alipay.remoting.config.BoltClientOption.CLI_SSL_ENABLE, true);
+            bolt.option(com.alipay.remoting.config.BoltClientOption.CLI_SSL_KEYSTORE, tls.keystore());
+            bolt.option(com.alipay.remoting.config.BoltClientOption.CLI_SSL_KEYSTORE_PASS, tls.keystorePassword());
+            bolt.option(com.alipay.remoting.config.BoltClientOption.CLI_SSL_KEYSTORE_TYPE, tls.keystoreType());
+        } : null);
         rpc.init(new RpcOptions());
     }
 

@@ -17,6 +17,10 @@ import static java.util.Objects.requireNonNullElse;
  * @param endpoint host:port this node listens on for Raft and client traffic (one port for both)
  * @param dataDir  where the Raft logs, Raft meta, snapshots and the store live
  * @param cluster  the peers and the regions, identical on every node
+ * @param shutdown how a SIGTERM is handled
+ * @param logging  log level of the node's own loggers
+ * @param metrics  the Prometheus endpoint and JMX
+ * @param tls      mutual TLS on the RPC port, for clients and for the Raft traffic between nodes (off by default)
  */
 public record ServerConfig(
         String endpoint,
@@ -25,7 +29,11 @@ public record ServerConfig(
         StoreConfig store,
         RaftConfig raft,
         LimitsConfig limits,
-        BalanceConfig balance) {
+        BalanceConfig balance,
+        ShutdownConfig shutdown,
+        LoggingConfig logging,
+        MetricsConfig metrics,
+        io.kvraft.client.config.TlsConfig tls) {
 
     public ServerConfig {
         requireNonNull(endpoint, "endpoint is required (host:port)");
@@ -36,9 +44,19 @@ public record ServerConfig(
         raft = requireNonNullElse(raft, RaftConfig.DEFAULT);
         limits = requireNonNullElse(limits, LimitsConfig.DEFAULT);
         balance = requireNonNullElse(balance, BalanceConfig.DEFAULT);
+        shutdown = requireNonNullElse(shutdown, ShutdownConfig.DEFAULT);
+        logging = requireNonNullElse(logging, LoggingConfig.DEFAULT);
+        metrics = requireNonNullElse(metrics, MetricsConfig.DEFAULT);
+        tls = requireNonNullElse(tls, io.kvraft.client.config.TlsConfig.OFF);
         if (!cluster.peers().contains(endpoint)) {
             throw new IllegalArgumentException("endpoint " + endpoint + " is not one of cluster.peers " + cluster.peers());
         }
+    }
+
+    /** Without the operational sections: their defaults apply. */
+    public ServerConfig(String endpoint, String dataDir, ClusterConfig cluster, StoreConfig store, RaftConfig raft,
+                        LimitsConfig limits, BalanceConfig balance) {
+        this(endpoint, dataDir, cluster, store, raft, limits, balance, null, null, null, null);
     }
 
     public static ServerConfig load(Path file) {
@@ -46,15 +64,15 @@ public record ServerConfig(
     }
 
     public ServerConfig withDataDir(String newDataDir) {
-        return new ServerConfig(endpoint, newDataDir, cluster, store, raft, limits, balance);
+        return new ServerConfig(endpoint, newDataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls);
     }
 
     public ServerConfig withRaft(RaftConfig newRaft) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, newRaft, limits, balance);
+        return new ServerConfig(endpoint, dataDir, cluster, store, newRaft, limits, balance, shutdown, logging, metrics, tls);
     }
 
     public ServerConfig withStore(StoreConfig newStore) {
-        return new ServerConfig(endpoint, dataDir, cluster, newStore, raft, limits, balance);
+        return new ServerConfig(endpoint, dataDir, cluster, newStore, raft, limits, balance, shutdown, logging, metrics, tls);
     }
 
     /**
@@ -228,6 +246,63 @@ public record ServerConfig(
             intervalMs = requireNonNullElse(intervalMs, 1000);
             if (intervalMs < 10) {
                 throw new IllegalArgumentException("balance.intervalMs must be at least 10");
+            }
+        }
+    }
+
+    /**
+     * @param timeoutMs after a SIGTERM the node hands its region leaders to live peers, answers new requests
+     *                  SHUTTING_DOWN, finishes those in flight, closes its store and exits 0. If that takes
+     *                  longer than this, or a second SIGTERM comes, the process halts at once with exit code 1.
+     */
+    public record ShutdownConfig(Integer timeoutMs) {
+        public static final ShutdownConfig DEFAULT = new ShutdownConfig(null);
+
+        public ShutdownConfig {
+            timeoutMs = requireNonNullElse(timeoutMs, 10_000);
+            if (timeoutMs < 100) {
+                throw new IllegalArgumentException("shutdown.timeoutMs must be at least 100, got " + timeoutMs);
+            }
+        }
+    }
+
+    /** @param level of the node's own log lines (io.kvraft.*): trace, debug, info, warn or error */
+    public record LoggingConfig(String level) {
+        private static final List<String> LEVELS = List.of("trace", "debug", "info", "warn", "error");
+        public static final LoggingConfig DEFAULT = new LoggingConfig(null);
+
+        public LoggingConfig {
+            level = requireNonNullElse(level, "info").toLowerCase(java.util.Locale.ROOT);
+            if (!LEVELS.contains(level)) {
+                throw new IllegalArgumentException("logging.level must be one of " + LEVELS + ", got '" + level + "'");
+            }
+        }
+    }
+
+    public ServerConfig withTls(io.kvraft.client.config.TlsConfig newTls) {
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, newTls);
+    }
+
+    public ServerConfig withMetrics(MetricsConfig newMetrics) {
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, newMetrics, tls);
+    }
+
+    /**
+     * @param port Prometheus text format at http://host:port/metrics; 0 (the default) = no HTTP endpoint
+     * @param host the address the endpoint listens on; default: the host of {@code endpoint}
+     * @param jmx  the same metrics as JMX MBeans (domain io.kvraft.HOST-PORT); default true
+     */
+    public record MetricsConfig(Integer port, String host, Boolean jmx) {
+        public static final MetricsConfig DEFAULT = new MetricsConfig(null, null, null);
+
+        public MetricsConfig {
+            port = requireNonNullElse(port, 0);
+            jmx = requireNonNullElse(jmx, true);
+            if (port < 0 || port > 65535) {
+                throw new IllegalArgumentException("metrics.port must be in 0..65535 (0 = off), got " + port);
+            }
+            if (host != null && host.isBlank()) {
+                throw new IllegalArgumentException("metrics.host must not be blank");
             }
         }
     }

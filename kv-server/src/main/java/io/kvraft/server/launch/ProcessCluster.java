@@ -103,11 +103,32 @@ public final class ProcessCluster implements AutoCloseable {
         }
     }
 
+    /**
+     * SIGTERM to node i, then waits up to {@code timeout} for it to exit.
+     *
+     * @return its exit code, or -1 if it was still running at the timeout (it is then killed)
+     */
+    public int terminate(int i, Duration timeout) {
+        Process p = processes[i];
+        if (p == null) {
+            throw new IllegalStateException("node " + (i + 1) + " is not running");
+        }
+        p.destroy();
+        boolean exited = waitFor(p, Math.max(1, (int) timeout.toSeconds()));
+        if (!exited) {
+            p.destroyForcibly();
+            waitFor(p, 10);
+        }
+        processes[i] = null;
+        return exited ? p.exitValue() : -1;
+    }
+
     /** Waits until every region has a leader in every running node's view and leaders are balanced. */
     public void awaitReady(Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         String last = "no answer yet";
-        try (Transport transport = new Transport()) {
+        // a node's keystore identifies this process too when the nodes require mutual TLS
+        try (Transport transport = new Transport(configs.get(0).tls())) {
             while (System.nanoTime() < deadline) {
                 for (int i = 0; i < processes.length; i++) {
                     if (processes[i] != null && !processes[i].isAlive()) {

@@ -25,6 +25,7 @@ final class BatchClosure implements Closure {
     /** Reads that arrived before this entry was proposed: answered once it is applied. */
     private final List<Region.PendingRead> reads;
     boolean[] results;
+    private final long proposedNanos = System.nanoTime();
 
     BatchClosure(WriteBatch batch, List<WriteProposal> proposals, List<Region.PendingRead> reads, Region region,
                  Runnable coalescerDone) {
@@ -37,6 +38,7 @@ final class BatchClosure implements Closure {
 
     @Override
     public void run(Status status) {
+        region.metrics().committed(proposedNanos);
         try {
             if (status.isOk()) {
                 int at = 0;

@@ -8,6 +8,9 @@ import org.slf4j.LoggerFactory;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
 
 /**
  * Spreads region leaders evenly over the nodes without a coordinator. Every node hosts a replica
@@ -20,9 +23,22 @@ public final class LeaderBalancer implements Runnable {
     private static final Logger LOG = LoggerFactory.getLogger(LeaderBalancer.class);
 
     private final RegionHost host;
+    /** Asks a peer whether it serves (is up and not shutting down) before it gets a leader; null: don't ask. */
+    private final Function<String, CompletableFuture<Boolean>> serving;
+    private final AtomicBoolean asking = new AtomicBoolean();
 
     public LeaderBalancer(RegionHost host) {
+        this(host, null);
+    }
+
+    /**
+     * @param serving answers whether a peer serves right now. Without it a peer that is shutting down (it
+     *                has just handed its leaders away) or was stopped a moment ago still counts as alive for
+     *                jraft's lease, and a transfer to it stalls the region for an election timeout.
+     */
+    public LeaderBalancer(RegionHost host, Function<String, CompletableFuture<Boolean>> serving) {
         this.host = host;
+        this.serving = serving;
     }
 
     @Override
@@ -68,6 +84,29 @@ public final class LeaderBalancer implements Runnable {
         if (target == null || mine <= least + 1) {
             return;
         }
+        if (serving == null) {
+            transferOne(target, mine, least);
+            return;
+        }
+        if (!asking.compareAndSet(false, true)) {
+            return; // the last round's question is still open
+        }
+        String to = target;
+        int fewest = least;
+        serving.apply(to).whenComplete((ok, e) -> {
+            try {
+                if (Boolean.TRUE.equals(ok)) {
+                    transferOne(to, mine, fewest);
+                } else {
+                    LOG.debug("not balancing towards {}: it does not serve", to);
+                }
+            } finally {
+                asking.set(false);
+            }
+        });
+    }
+
+    private void transferOne(String target, int mine, int least) {
         for (Region r : host.regions()) {
             String to = target;
             if (r.isLeader() && r.node().listAlivePeers().stream().anyMatch(p -> p.getEndpoint().toString().equals(to))) {

@@ -50,6 +50,7 @@ public final class Region {
     private final LongAdder readOps;
     private final Runnable onLeaderKnown;
     private final AtomicBoolean startupTimeoutCleared = new AtomicBoolean();
+    private final io.kvraft.server.metrics.RegionMetrics metrics = new io.kvraft.server.metrics.RegionMetrics();
     private volatile Node node;
     private final Object readLock = new Object();
     /** Reads that arrived while an entry was in flight; they ride on the next one. Guarded by readLock. */
@@ -102,6 +103,10 @@ public final class Region {
 
     public Node node() {
         return node;
+    }
+
+    public io.kvraft.server.metrics.RegionMetrics metrics() {
+        return metrics;
     }
 
     public boolean isLeader() {
@@ -182,9 +187,11 @@ public final class Region {
         // no jraft timeout (-1): a timeout starts jraft's read-index timer thread, which then ticks every
         // millisecond for the life of the JVM; jraft fails the read on a lost heartbeat or leadership, and
         // the client times out and retries on its own
+        long start = System.nanoTime();
         node.readIndex(option, null, new ReadIndexClosure(-1) {
             @Override
             public void run(Status status, long index, byte[] reqCtx) {
+                metrics.readIndexDone(start);
                 if (!status.isOk()) {
                     // a read changes nothing, so whatever failed it may be tried again: only "not the leader" is kept
                     Error err = status.getRaftError() == RaftError.EPERM ? errorOf(status)

@@ -85,7 +85,9 @@ final class RegionStateMachine extends StateMachineAdapter {
             }
             boolean[] results = new boolean[batch.getOpsCount()];
             if (index > storeIndex) {
+                long start = System.nanoTime();
                 store.apply(region.id(), index, toStoreBatch(batch, results));
+                region.metrics().applied(start);
                 storeIndex = index;
             }
             // else: replay of an entry a persistent store already holds; applying it again could change the
@@ -185,6 +187,7 @@ final class RegionStateMachine extends StateMachineAdapter {
                 }
             }
             LOG.info("region {}: snapshot saved, last entry applied {}", region.id(), replayedTo);
+            region.metrics().snapshot(replayedTo);
             done.run(Status.OK());
         } catch (IOException | RuntimeException e) {
             LOG.error("region {}: snapshot save failed: {}", region.id(), e.toString());
@@ -202,6 +205,7 @@ final class RegionStateMachine extends StateMachineAdapter {
         // those entries are still skipped.
         if (index <= storeIndex) {
             LOG.info("region {}: store is at index {}, snapshot at {} not loaded", region.id(), storeIndex, index);
+            region.metrics().snapshot(index);
             raftIndex = index;
             return true;
         }
@@ -210,6 +214,7 @@ final class RegionStateMachine extends StateMachineAdapter {
             storeIndex = index;
             raftIndex = index;
             LOG.info("region {}: snapshot loaded at index {}", region.id(), index);
+            region.metrics().snapshot(index);
             return true;
         } catch (IOException | RuntimeException e) {
             LOG.error("region {}: snapshot at index {} refused: {}", region.id(), index, e.getMessage());
@@ -220,17 +225,20 @@ final class RegionStateMachine extends StateMachineAdapter {
     @Override
     public void onLeaderStart(long term) {
         this.term = term;
+        LOG.info("region {}: leader now, term {}", region.id(), term);
         region.onLeadershipChange();
     }
 
     @Override
     public void onLeaderStop(Status status) {
+        LOG.info("region {}: no longer leader: {}", region.id(), status.getErrorMsg());
         region.onLeadershipChange();
     }
 
     @Override
     public void onStartFollowing(LeaderChangeContext ctx) {
         this.term = ctx.getTerm();
+        LOG.info("region {}: following {}, term {}", region.id(), ctx.getLeaderId().getEndpoint(), ctx.getTerm());
         region.onLeadershipChange();
     }
 

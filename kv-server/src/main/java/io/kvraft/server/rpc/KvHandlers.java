@@ -19,12 +19,15 @@ import io.kvraft.client.proto.KvProto.WriteOpType;
 import io.kvraft.client.proto.KvProto.WriteRequest;
 import io.kvraft.client.proto.KvProto.WriteResponse;
 import io.kvraft.server.config.ServerConfig.LimitsConfig;
+import io.kvraft.server.metrics.KvMetrics;
 import io.kvraft.server.region.Region;
 import io.kvraft.server.region.RegionHost;
 import io.kvraft.server.store.KvStore;
 
 import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BiConsumer;
+import java.util.function.Consumer;
 
 /**
  * The KV request handlers on the node's shared RPC server. Every request is validated here, on the
@@ -39,11 +42,23 @@ public final class KvHandlers {
     private final KvStore store;
     private final LimitsConfig limits;
     private volatile boolean shuttingDown;
+    /** KV requests received and not yet answered: a graceful shutdown waits for them. */
+    private final LongAdder inFlight = new LongAdder();
+
+    private final KvMetrics metrics;
+    private final int metricsPort;
 
     public KvHandlers(RegionHost host, KvStore store, LimitsConfig limits) {
+        this(host, store, limits, new KvMetrics(), 0);
+    }
+
+    /** @param metricsPort announced in the Regions answer, so tools find the node's metrics; 0 = none */
+    public KvHandlers(RegionHost host, KvStore store, LimitsConfig limits, KvMetrics metrics, int metricsPort) {
         this.host = host;
         this.store = store;
         this.limits = limits;
+        this.metrics = metrics;
+        this.metricsPort = metricsPort;
     }
 
     public void register(RpcServer server) {
@@ -53,9 +68,44 @@ public final class KvHandlers {
         server.registerProcessor(processor(TransferLeaderRequest.class, this::transferLeader));
     }
 
-    /** From now on every request is answered SHUTTING_DOWN. */
+    /** From now on every KV request is answered SHUTTING_DOWN; those already accepted still finish. */
     public void beginShutdown() {
         shuttingDown = true;
+    }
+
+    /** KV requests accepted and not answered yet. */
+    public long inFlight() {
+        return inFlight.sum();
+    }
+
+    /**
+     * The answer to a write request: counted in flight until sent, then timed and counted by op type
+     * (one lambda per request, as the plain {@code ctx::sendResponse} was).
+     */
+    private Consumer<WriteResponse> writeReply(RpcContext ctx, int puts, int deletes, int cas) {
+        inFlight.increment(); // before the shuttingDown check, so a drain that saw zero cannot miss this request
+        long start = System.nanoTime();
+        return resp -> {
+            try {
+                ctx.sendResponse(resp);
+            } finally {
+                inFlight.decrement();
+                metrics.written(start, puts, deletes, cas, resp.hasError() ? resp.getError().getCode() : null);
+            }
+        };
+    }
+
+    private Consumer<ReadResponse> readReply(RpcContext ctx, int keys) {
+        inFlight.increment();
+        long start = System.nanoTime();
+        return resp -> {
+            try {
+                ctx.sendResponse(resp);
+            } finally {
+                inFlight.decrement();
+                metrics.read(start, keys, resp.hasError() ? resp.getError().getCode() : null);
+            }
+        };
     }
 
     private static <T> RpcProcessor<T> processor(Class<T> type, BiConsumer<RpcContext, T> handler) {
@@ -78,6 +128,18 @@ public final class KvHandlers {
     }
 
     private void write(RpcContext ctx, WriteRequest req) {
+        int puts = 0;
+        int deletes = 0;
+        int cas = 0;
+        for (int i = 0; i < req.getOpsCount(); i++) {
+            switch (req.getOps(i).getType()) {
+                case PUT -> puts++;
+                case DELETE -> deletes++;
+                case COMPARE_AND_PUT -> cas++;
+                default -> { }
+            }
+        }
+        Consumer<WriteResponse> reply = writeReply(ctx, puts, deletes, cas);
         Region region = host.region(req.getRegionId());
         Error error = checkRegion(region, req.getRegionId(), req.getRegionEpoch());
         int bytes = 0;
@@ -105,13 +167,14 @@ public final class KvHandlers {
             error = checkLeader(region);
         }
         if (error != null) {
-            ctx.sendResponse(WriteResponse.newBuilder().setError(error).build());
+            reply.accept(WriteResponse.newBuilder().setError(error).build());
             return;
         }
-        region.write(req.getOpsList(), bytes, ctx::sendResponse);
+        region.write(req.getOpsList(), bytes, reply);
     }
 
     private void read(RpcContext ctx, ReadRequest req) {
+        Consumer<ReadResponse> reply = readReply(ctx, req.getKeysCount());
         Region region = host.region(req.getRegionId());
         Error error = checkRegion(region, req.getRegionId(), req.getRegionEpoch());
         if (error == null && req.getKeysCount() == 0) {
@@ -127,17 +190,24 @@ public final class KvHandlers {
             error = checkLeader(region);
         }
         if (error != null) {
-            ctx.sendResponse(ReadResponse.newBuilder().setError(error).build());
+            reply.accept(ReadResponse.newBuilder().setError(error).build());
             return;
         }
-        region.read(req.getKeysList(), req.getMode(), store, ctx::sendResponse);
+        region.read(req.getKeysList(), req.getMode(), store, reply);
     }
 
     private void regions(RpcContext ctx, RegionsRequest req) {
+        if (shuttingDown) { // so clients take routes, and peers' balancers take their cue, from nodes that stay
+            ctx.sendResponse(RegionsResponse.newBuilder().setNode(host.endpoint())
+                    .setError(Responses.error(ErrorCode.SHUTTING_DOWN, "node " + host.endpoint() + " is shutting down"))
+                    .build());
+            return;
+        }
         RegionsResponse.Builder b = RegionsResponse.newBuilder()
                 .setNode(host.endpoint())
                 .setWriteOps(host.writeOps())
-                .setReadOps(host.readOps());
+                .setReadOps(host.readOps())
+                .setMetricsPort(metricsPort);
         for (Region r : host.regions()) {
             b.addRegions(r.info(host.peers()));
         }
@@ -170,7 +240,10 @@ public final class KvHandlers {
 
     private Error checkRegion(Region region, int regionId, long epoch) {
         if (shuttingDown) {
-            return Responses.error(ErrorCode.SHUTTING_DOWN, "node " + host.endpoint() + " is shutting down");
+            // the leader hint sends the client straight to the new leader once this node has handed it over
+            String hint = region == null ? "" : region.leaderHint();
+            return Responses.error(ErrorCode.SHUTTING_DOWN, hint.equals(host.endpoint()) ? "" : hint,
+                    "node " + host.endpoint() + " is shutting down");
         }
         if (region == null) {
             return Responses.error(ErrorCode.REGION_NOT_FOUND, "no region " + regionId + " on " + host.endpoint());

@@ -1,0 +1,156 @@
+package io.kvraft.server.launch;
+
+import io.kvraft.client.KvClient;
+import io.kvraft.client.KvClients;
+import io.kvraft.client.KvException;
+import io.kvraft.client.config.ClientConfig;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.RegionsRequest;
+import io.kvraft.client.proto.KvProto.RegionsResponse;
+import io.kvraft.client.rpc.Transport;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Queue;
+import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static java.util.concurrent.TimeUnit.SECONDS;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * SIGTERM to one node of three real server JVMs under client load: it hands its region leaders to the
+ * others, exits 0 within shutdown.timeoutMs, and clients see no failed operation.
+ */
+class GracefulShutdownTest {
+
+    private static final int TIMEOUT_MS = 10_000;
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void when_nodeGetsSigterm_then_leadersMoveAndItExits0AndClientsSeeNoError() throws Exception {
+        // a 5 s election timeout: if the leaders were not handed over, the others would need 5-10 s to elect
+        List<Path> configs = LocalClusterConfigs.write(dir.resolve("conf"), 3, "rocksdb", 5000, """
+                shutdown:
+                  timeoutMs: %d
+                logging:
+                  level: info
+                """.formatted(TIMEOUT_MS));
+        // the servers log as in production (logback.xml, not the tests' logback-test.xml)
+        List<String> jvm = List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-Dlogback.configurationFile=logback.xml");
+        try (ProcessCluster cluster = ProcessCluster.start(configs, dir.resolve("data"), jvm, Duration.ofSeconds(120));
+             KvClient client = KvClients.connect(ClientConfig.of(cluster.servers()));
+             Transport transport = new Transport()) {
+            String stopped = cluster.servers().get(0);
+            Map<Long, Long> acked = new ConcurrentHashMap<>();
+            Queue<String> failures = new ConcurrentLinkedQueue<>();
+            Semaphore inflight = new Semaphore(64);
+            Random rnd = new Random(11);
+            long start = System.nanoTime();
+            int exitCode = Integer.MIN_VALUE;
+            long exitMs = -1;
+            AtomicLong ids = new AtomicLong();
+            while (System.nanoTime() - start < SECONDS.toNanos(12)) {
+                if (exitMs < 0 && System.nanoTime() - start > SECONDS.toNanos(4)) {
+                    long t0 = System.nanoTime();
+                    exitCode = terminateUnderLoad(cluster, client, acked, failures, inflight, ids);
+                    exitMs = (System.nanoTime() - t0) / 1_000_000;
+                    // the survivors lead every region at once: handed over, not elected after a timeout
+                    await().atMost(3, SECONDS).untilAsserted(() ->
+                            assertThat(ledBySurvivors(transport, cluster.servers().subList(1, 3))).isEqualTo(24));
+                }
+                long id = ids.incrementAndGet();
+                inflight.acquire();
+                put(client, id, acked, failures, inflight);
+                if (rnd.nextInt(10) == 0) {
+                    inflight.acquire();
+                    client.get(key(1 + rnd.nextInt((int) id))).whenComplete((v, e) -> {
+                        if (e != null) {
+                            failures.add("get: " + KvException.unwrap(e).getMessage());
+                        }
+                        inflight.release();
+                    });
+                }
+            }
+            inflight.acquire(64);
+            String log = Files.readString(cluster.dataRoot().resolve("node1.log"));
+            assertThat(exitCode).as("exit code of the SIGTERMed node; its log:%n%s", log).isZero();
+            assertThat(exitMs).as("ms from SIGTERM to exit").isLessThan(TIMEOUT_MS + 5_000);
+            assertThat(log).contains("SIGTERM: shutting down", "shutdown 3/4: region leaders handed over",
+                    "shutdown 4/4: done", "store closed").doesNotContain("still led here").doesNotContain("\tat ");
+            assertThat(failures).as("failed client operations").isEmpty();
+            assertThat(acked).hasSizeGreaterThan(1000);
+            List<Long> keys = new ArrayList<>(acked.keySet());
+            List<byte[]> values = client.multiGet(keys.stream().map(GracefulShutdownTest::key).toList()).join();
+            for (int i = 0; i < keys.size(); i++) {
+                assertThat(values.get(i)).as("acknowledged key %d", keys.get(i)).isNotNull();
+                assertThat(ByteBuffer.wrap(values.get(i)).getLong()).isEqualTo(acked.get(keys.get(i)));
+            }
+            System.out.printf("shutdown took %d ms; %d acknowledged puts%n", exitMs, acked.size());
+            long t0 = System.nanoTime();
+            cluster.close(); // both others at once: neither waits for the other to take its leaders
+            long closeMs = (System.nanoTime() - t0) / 1_000_000;
+            System.out.printf("stopping the other two took %d ms%n", closeMs);
+            assertThat(closeMs).isLessThan(TIMEOUT_MS);
+        }
+    }
+
+    /** SIGTERM to node 1 while puts go on from another thread; returns its exit code. */
+    private static int terminateUnderLoad(ProcessCluster cluster, KvClient client, Map<Long, Long> acked,
+                                          Queue<String> failures, Semaphore inflight, AtomicLong ids)
+            throws InterruptedException {
+        int[] code = new int[1];
+        Thread term = new Thread(() -> code[0] = cluster.terminate(0, Duration.ofMillis(TIMEOUT_MS + 5_000)));
+        term.start();
+        while (term.isAlive()) {
+            inflight.acquire();
+            put(client, ids.incrementAndGet(), acked, failures, inflight);
+        }
+        term.join();
+        return code[0];
+    }
+
+    private static void put(KvClient client, long id, Map<Long, Long> acked, Queue<String> failures, Semaphore inflight) {
+        client.put(key(id), ByteBuffer.allocate(8).putLong(id * 31).array()).whenComplete((v, e) -> {
+            if (e == null) {
+                acked.put(id, id * 31);
+            } else {
+                failures.add("put: " + KvException.unwrap(e).getMessage());
+            }
+            inflight.release();
+        });
+    }
+
+    private static int ledBySurvivors(Transport transport, List<String> survivors) {
+        int led = 0;
+        for (String s : survivors) {
+            RegionsResponse r = transport.<RegionsResponse>call(s, RegionsRequest.getDefaultInstance(), 2000).join();
+            for (RegionInfo info : r.getRegionsList()) {
+                if (info.getRole().equals("LEADER")) {
+                    led++;
+                }
+            }
+        }
+        return led;
+    }
+
+    static byte[] key(long id) {
+        long h = id * 0x9E3779B97F4A7C15L;
+        h ^= h >>> 29;
+        return ByteBuffer.allocate(16).putLong(h).putLong(id).array();
+    }
+}
