@@ -85,16 +85,19 @@ class SnapshotInstallTest {
                     assertThat(wiped.store().get(k)).as("key %s on the wiped node", hex(k)).isEqualTo(want);
                 }
             });
-            Set<Integer> loaded = new TreeSet<>();
-            for (String line : log.lines()) {
-                Matcher m = LOADED.matcher(line);
-                if (m.find()) {
-                    loaded.add(Integer.parseInt(m.group(1)));
-                    assertThat(Long.parseLong(m.group(2))).isGreaterThan(1);
+            // only the wiped node loads snapshots here, and it must have done so for every region; the store
+            // shows the data a moment before the state machine logs the load, so the log is awaited too
+            await().atMost(30, SECONDS).untilAsserted(() -> {
+                Set<Integer> loaded = new TreeSet<>();
+                for (String line : log.lines()) {
+                    Matcher m = LOADED.matcher(line);
+                    if (m.find()) {
+                        loaded.add(Integer.parseInt(m.group(1)));
+                        assertThat(Long.parseLong(m.group(2))).isGreaterThan(1);
+                    }
                 }
-            }
-            // only the wiped node loads snapshots here, and it must have done so for every region
-            assertThat(loaded).as("regions whose snapshot the wiped node loaded").hasSize(regions.size());
+                assertThat(loaded).as("regions whose snapshot the wiped node loaded").hasSize(regions.size());
+            });
             for (int r = 1; r <= regions.size(); r++) {
                 try (var s = Files.list(wipedDir.resolve("raft").resolve("region-" + r).resolve("snapshot"))) {
                     assertThat(s.map(p -> p.getFileName().toString())).anyMatch(n -> n.startsWith("snapshot_"));
