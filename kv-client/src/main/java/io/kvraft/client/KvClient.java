@@ -30,8 +30,8 @@ public interface KvClient extends AutoCloseable {
 
     /**
      * Puts {@code update} if the current value equals {@code expect} ({@code null} expects the key absent);
-     * completes with whether it took effect. A CAS whose fate is unknown (timeout, lost connection after
-     * sending) is never retried blindly: it fails with TIMEOUT or UNAVAILABLE.
+     * completes with whether it took effect. Like every write, a CAS whose fate is unknown (timeout, lost
+     * connection after sending) is never retried: it fails with TIMEOUT or UNAVAILABLE.
      */
     CompletableFuture<Boolean> compareAndPut(byte[] key, byte[] expect, byte[] update);
 

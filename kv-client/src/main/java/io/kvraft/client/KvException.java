@@ -7,15 +7,30 @@ public final class KvException extends RuntimeException {
 
     private final ErrorCode code;
     private final String leaderHint;
+    private final boolean unsent;
 
     public KvException(ErrorCode code, String message) {
         this(code, message, "");
     }
 
     public KvException(ErrorCode code, String message, String leaderHint) {
+        this(code, message, leaderHint, false);
+    }
+
+    /**
+     * @param unsent the request never left this client (e.g. the connection could not be opened), so a
+     *               write that failed this way was certainly not applied
+     */
+    public KvException(ErrorCode code, String message, String leaderHint, boolean unsent) {
         super(code + ": " + message, null, false, false);
         this.code = code;
         this.leaderHint = leaderHint == null ? "" : leaderHint;
+        this.unsent = unsent;
+    }
+
+    /** True when the request never left the client: a write that failed so was not applied. */
+    public boolean unsent() {
+        return unsent;
     }
 
     public ErrorCode code() {

@@ -2,7 +2,6 @@ package io.kvraft.client;
 
 import com.google.protobuf.ByteString;
 import io.kvraft.client.proto.KvProto.WriteOp;
-import io.kvraft.client.proto.KvProto.WriteOpType;
 
 import java.util.concurrent.CompletableFuture;
 
@@ -38,9 +37,12 @@ final class PendingOp {
         return write != null;
     }
 
-    /** A CAS applied twice could succeed twice; puts and deletes end in the same state. */
+    /**
+     * Only reads may be sent again after an answer was lost. A write that was applied but whose answer was lost,
+     * sent again after another client's write to the key, would apply a second time and undo that write.
+     */
     boolean idempotent() {
-        return write == null || write.getType() != WriteOpType.COMPARE_AND_PUT;
+        return write == null;
     }
 
     int bytes() {

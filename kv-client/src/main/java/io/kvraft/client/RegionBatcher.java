@@ -28,7 +28,7 @@ final class RegionBatcher {
 
     /** Receives operations whose batch failed, with the wire error. */
     interface FailureHandler {
-        void failed(PendingOp op, Route route, String target, Error error);
+        void failed(PendingOp op, Route route, String target, Error error, boolean unsent);
     }
 
     private final int regionId;
@@ -103,7 +103,8 @@ final class RegionBatcher {
                                           Function<R, Error> errorOf, Consumer<R> complete) {
         Route route = client.routes().byId(regionId);
         if (route == null) {
-            failAll(batch, null, "", client.localError(ErrorCode.REGION_NOT_FOUND, "region " + regionId + " left the route table"));
+            failAll(batch, null, "", client.localError(ErrorCode.REGION_NOT_FOUND, "region " + regionId + " left the route table"),
+                    true);
             done.run();
             return;
         }
@@ -112,7 +113,7 @@ final class RegionBatcher {
             try {
                 Error error = err != null ? client.transportError(err) : errorOf.apply(resp);
                 if (err != null || error.getCode() != ErrorCode.OK) {
-                    failAll(batch, route, target, error);
+                    failAll(batch, route, target, error, err != null && KvException.unwrap(err).unsent());
                 } else {
                     complete.accept(resp);
                 }
@@ -122,9 +123,9 @@ final class RegionBatcher {
         });
     }
 
-    private void failAll(List<PendingOp> batch, Route route, String target, Error error) {
+    private void failAll(List<PendingOp> batch, Route route, String target, Error error, boolean unsent) {
         for (PendingOp op : batch) {
-            client.failed(op, route, target, error);
+            client.failed(op, route, target, error, unsent);
         }
     }
 }

@@ -167,7 +167,7 @@ final class RoutingKvClient implements KvClient {
         }
         Route route = routes.lookup(op.key);
         if (route == null) {
-            failed(op, null, "", localError(ErrorCode.REGION_NOT_FOUND, "no region holds the key in the route table"));
+            failed(op, null, "", localError(ErrorCode.REGION_NOT_FOUND, "no region holds the key in the route table"), true);
             return;
         }
         RegionBatcher batcher = batchers.computeIfAbsent(route.regionId(), id -> new RegionBatcher(id, this, transport,
@@ -178,8 +178,11 @@ final class RoutingKvClient implements KvClient {
         }
     }
 
-    /** Called by batchers for each operation of a failed batch. */
-    void failed(PendingOp op, Route route, String target, Error error) {
+    /**
+     * Called by batchers for each operation of a failed batch; {@code unsent} when the request never left
+     * this client, so even a write whose error would leave its outcome unknown can safely go again.
+     */
+    void failed(PendingOp op, Route route, String target, Error error, boolean unsent) {
         ErrorCode code = error.getCode();
         String hint = error.getLeaderHint();
         if (route != null) {
@@ -191,7 +194,8 @@ final class RoutingKvClient implements KvClient {
         }
         op.attempts++;
         long now = System.nanoTime();
-        long delay = retry.delayNanos(code, op.attempts, !hint.isEmpty(), op.idempotent(), now, op.deadlineNanos);
+        long delay = retry.delayNanos(code, op.attempts, !hint.isEmpty(), unsent || op.idempotent(), now,
+                op.deadlineNanos);
         if (delay == RetryPolicy.NO_RETRY) {
             op.result.completeExceptionally(new KvException(code, error.getDetail(), hint));
             return;

@@ -19,7 +19,8 @@ import java.util.concurrent.Executor;
 
 /**
  * Asynchronous request/response over jraft's bolt RPC client. Failures of the transport become
- * KvExceptions: TIMEOUT when no answer came in time, UNAVAILABLE when the connection failed.
+ * KvExceptions: TIMEOUT when no answer came in time, UNAVAILABLE when the connection failed
+ * ({@link KvException#unsent()} when the request never left).
  * Callbacks run on bolt's I/O threads, so continuations must not block.
  */
 public final class Transport implements AutoCloseable {
@@ -84,7 +85,10 @@ public final class Transport implements AutoCloseable {
             Thread.currentThread().interrupt();
             f.completeExceptionally(new KvException(ErrorCode.UNAVAILABLE, "interrupted"));
         } catch (RemotingException | RuntimeException e) {
-            f.completeExceptionally(translate(target, e));
+            // thrown before sending (bolt opens the connection on the caller's thread): nothing was sent
+            KvException k = translate(target, e);
+            f.completeExceptionally(new KvException(k.code(), k.getMessage().substring(k.code().name().length() + 2),
+                    "", true));
         }
         return f;
     }
