@@ -20,14 +20,15 @@ import java.util.function.Function;
 /**
  * {@code java -jar kv-benchmark.jar [options]}: runs the benchmark against a local 3-node cluster it
  * starts (or a running one with --servers/--config), prints the report, and optionally writes the
- * result files. Subcommands: {@code merge}, {@code sweep}.
+ * result files. Subcommands: {@code merge}, {@code sweep}, {@code verify}, {@code nemesis}.
  *
  * <p>Exit codes: 0 ok; 1 the error rate exceeded --max-error-rate (or the run failed); 2 bad usage
  * or configuration.
  */
 @Command(name = "kv-benchmark", mixinStandardHelpOptions = true, version = "kv-benchmark 0.1.0",
         sortOptions = false, usageHelpAutoWidth = true,
-        subcommands = {MergeCommand.class, SweepCommand.class, VerifyCommand.class},
+        subcommands = {MergeCommand.class, SweepCommand.class, VerifyCommand.class,
+                io.kvraft.benchmark.nemesis.NemesisCommand.class},
         description = "Load generator for the kv cluster: puts and gets, the SOFAJRaft reference report"
                 + " (Dropwizard timers), HdrHistogram percentiles, result files that merge across clients.",
         exitCodeListHeading = "%nExit codes:%n",
@@ -64,6 +65,21 @@ public final class BenchmarkMain implements Callable<Integer> {
     final PrintStream stdout;
     final PrintStream stderr;
     final Function<ClientConfig, KvClient> connector;
+
+    /** Where reports go (for subcommands in other packages). */
+    public PrintStream stdout() {
+        return stdout;
+    }
+
+    /** Where progress lines go. */
+    public PrintStream stderr() {
+        return stderr;
+    }
+
+    /** Makes the client. */
+    public Function<ClientConfig, KvClient> connector() {
+        return connector;
+    }
 
     public BenchmarkMain(PrintStream stdout, PrintStream stderr, Function<ClientConfig, KvClient> connector) {
         this.stdout = stdout;

@@ -36,6 +36,13 @@ public final class LocalClusterConfigs {
         for (int i = 0; i < nodes; i++) {
             peers.add("127.0.0.1:" + freePort());
         }
+        return write(dir, peers, engine, raftKeys, balanceKeys, extraYaml);
+    }
+
+    /** As above, for nodes at the given {@code host:port} endpoints (e.g. addresses in network namespaces). */
+    public static List<Path> write(Path dir, List<String> peers, String engine, String raftKeys, String balanceKeys,
+                                   String extraYaml) {
+        int nodes = peers.size();
         List<Path> files = new ArrayList<>();
         try {
             Files.createDirectories(dir);

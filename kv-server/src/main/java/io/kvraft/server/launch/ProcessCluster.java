@@ -17,6 +17,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
 
 /**
  * A local cluster of real server processes ({@code java ... ServerMain --config FILE}) on loopback,
@@ -39,9 +40,19 @@ public final class ProcessCluster implements AutoCloseable {
     private final Path dataRoot;
     private final List<String> jvmArgs;
     private final Process[] processes;
+    private final Launch launch;
     private final Thread shutdownHook = new Thread(this::close, "process-cluster-stop");
 
-    private ProcessCluster(List<Path> configFiles, Path dataRoot, List<String> jvmArgs) {
+    /**
+     * How node i's JVM is launched beyond the defaults: a command prefix (e.g. {@code ip netns exec NS},
+     * which execs the JVM so its PID is the one we hold) and extra environment (e.g. a faketime preload).
+     */
+    public record Launch(IntFunction<List<String>> prefix, IntFunction<Map<String, String>> env) {
+        public static final Launch PLAIN = new Launch(i -> List.of(), i -> Map.of());
+    }
+
+    private ProcessCluster(List<Path> configFiles, Path dataRoot, List<String> jvmArgs, Launch launch) {
+        this.launch = launch;
         this.configFiles = List.copyOf(configFiles);
         this.dataRoot = dataRoot;
         this.jvmArgs = List.copyOf(jvmArgs);
@@ -58,8 +69,14 @@ public final class ProcessCluster implements AutoCloseable {
      */
     public static ProcessCluster start(List<Path> configFiles, Path dataRoot, List<String> extraJvmArgs,
                                        Duration readyTimeout) {
+        return start(configFiles, dataRoot, extraJvmArgs, readyTimeout, Launch.PLAIN);
+    }
+
+    /** As above, each node launched as {@code launch} says. */
+    public static ProcessCluster start(List<Path> configFiles, Path dataRoot, List<String> extraJvmArgs,
+                                       Duration readyTimeout, Launch launch) {
         ProcessCluster c = new ProcessCluster(configFiles, dataRoot,
-                extraJvmArgs.isEmpty() ? DEFAULT_SERVER_JVM_ARGS : extraJvmArgs);
+                extraJvmArgs.isEmpty() ? DEFAULT_SERVER_JVM_ARGS : extraJvmArgs, launch);
         Runtime.getRuntime().addShutdownHook(c.shutdownHook);
         try {
             for (int i = 0; i < configFiles.size(); i++) {
@@ -76,7 +93,7 @@ public final class ProcessCluster implements AutoCloseable {
     /** Starts (or restarts) node i with its data dir kept. */
     public void startNode(int i) {
         Path dataDir = dataRoot.resolve("node" + (i + 1));
-        List<String> cmd = new ArrayList<>();
+        List<String> cmd = new ArrayList<>(launch.prefix().apply(i));
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.addAll(OPENS);
         cmd.addAll(jvmArgs);
@@ -84,7 +101,9 @@ public final class ProcessCluster implements AutoCloseable {
                 "--config", configFiles.get(i).toString(), "--data-dir", dataDir.toString()));
         try {
             Files.createDirectories(dataRoot);
-            processes[i] = new ProcessBuilder(cmd)
+            ProcessBuilder pb = new ProcessBuilder(cmd);
+            pb.environment().putAll(launch.env().apply(i));
+            processes[i] = pb
                     .redirectErrorStream(true)
                     .redirectOutput(ProcessBuilder.Redirect.appendTo(dataRoot.resolve("node" + (i + 1) + ".log").toFile()))
                     .start();
@@ -100,6 +119,71 @@ public final class ProcessCluster implements AutoCloseable {
             p.destroyForcibly();
             waitFor(p, 10);
             processes[i] = null;
+        }
+    }
+
+    /** Whether node i's process is running (a paused one is). */
+    public boolean isRunning(int i) {
+        Process p = processes[i];
+        return p != null && p.isAlive();
+    }
+
+    /** SIGSTOP to node i: it stops dead, sockets open, until {@link #resume}. */
+    public void pause(int i) {
+        signal(i, "STOP");
+    }
+
+    /** SIGCONT to node i. */
+    public void resume(int i) {
+        signal(i, "CONT");
+    }
+
+    private void signal(int i, String sig) {
+        Process p = processes[i];
+        if (p == null) {
+            throw new IllegalStateException("node " + (i + 1) + " is not running");
+        }
+        try {
+            Process k = new ProcessBuilder("kill", "-" + sig, Long.toString(p.pid())).redirectErrorStream(true).start();
+            if (!k.waitFor(10, TimeUnit.SECONDS) || k.exitValue() != 0) {
+                throw new IllegalStateException("kill -" + sig + " " + p.pid() + " failed");
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot run kill", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted");
+        }
+    }
+
+    /**
+     * Leader count per node index, as each running node reports its own roles; a node that does not
+     * answer within 2 s counts 0.
+     */
+    public Map<Integer, Integer> leaderCounts() {
+        Map<Integer, Integer> counts = new HashMap<>();
+        try (Transport transport = new Transport(configs.get(0).tls())) {
+            for (int i = 0; i < processes.length; i++) {
+                counts.put(i, 0);
+                if (processes[i] == null) {
+                    continue;
+                }
+                try {
+                    RegionsResponse resp = transport.<RegionsResponse>call(configs.get(i).endpoint(),
+                            RegionsRequest.getDefaultInstance(), 2000).join();
+                    counts.put(i, (int) resp.getRegionsList().stream().filter(r -> r.getRole().equals("LEADER")).count());
+                } catch (RuntimeException e) {
+                    // not answering: no leaders we can count
+                }
+            }
+        }
+        return counts;
+    }
+
+    /** Null when every region has a leader in every running node's view (balanced or not), else why not. */
+    public String unled() {
+        try (Transport transport = new Transport(configs.get(0).tls())) {
+            return readiness(transport, false);
         }
     }
 
@@ -136,7 +220,7 @@ public final class ProcessCluster implements AutoCloseable {
                                 + "; see " + dataRoot.resolve("node" + (i + 1) + ".log"));
                     }
                 }
-                last = readiness(transport);
+                last = readiness(transport, true);
                 if (last == null) {
                     return;
                 }
@@ -152,7 +236,7 @@ public final class ProcessCluster implements AutoCloseable {
     }
 
     /** null when ready, else why not. */
-    private String readiness(Transport transport) {
+    private String readiness(Transport transport, boolean balanced) {
         Map<String, Integer> leaders = new HashMap<>();
         int running = 0;
         int regionCount = 0;
@@ -182,7 +266,7 @@ public final class ProcessCluster implements AutoCloseable {
         if (led != regionCount) {
             return led + " of " + regionCount + " regions led";
         }
-        if (configs.get(0).balance().enabled() && running > 0) {
+        if (balanced && configs.get(0).balance().enabled() && running > 0) {
             int share = regionCount / running;
             int most = share + (regionCount % running == 0 ? 0 : 1);
             if (leaders.size() < Math.min(running, regionCount)

@@ -1,0 +1,184 @@
+package io.kvraft.benchmark.nemesis;
+
+import io.kvraft.server.launch.ProcessCluster;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Random;
+
+/**
+ * Injects one fault at a time into a local process cluster and heals it: kill -9 and restart of a
+ * node (half the time the one leading most regions), SIGSTOP/SIGCONT, isolation of a node both ways,
+ * packet loss, and a wall-clock jump. Every injection and heal is logged with its time.
+ */
+final class Nemesis {
+
+    enum Fault {
+        KILL, PAUSE, PARTITION, LOSS, CLOCK;
+
+        static Fault parse(String s) {
+            try {
+                return valueOf(s.trim().toUpperCase(Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("unknown fault '" + s.trim() + "' (known: kill, pause, partition, loss, clock)");
+            }
+        }
+
+        boolean needsNetwork() {
+            return this == PARTITION || this == LOSS;
+        }
+    }
+
+    /** One injected fault: what, where, and when (seconds from the run's start). */
+    record Event(Fault fault, int node, String detail, double injectedAt, double healedAt) {
+    }
+
+    private final ProcessCluster cluster;
+    private final NetLab lab;            // null without network faults
+    private final List<Path> clockFiles; // empty without clock faults
+    private final List<Fault> faults;
+    private final long holdMs;
+    private final Random rnd;
+    private final PrintStream log;
+    private final long originNs;
+    final List<Event> events = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private volatile String current = "none";
+
+    Nemesis(ProcessCluster cluster, NetLab lab, List<Path> clockFiles, List<Fault> faults, long holdMs, Random rnd,
+            PrintStream log, long originNs) {
+        this.cluster = cluster;
+        this.lab = lab;
+        this.clockFiles = clockFiles;
+        this.faults = faults;
+        this.holdMs = holdMs;
+        this.rnd = rnd;
+        this.log = log;
+        this.originNs = originNs;
+    }
+
+    String current() {
+        return current;
+    }
+
+    /** Injects the next fault, holds it, heals it; returns when healed. */
+    void cycle(int n) throws InterruptedException {
+        Fault f = faults.get(n % faults.size());
+        int node = rnd.nextInt(3);
+        String detail;
+        double at = now();
+        switch (f) {
+            case KILL -> {
+                if (rnd.nextBoolean()) {
+                    Map<Integer, Integer> counts = cluster.leaderCounts();
+                    node = counts.entrySet().stream().max(Map.Entry.comparingByValue()).orElseThrow().getKey();
+                    detail = "kill -9 node " + (node + 1) + " (leads " + counts.get(node) + " regions, the most), restart";
+                } else {
+                    detail = "kill -9 node " + (node + 1) + ", restart";
+                }
+                announce(f, detail, at);
+                cluster.kill(node);
+                Thread.sleep(holdMs / 2); // down for a while, then back with its data
+                cluster.startNode(node);
+            }
+            case PAUSE -> {
+                detail = "SIGSTOP node " + (node + 1) + " for " + holdMs + " ms, SIGCONT";
+                announce(f, detail, at);
+                cluster.pause(node);
+                try {
+                    Thread.sleep(holdMs);
+                } finally {
+                    cluster.resume(node);
+                }
+            }
+            case PARTITION -> {
+                detail = "isolate node " + (node + 1) + " both ways for " + holdMs + " ms";
+                announce(f, detail, at);
+                lab.isolate(node);
+                try {
+                    Thread.sleep(holdMs);
+                } finally {
+                    lab.heal(node);
+                }
+            }
+            case LOSS -> {
+                detail = "30% packet loss at node " + (node + 1) + " for " + holdMs + " ms";
+                announce(f, detail, at);
+                lab.lossy(node, 0.3);
+                try {
+                    Thread.sleep(holdMs);
+                } finally {
+                    lab.heal(node);
+                }
+            }
+            default -> {
+                int jump = (rnd.nextBoolean() ? 1 : -1) * (60 + rnd.nextInt(540));
+                detail = "wall clock of node " + (node + 1) + " jumps " + (jump > 0 ? "+" : "") + jump + " s for "
+                        + holdMs + " ms";
+                announce(f, detail, at);
+                setClock(node, jump);
+                try {
+                    Thread.sleep(holdMs);
+                } finally {
+                    setClock(node, 0);
+                }
+            }
+        }
+        double healed = now();
+        events.add(new Event(f, node, detail, at, healed));
+        current = "none";
+        log.printf(Locale.ROOT, "[%6.1f s] healed: %s%n", healed, f.name().toLowerCase(Locale.ROOT));
+    }
+
+    /** Heals anything a failed cycle may have left: resumes, clears rules, resets clocks, restarts dead nodes. */
+    void healAll() {
+        for (int i = 0; i < 3; i++) {
+            if (cluster.isRunning(i)) {
+                try {
+                    cluster.resume(i);
+                } catch (RuntimeException ignored) {
+                    // it was not paused
+                }
+            } else {
+                cluster.startNode(i);
+            }
+            if (lab != null) {
+                lab.heal(i);
+            }
+            if (!clockFiles.isEmpty()) {
+                setClock(i, 0);
+            }
+        }
+    }
+
+    Map<Fault, Integer> counts() {
+        Map<Fault, Integer> m = new EnumMap<>(Fault.class);
+        for (Event e : events) {
+            m.merge(e.fault(), 1, Integer::sum);
+        }
+        return m;
+    }
+
+    private void announce(Fault f, String detail, double at) {
+        current = f.name().toLowerCase(Locale.ROOT);
+        log.printf(Locale.ROOT, "[%6.1f s] fault: %s%n", at, detail);
+    }
+
+    private void setClock(int node, int offsetSeconds) {
+        try {
+            Files.writeString(clockFiles.get(node), (offsetSeconds >= 0 ? "+" : "") + offsetSeconds + "\n");
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot set the fake clock of node " + (node + 1), e);
+        }
+    }
+
+    private double now() {
+        return (System.nanoTime() - originNs) / 1e9;
+    }
+}

@@ -1,0 +1,430 @@
+package io.kvraft.benchmark.nemesis;
+
+import io.kvraft.benchmark.BenchmarkMain;
+import io.kvraft.benchmark.UsageException;
+import io.kvraft.client.KvClient;
+import io.kvraft.client.KvException;
+import io.kvraft.client.config.ClientConfig;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.server.launch.LocalClusterConfigs;
+import io.kvraft.server.launch.ProcessCluster;
+import org.HdrHistogram.Histogram;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParentCommand;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * {@code kv-benchmark nemesis}: starts a local 3-node, 24-region cluster of real processes, runs a
+ * register workload (get, put, compare-and-put with unique values) while a nemesis injects and
+ * heals faults, then checks the recorded history for linearizability key by key and reads back every
+ * acknowledged write to a fresh key.
+ */
+@Command(name = "nemesis", mixinStandardHelpOptions = true, sortOptions = false, usageHelpAutoWidth = true,
+        exitCodeListHeading = "%nExit codes:%n",
+        exitCodeList = {"0:no violation, no lost write, every key decided, the cluster recovered",
+                "1:a violation, a lost acknowledged write, an undecided key, or no recovery after the last heal",
+                "2:bad usage, or a fault this machine cannot inject"},
+        description = {"Fault-injection run with a linearizability check, against a local 3-node cluster it starts.",
+                "partition and loss need root, iproute2 and iptables (nodes run in network namespaces);"
+                        + " clock needs libfaketime (Debian: faketime)."})
+public final class NemesisCommand implements Callable<Integer> {
+
+    private static final Pattern DURATION = Pattern.compile("(?:(\\d+)h)?(?:(\\d+)m)?(?:(\\d+)s?)?");
+    private static final String NODE_PORT = "7001";
+
+    @ParentCommand
+    BenchmarkMain parent;
+
+    @Option(names = "--duration", defaultValue = "2m", paramLabel = "TIME",
+            description = "How long faults are injected, e.g. 90s, 10m, 1h (default: ${DEFAULT-VALUE}).")
+    String duration;
+
+    @Option(names = "--faults", defaultValue = "kill,pause,partition,loss,clock", split = ",", paramLabel = "FAULT",
+            description = "Faults to inject in turn: kill, pause, partition, loss, clock (default: ${DEFAULT-VALUE}).")
+    List<String> faults;
+
+    @Option(names = "--interval", defaultValue = "10", paramLabel = "SECONDS",
+            description = "One fault starts every this many seconds (default: ${DEFAULT-VALUE}).")
+    int interval;
+
+    @Option(names = "--hold", defaultValue = "4000", paramLabel = "MS",
+            description = "How long a fault lasts before it is healed (default: ${DEFAULT-VALUE}); a kill keeps the node"
+                    + " down for half of it.")
+    long holdMs;
+
+    @Option(names = "--engine", defaultValue = "memory", paramLabel = "ENGINE",
+            description = "Store engine of the nodes: memory or rocksdb (default: ${DEFAULT-VALUE}).")
+    String engine;
+
+    @Option(names = "--keys-per-region", defaultValue = "10", paramLabel = "N",
+            description = "Register keys per region; 24 regions (default: ${DEFAULT-VALUE}).")
+    int keysPerRegion;
+
+    @Option(names = "--threads", defaultValue = "8", paramLabel = "N",
+            description = "Client threads, one operation at a time each (default: ${DEFAULT-VALUE}).")
+    int threads;
+
+    @Option(names = "--rate", defaultValue = "200", paramLabel = "OPS",
+            description = "Operations per second over all threads (default: ${DEFAULT-VALUE}).")
+    double rate;
+
+    @Option(names = "--election-timeout-ms", defaultValue = "1000", paramLabel = "MS",
+            description = "The nodes' raft.electionTimeoutMs (default: ${DEFAULT-VALUE}).")
+    int electionTimeoutMs;
+
+    @Option(names = "--check-budget", defaultValue = "300", paramLabel = "SECONDS",
+            description = "Time the linearizability checker may take; keys left undecided fail the run"
+                    + " (default: ${DEFAULT-VALUE}).")
+    int checkBudget;
+
+    @Option(names = "--seed", paramLabel = "N", description = "Random seed for the workload and the nemesis (default: the time).")
+    Long seed;
+
+    @Option(names = "--out", defaultValue = "nemesis-out", paramLabel = "DIR",
+            description = "Where report.txt, history.txt, faults.txt and violations.txt go (default: ${DEFAULT-VALUE}).")
+    Path out;
+
+    @Option(names = "--server-jvm-arg", paramLabel = "ARG",
+            description = "A JVM option for each server, repeatable (default: " + "-Xms256m -Xmx768m -XX:+UseParallelGC).")
+    List<String> serverJvmArgs = new ArrayList<>();
+
+    @Override
+    public Integer call() throws Exception {
+        PrintStream log = parent.stderr();
+        long durationNs = parseDuration(duration).toNanos();
+        List<Nemesis.Fault> kinds = parseFaults();
+        validate();
+        boolean network = kinds.stream().anyMatch(Nemesis.Fault::needsNetwork);
+        boolean clock = kinds.contains(Nemesis.Fault.CLOCK);
+        String why = network ? NetLab.unavailableReason() : null;
+        if (why != null) {
+            throw new UsageException(why + "; or leave partition and loss out of --faults");
+        }
+        Path faketime = clock ? findFaketime() : null;
+        long s = seed != null ? seed : System.currentTimeMillis();
+        Files.createDirectories(out);
+        Path dataRoot = Files.createTempDirectory("kv-nemesis-");
+        log.printf(Locale.ROOT, "nemesis: %s of %s, engine %s, seed %d, data in %s%n", duration,
+                String.join(",", kinds.stream().map(k -> k.name().toLowerCase(Locale.ROOT)).toList()), engine, s, dataRoot);
+        NetLab lab = null;
+        ProcessCluster cluster = null;
+        KvClient client = null;
+        try {
+            lab = network ? NetLab.create(3) : null;
+            List<String> endpoints = new ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+                endpoints.add(lab != null ? lab.nodeIp(i) + ":" + NODE_PORT : "127.0.0.1:" + LocalClusterConfigs.freePort());
+            }
+            List<Path> files = LocalClusterConfigs.write(dataRoot.resolve("conf"), endpoints, engine,
+                    "electionTimeoutMs: " + electionTimeoutMs + "\nstartupElectionTimeoutMs: " + electionTimeoutMs
+                            + "\nsnapshotIntervalSecs: 30",
+                    "intervalMs: 1000", "");
+            List<Path> clockFiles = new ArrayList<>();
+            for (int i = 0; clock && i < 3; i++) {
+                Path f = dataRoot.resolve("clock-" + (i + 1));
+                Files.writeString(f, "+0\n");
+                clockFiles.add(f);
+            }
+            NetLab netLab = lab;
+            ProcessCluster.Launch launch = new ProcessCluster.Launch(
+                    i -> netLab != null ? netLab.prefix(i) : List.of(),
+                    i -> faketime == null ? Map.of() : Map.of("LD_PRELOAD", faketime.toString(),
+                            "FAKETIME_TIMESTAMP_FILE", clockFiles.get(i).toString(),
+                            "FAKETIME_DONT_FAKE_MONOTONIC", "1", "FAKETIME_CACHE_DURATION", "1",
+                            // the fix libfaketime turns on for this glibc makes timed waits misfire: a node took 90 s to start
+                            "FAKETIME_FORCE_MONOTONIC_FIX", "0"));
+            log.println("starting 3 nodes at " + String.join(", ", endpoints));
+            cluster = ProcessCluster.start(files, dataRoot, serverJvmArgs, Duration.ofSeconds(120), launch);
+            client = parent.connector().apply(new ClientConfig(endpoints, 2_000L, 8_000L, null, null, null));
+            List<RegionInfo> regions = client.regions().join();
+            List<byte[]> keys = new ArrayList<>();
+            List<byte[]> freshPrefixes = new ArrayList<>();
+            for (RegionInfo r : regions) {
+                byte[] start = r.getStartKey().toByteArray();
+                for (int k = 0; k < keysPerRegion; k++) {
+                    keys.add(concat(start, ("\0nem-" + k).getBytes(StandardCharsets.UTF_8)));
+                }
+                freshPrefixes.add(concat(start, "\0fresh-".getBytes(StandardCharsets.UTF_8)));
+            }
+            long origin = System.nanoTime();
+            Nemesis nemesis = new Nemesis(cluster, lab, clockFiles, kinds, holdMs, new Random(s), log, origin);
+            RegisterWorkload load = new RegisterWorkload(client, keys, freshPrefixes, threads, rate, s, origin);
+            log.printf(Locale.ROOT, "%d regions, %d keys, %d client threads at %.0f ops/s%n", regions.size(), keys.size(),
+                    threads, rate);
+            load.start();
+            Progress progress = new Progress(load, nemesis, log, origin);
+            progress.start();
+            Histogram during;
+            long lastHealNs;
+            try {
+                int n = 0;
+                long end = origin + durationNs;
+                try {
+                    while (System.nanoTime() < end) {
+                        long slot = origin + TimeUnit.SECONDS.toNanos((long) interval * (n + 1)) - TimeUnit.MILLISECONDS.toNanos(holdMs);
+                        sleepUntil(Math.min(slot, end));
+                        if (System.nanoTime() >= end) {
+                            break;
+                        }
+                        nemesis.cycle(n++);
+                    }
+                } finally {
+                    nemesis.healAll();
+                }
+                lastHealNs = System.nanoTime();
+                during = load.latency.getIntervalHistogram();
+                log.printf(Locale.ROOT, "[%6.1f s] last heal; waiting for recovery%n", (lastHealNs - origin) / 1e9);
+            } catch (RuntimeException | InterruptedException e) {
+                progress.stop();
+                load.stop();
+                throw e;
+            }
+            Recovery rec = awaitRecovery(cluster, load, lastHealNs);
+            load.stop();
+            progress.stop();
+            Histogram after = load.latency.getIntervalHistogram();
+            int unread = load.finalReads(System.nanoTime() + TimeUnit.SECONDS.toNanos(60));
+            long[] lost = verifyFresh(client, load);
+            List<Op> history = new ArrayList<>(load.history);
+            log.printf(Locale.ROOT, "checking %,d operations on %d keys (budget %d s)%n", history.size(), keys.size(), checkBudget);
+            HistoryCheck.Summary check = HistoryCheck.check(history, TimeUnit.SECONDS.toNanos(checkBudget));
+            Report report = new Report(duration, engine, kinds, keys.size(), load, nemesis, check, lost, unread, rec,
+                    during, after, origin);
+            report.write(out, history);
+            parent.stdout().print(report.text());
+            return report.passed() ? BenchmarkMain.EXIT_OK : BenchmarkMain.EXIT_FAILED;
+        } finally {
+            if (client != null) {
+                client.close();
+            }
+            if (cluster != null) {
+                for (int i = 0; i < 3; i++) {
+                    if (cluster.isRunning(i)) {
+                        try {
+                            cluster.resume(i); // a paused JVM cannot handle SIGTERM
+                        } catch (RuntimeException ignored) {
+                            // not paused
+                        }
+                    }
+                }
+                cluster.close();
+            }
+            if (lab != null) {
+                lab.close();
+            }
+            for (int i = 1; i <= 3; i++) {
+                Path nodeLog = dataRoot.resolve("node" + i + ".log");
+                if (Files.isRegularFile(nodeLog)) {
+                    Files.copy(nodeLog, out.resolve("node" + i + ".log"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                }
+            }
+            deleteQuietly(dataRoot);
+        }
+    }
+
+    /** Recovery: all regions led, and the last error seen after the heal. */
+    record Recovery(double ledAfterSeconds, double lastErrorAfterSeconds, boolean recovered) {
+        double seconds() {
+            return Math.max(ledAfterSeconds, lastErrorAfterSeconds);
+        }
+    }
+
+    /** Polls until every region is led, then runs on until 10 s pass without an error (at most 60 s). */
+    private static Recovery awaitRecovery(ProcessCluster cluster, RegisterWorkload load, long healNs)
+            throws InterruptedException {
+        long limit = healNs + TimeUnit.SECONDS.toNanos(60);
+        long ledNs = -1;
+        while (System.nanoTime() < limit) {
+            if (ledNs < 0 && cluster.unled() == null) {
+                ledNs = System.nanoTime();
+            }
+            long lastErr = load.lastErrorNs.get();
+            long quietSince = Math.max(lastErr, healNs);
+            if (ledNs >= 0 && System.nanoTime() - Math.max(quietSince, ledNs) > TimeUnit.SECONDS.toNanos(10)) {
+                return new Recovery((ledNs - healNs) / 1e9, Math.max(0, lastErr - healNs) / 1e9, true);
+            }
+            Thread.sleep(200); // polling interval
+        }
+        long lastErr = load.lastErrorNs.get();
+        return new Recovery(ledNs < 0 ? Double.NaN : (ledNs - healNs) / 1e9, Math.max(0, lastErr - healNs) / 1e9, false);
+    }
+
+    /** Reads back every acknowledged fresh-key put: {checked, missing or wrong, unreadable}. */
+    private static long[] verifyFresh(KvClient client, RegisterWorkload load) {
+        List<long[]> acked = new ArrayList<>(load.freshAcked);
+        long bad = 0;
+        long unreadable = 0;
+        for (int from = 0; from < acked.size(); from += 500) {
+            List<long[]> chunk = acked.subList(from, Math.min(acked.size(), from + 500));
+            List<byte[]> ks = chunk.stream().map(a -> load.freshKey((int) a[0], a[1])).toList();
+            List<byte[]> got = null;
+            for (int attempt = 0; attempt < 5 && got == null; attempt++) {
+                try {
+                    got = client.multiGet(ks).get(30, TimeUnit.SECONDS);
+                } catch (Exception e) {
+                    KvException.unwrap(e);
+                }
+            }
+            if (got == null) {
+                unreadable += chunk.size();
+                continue;
+            }
+            for (int i = 0; i < chunk.size(); i++) {
+                if (!Arrays.equals(got.get(i), RegisterWorkload.encode(chunk.get(i)[2]))) {
+                    bad++;
+                }
+            }
+        }
+        return new long[]{acked.size(), bad, unreadable};
+    }
+
+    private List<Nemesis.Fault> parseFaults() {
+        LinkedHashSet<Nemesis.Fault> set = new LinkedHashSet<>();
+        for (String f : faults) {
+            if (f.isBlank()) {
+                continue;
+            }
+            try {
+                set.add(Nemesis.Fault.parse(f));
+            } catch (IllegalArgumentException e) {
+                throw new UsageException("--faults: " + e.getMessage());
+            }
+        }
+        if (set.isEmpty()) {
+            throw new UsageException("--faults: name at least one of kill, pause, partition, loss, clock");
+        }
+        return List.copyOf(set);
+    }
+
+    private void validate() {
+        if (!engine.equals("memory") && !engine.equals("rocksdb")) {
+            throw new UsageException("--engine: memory or rocksdb, got '" + engine + "'");
+        }
+        if (interval < 2 || holdMs < 500 || holdMs >= interval * 1000L) {
+            throw new UsageException("--hold (" + holdMs + " ms) must be at least 500 ms and shorter than --interval ("
+                    + interval + " s, at least 2)");
+        }
+        if (keysPerRegion < 1 || threads < 1 || rate <= 0 || checkBudget < 1 || electionTimeoutMs < 100) {
+            throw new UsageException("--keys-per-region, --threads, --rate and --check-budget must be positive;"
+                    + " --election-timeout-ms at least 100");
+        }
+    }
+
+    static Duration parseDuration(String s) {
+        Matcher m = DURATION.matcher(s.trim());
+        if (s.isBlank() || !m.matches()) {
+            throw new UsageException("--duration: '" + s + "' is not a time like 90s, 10m or 1h");
+        }
+        long secs = 0;
+        if (m.group(1) != null) {
+            secs += Long.parseLong(m.group(1)) * 3600;
+        }
+        if (m.group(2) != null) {
+            secs += Long.parseLong(m.group(2)) * 60;
+        }
+        if (m.group(3) != null) {
+            secs += Long.parseLong(m.group(3));
+        }
+        if (secs < 10) {
+            throw new UsageException("--duration: at least 10 s, got '" + s + "'");
+        }
+        return Duration.ofSeconds(secs);
+    }
+
+    private static Path findFaketime() {
+        for (String dir : List.of("/usr/lib/x86_64-linux-gnu/faketime", "/usr/lib/aarch64-linux-gnu/faketime",
+                "/usr/lib/faketime", "/usr/local/lib/faketime")) {
+            // not libfaketimeMT: it serialises every clock call, 4 us each here, and a node then took a minute to start
+            Path p = Path.of(dir, "libfaketime.so.1");
+            if (Files.isRegularFile(p)) {
+                return p;
+            }
+        }
+        throw new UsageException("the clock fault needs libfaketime (Debian: apt-get install faketime);"
+                + " or leave clock out of --faults");
+    }
+
+    private static byte[] concat(byte[] a, byte[] b) {
+        return ByteBuffer.allocate(a.length + b.length).put(a).put(b).array();
+    }
+
+    private static void sleepUntil(long nanoTime) throws InterruptedException {
+        long wait = nanoTime - System.nanoTime();
+        if (wait > 0) {
+            TimeUnit.NANOSECONDS.sleep(wait); // the fault schedule
+        }
+    }
+
+    private static void deleteQuietly(Path root) {
+        try {
+            Files.walkFileTree(root, new SimpleFileVisitor<>() {
+                @Override
+                public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+                    Files.deleteIfExists(file);
+                    return FileVisitResult.CONTINUE;
+                }
+
+                @Override
+                public FileVisitResult postVisitDirectory(Path dir, IOException exc) throws IOException {
+                    Files.deleteIfExists(dir);
+                    return FileVisitResult.CONTINUE;
+                }
+            });
+        } catch (IOException ignored) {
+            // best effort: a temp directory
+        }
+    }
+
+    /** A line every 10 s: operations so far and the fault in force. */
+    private static final class Progress {
+        private final Thread thread;
+        private volatile boolean running = true;
+
+        Progress(RegisterWorkload load, Nemesis nemesis, PrintStream log, long origin) {
+            thread = new Thread(() -> {
+                while (running) {
+                    try {
+                        Thread.sleep(10_000); // report interval
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                    log.printf(Locale.ROOT, "[%6.1f s] ops ok %,d, failed %,d, indeterminate %,d; faults so far %d, now: %s%n",
+                            (System.nanoTime() - origin) / 1e9, load.ok.get(), load.failed.get(), load.unknown.get(),
+                            nemesis.events.size(), nemesis.current());
+                }
+            }, "nemesis-progress");
+            thread.setDaemon(true);
+        }
+
+        void start() {
+            thread.start();
+        }
+
+        void stop() {
+            running = false;
+            thread.interrupt();
+        }
+    }
+}

@@ -1,0 +1,253 @@
+package io.kvraft.benchmark.nemesis;
+
+import io.kvraft.client.KvClient;
+import io.kvraft.client.KvException;
+import io.kvraft.client.route.RetryPolicy;
+import org.HdrHistogram.Recorder;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Queue;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Client threads doing get, put and compare-and-put on a fixed set of keys, one operation at a time
+ * per thread, with unique written values, recording every operation for the checker. A share of the
+ * puts go to fresh keys instead; those acknowledged are read back at the end (lost-write check).
+ */
+final class RegisterWorkload {
+
+    /** How long a caller waits for one operation beyond the client's own deadline, before calling it unknown. */
+    private static final long HARD_CAP_SECONDS = 30;
+
+    private final KvClient client;
+    private final List<byte[]> keys;
+    private final List<String> labels;
+    private final List<byte[]> freshPrefixes;
+    private final int threads;
+    private final double ratePerThread;
+    private final long seed;
+    private final long originNs;
+
+    private final AtomicLong ids = new AtomicLong();
+    private final AtomicLong values = new AtomicLong();
+    private final AtomicLong freshIds = new AtomicLong();
+    private final AtomicLongArray lastSeen;
+    final Queue<Op> history = new ConcurrentLinkedQueue<>();
+    final Queue<long[]> freshAcked = new ConcurrentLinkedQueue<>(); // {prefix index, fresh id, value}
+    final AtomicLong ok = new AtomicLong();
+    final AtomicLong failed = new AtomicLong();
+    final AtomicLong unknown = new AtomicLong();
+    final AtomicLong lastErrorNs = new AtomicLong();
+    final Recorder latency = new Recorder(3);
+    private final List<Thread> workers = new ArrayList<>();
+    private volatile boolean running;
+
+    RegisterWorkload(KvClient client, List<byte[]> keys, List<byte[]> freshPrefixes, int threads, double rate,
+                     long seed, long originNs) {
+        this.client = client;
+        this.keys = keys;
+        this.freshPrefixes = freshPrefixes;
+        this.labels = keys.stream().map(RegisterWorkload::hex).toList();
+        this.threads = threads;
+        this.ratePerThread = rate / threads;
+        this.seed = seed;
+        this.originNs = originNs;
+        this.lastSeen = new AtomicLongArray(keys.size());
+    }
+
+    void start() {
+        running = true;
+        for (int t = 0; t < threads; t++) {
+            Random rnd = new Random(seed * 1_000_003L + t);
+            Thread th = new Thread(() -> loop(rnd), "nemesis-client-" + t);
+            th.setDaemon(true);
+            workers.add(th);
+            th.start();
+        }
+    }
+
+    void stop() throws InterruptedException {
+        running = false;
+        for (Thread t : workers) {
+            t.join(TimeUnit.SECONDS.toMillis(HARD_CAP_SECONDS + 5));
+        }
+    }
+
+    private void loop(Random rnd) {
+        long periodNs = (long) (1e9 / ratePerThread);
+        long next = System.nanoTime();
+        while (running) {
+            next += periodNs;
+            int roll = rnd.nextInt(100);
+            if (roll < 5) {
+                freshPut(rnd);
+            } else {
+                int k = rnd.nextInt(keys.size());
+                if (roll < 50) {
+                    read(k);
+                } else if (roll < 75) {
+                    write(k);
+                } else {
+                    cas(k);
+                }
+            }
+            long wait = next - System.nanoTime();
+            if (wait > 0) {
+                LockSupport.parkNanos(wait); // pacing to the configured rate
+            } else if (wait < -1_000_000_000L) {
+                next = System.nanoTime();   // fell behind during a fault: do not burst to catch up
+            }
+        }
+    }
+
+    /** One read of every key, retried until it succeeds or {@code deadlineNs}; recorded like any read. */
+    int finalReads(long deadlineNs) {
+        int unread = 0;
+        for (int k = 0; k < keys.size(); k++) {
+            boolean done = false;
+            while (!done && System.nanoTime() < deadlineNs) {
+                done = read(k);
+            }
+            if (!done) {
+                unread++;
+            }
+        }
+        return unread;
+    }
+
+    private boolean read(int k) {
+        long inv = System.nanoTime();
+        Outcome<byte[]> r = await(client.get(keys.get(k)));
+        long done = System.nanoTime();
+        if (r.error != null) {
+            failed.incrementAndGet();
+            lastErrorNs.set(done);
+            return false;
+        }
+        long v = decode(r.value);
+        history.add(Op.read(ids.getAndIncrement(), labels.get(k), v, inv, done));
+        lastSeen.set(k, v);
+        succeeded(inv, done);
+        return true;
+    }
+
+    private void write(int k) {
+        long v = values.incrementAndGet();
+        long id = ids.getAndIncrement();
+        long inv = System.nanoTime();
+        Outcome<Void> r = await(client.put(keys.get(k), encode(v)));
+        long done = System.nanoTime();
+        if (r.error == null) {
+            history.add(Op.write(id, labels.get(k), v, inv, done));
+            lastSeen.set(k, v);
+            succeeded(inv, done);
+        } else if (r.unknown()) {
+            history.add(Op.unknown(id, Op.Kind.WRITE, labels.get(k), 0, v, inv));
+            unknown.incrementAndGet();
+            lastErrorNs.set(done);
+        } else {
+            failed.incrementAndGet();
+            lastErrorNs.set(done);
+        }
+    }
+
+    private void cas(int k) {
+        long expect = lastSeen.get(k);
+        long v = values.incrementAndGet();
+        long id = ids.getAndIncrement();
+        long inv = System.nanoTime();
+        Outcome<Boolean> r = await(client.compareAndPut(keys.get(k), expect == 0 ? null : encode(expect), encode(v)));
+        long done = System.nanoTime();
+        if (r.error == null) {
+            history.add(Op.cas(id, labels.get(k), expect, v, r.value, inv, done));
+            if (r.value) {
+                lastSeen.set(k, v);
+            }
+            succeeded(inv, done);
+        } else if (r.unknown()) {
+            history.add(Op.unknown(id, Op.Kind.CAS, labels.get(k), expect, v, inv));
+            unknown.incrementAndGet();
+            lastErrorNs.set(done);
+        } else {
+            failed.incrementAndGet();
+            lastErrorNs.set(done);
+        }
+    }
+
+    private void freshPut(Random rnd) {
+        int p = rnd.nextInt(freshPrefixes.size());
+        long fid = freshIds.incrementAndGet();
+        long v = values.incrementAndGet();
+        long inv = System.nanoTime();
+        Outcome<Void> r = await(client.put(freshKey(p, fid), encode(v)));
+        long done = System.nanoTime();
+        if (r.error == null) {
+            freshAcked.add(new long[]{p, fid, v});
+            succeeded(inv, done);
+        } else {
+            (r.unknown() ? unknown : failed).incrementAndGet();
+            lastErrorNs.set(done);
+        }
+    }
+
+    byte[] freshKey(int prefix, long fid) {
+        byte[] pre = freshPrefixes.get(prefix);
+        return ByteBuffer.allocate(pre.length + 8).put(pre).putLong(fid).array();
+    }
+
+    private void succeeded(long inv, long done) {
+        ok.incrementAndGet();
+        latency.recordValue(Math.max(1, (done - inv) / 1000));
+    }
+
+    static byte[] encode(long v) {
+        return ByteBuffer.allocate(8).putLong(v).array();
+    }
+
+    /** The value's number; 0 for absent, -1 for bytes this workload never writes (a checker failure). */
+    static long decode(byte[] b) {
+        if (b == null) {
+            return 0;
+        }
+        return b.length == 8 ? ByteBuffer.wrap(b).getLong() : -1;
+    }
+
+    static String hex(byte[] b) {
+        return java.util.HexFormat.of().formatHex(b);
+    }
+
+    private record Outcome<T>(T value, KvException error) {
+        /** A write that failed so may still have been applied. */
+        boolean unknown() {
+            return error != null && RetryPolicy.outcomeUnknown(error.code()) && !error.unsent();
+        }
+    }
+
+    private static <T> Outcome<T> await(CompletableFuture<T> f) {
+        try {
+            return new Outcome<>(f.get(HARD_CAP_SECONDS, TimeUnit.SECONDS), null);
+        } catch (ExecutionException e) {
+            return new Outcome<>(null, KvException.unwrap(e.getCause()));
+        } catch (TimeoutException e) {
+            return new Outcome<>(null, new KvException(io.kvraft.client.proto.KvProto.ErrorCode.TIMEOUT,
+                    "no completion within " + HARD_CAP_SECONDS + " s"));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new Outcome<>(null, new KvException(io.kvraft.client.proto.KvProto.ErrorCode.TIMEOUT, "interrupted"));
+        }
+    }
+
+    long originNs() {
+        return originNs;
+    }
+}
