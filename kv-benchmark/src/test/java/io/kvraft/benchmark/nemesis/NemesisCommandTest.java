@@ -1,0 +1,54 @@
+package io.kvraft.benchmark.nemesis;
+
+import io.kvraft.benchmark.BenchmarkMain;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** Bad options are refused before anything starts: exit 2, one line naming the option. */
+class NemesisCommandTest {
+
+    @TempDir
+    Path tmp;
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+            "--faults kill,flood              | unknown fault 'flood'",
+            "--faults ,                       | name at least one of",
+            "--duration 5s                    | at least 10 s",
+            "--duration ten                   | is not a time like",
+            "--engine leveldb                 | memory or rocksdb",
+            "--hold 9000 --interval 5         | shorter than --interval",
+            "--threads 0                      | must be positive",
+    })
+    void when_optionsAreBad_then_exit2WithTheReason(String args, String message) throws Exception {
+        List<String> a = new ArrayList<>(List.of("nemesis", "--out", tmp.resolve("out").toString()));
+        a.addAll(List.of(args.trim().split(" +")));
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int code = BenchmarkMain.execute(a.toArray(String[]::new), new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8), c -> {
+                    throw new AssertionError("no client may be made for bad options");
+                });
+        assertThat(code).isEqualTo(BenchmarkMain.EXIT_USAGE);
+        assertThat(err.toString(StandardCharsets.UTF_8)).contains(message);
+        assertThat(tmp.resolve("out")).satisfiesAnyOf(p -> assertThat(Files.exists(p)).isFalse(),
+                p -> assertThat(Files.list(p)).isEmpty());
+    }
+
+    @ParameterizedTest
+    @CsvSource({"90s,90", "10m,600", "1h,3600", "2m30s,150", "45,45"})
+    void when_durationIsGiven_then_itIsParsed(String text, long seconds) {
+        assertThat(NemesisCommand.parseDuration(text).toSeconds()).isEqualTo(seconds);
+    }
+}
