@@ -128,6 +128,28 @@ public final class ProcessCluster implements AutoCloseable {
         return p != null && p.isAlive();
     }
 
+    /** SIGTERM to node i, without waiting; see {@link #awaitExit}. */
+    public void signalTerm(int i) {
+        signal(i, "TERM");
+    }
+
+    /**
+     * Waits up to {@code timeout} for node i to exit.
+     *
+     * @return its exit code, or -1 if it is still running
+     */
+    public int awaitExit(int i, Duration timeout) {
+        Process p = processes[i];
+        if (p == null) {
+            throw new IllegalStateException("node " + (i + 1) + " was not started");
+        }
+        if (!waitFor(p, Math.max(1, (int) timeout.toSeconds()))) {
+            return -1;
+        }
+        processes[i] = null;
+        return p.exitValue();
+    }
+
     /** SIGSTOP to node i: it stops dead, sockets open, until {@link #resume}. */
     public void pause(int i) {
         signal(i, "STOP");

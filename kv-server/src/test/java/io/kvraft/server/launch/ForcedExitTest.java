@@ -1,0 +1,97 @@
+package io.kvraft.server.launch;
+
+import com.google.protobuf.ByteString;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.RegionsRequest;
+import io.kvraft.client.proto.KvProto.RegionsResponse;
+import io.kvraft.client.proto.KvProto.WriteOp;
+import io.kvraft.client.proto.KvProto.WriteOpType;
+import io.kvraft.client.proto.KvProto.WriteRequest;
+import io.kvraft.client.rpc.Transport;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+import static java.util.concurrent.TimeUnit.SECONDS;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The forced ends of a graceful shutdown: with both peers frozen (SIGSTOP), a node's writes cannot
+ * commit and its leaders cannot be handed over, so its shutdown cannot finish; a second SIGTERM halts it
+ * at once, and so does {@code shutdown.timeoutMs} running out. Both exit 1 and say why in the log.
+ */
+class ForcedExitTest {
+
+    private static final List<String> JVM = List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            "-Dlogback.configurationFile=logback.xml");
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void when_aSecondSigtermArrivesDuringAStuckShutdown_then_theNodeHaltsWithExit1() throws Exception {
+        List<Path> configs = LocalClusterConfigs.write(dir.resolve("conf"), 3, "memory", 1000, """
+                shutdown:
+                  timeoutMs: 60000
+                """);
+        try (ProcessCluster cluster = ProcessCluster.start(configs, dir.resolve("data"), JVM, Duration.ofSeconds(120))) {
+            Path log = dir.resolve("data").resolve("node1.log");
+            freezePeersWithWritesInFlight(cluster);
+            try {
+                cluster.signalTerm(0);
+                await().atMost(30, SECONDS).until(() -> Files.readString(log).contains("SIGTERM: shutting down"));
+                long t0 = System.nanoTime();
+                cluster.signalTerm(0);
+                assertThat(cluster.awaitExit(0, Duration.ofSeconds(20))).isEqualTo(1);
+                assertThat(System.nanoTime() - t0).as("halted long before the 60 s timeout").isLessThan(SECONDS.toNanos(20));
+                assertThat(Files.readString(log)).contains("second SIGTERM: halting now");
+            } finally {
+                cluster.resume(1);
+                cluster.resume(2);
+            }
+        }
+    }
+
+    @Test
+    void when_theShutdownOutlastsItsTimeout_then_theNodeHaltsWithExit1() throws Exception {
+        List<Path> configs = LocalClusterConfigs.write(dir.resolve("conf"), 3, "memory", 1000, """
+                shutdown:
+                  timeoutMs: 1500
+                """);
+        try (ProcessCluster cluster = ProcessCluster.start(configs, dir.resolve("data"), JVM, Duration.ofSeconds(120))) {
+            Path log = dir.resolve("data").resolve("node1.log");
+            freezePeersWithWritesInFlight(cluster);
+            try {
+                cluster.signalTerm(0);
+                assertThat(cluster.awaitExit(0, Duration.ofSeconds(30))).isEqualTo(1);
+                assertThat(Files.readString(log)).contains("shutdown did not finish within shutdown.timeoutMs 1500 ms: halting");
+            } finally {
+                cluster.resume(1);
+                cluster.resume(2);
+            }
+        }
+    }
+
+    /** SIGSTOP nodes 2 and 3, then send node 1 writes for the regions it leads: they can never commit. */
+    private static void freezePeersWithWritesInFlight(ProcessCluster cluster) {
+        String node = cluster.servers().get(0);
+        try (Transport t = new Transport()) {
+            RegionsResponse regions = t.<RegionsResponse>call(node, RegionsRequest.getDefaultInstance(), 5000).join();
+            cluster.pause(1);
+            cluster.pause(2);
+            for (RegionInfo r : regions.getRegionsList()) {
+                if (r.getRole().equals("LEADER")) {
+                    byte[] key = r.getStartKey().concat(ByteString.copyFromUtf8("\0stuck")).toByteArray();
+                    t.call(node, WriteRequest.newBuilder().setRegionId(r.getId()).setRegionEpoch(r.getEpoch())
+                            .addOps(WriteOp.newBuilder().setType(WriteOpType.PUT).setKey(ByteString.copyFrom(key))
+                                    .setValue(ByteString.copyFromUtf8("v"))).build(), 120_000);
+                }
+            }
+        }
+    }
+}
