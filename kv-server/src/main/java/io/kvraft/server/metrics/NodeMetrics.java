@@ -76,10 +76,15 @@ public final class NodeMetrics implements AutoCloseable {
         registry.register("kv.node.requests_in_flight", (Gauge<Long>) requestsInFlight::getAsLong);
         registry.register("kv.node.write_ops", (Gauge<Long>) host::writeOps);
         registry.register("kv.node.read_ops", (Gauge<Long>) host::readOps);
+        registry.register("kv.node.queued_write_requests",
+                (Gauge<Integer>) () -> host.regions().stream().mapToInt(Region::queuedWriteRequests).sum());
+        registry.register("kv.node.queued_reads", (Gauge<Integer>) () -> host.regions().stream().mapToInt(Region::queuedReads).sum());
         for (Region r : host.regions()) {
             String p = "kv.region." + r.id() + ".";
             RegionMetrics m = r.metrics();
             registry.register(p + "leader", (Gauge<Integer>) () -> r.isLeader() ? 1 : 0);
+            registry.register(p + "queued_write_requests", (Gauge<Integer>) r::queuedWriteRequests);
+            registry.register(p + "queued_reads", (Gauge<Integer>) r::queuedReads);
             registry.register(p + "state", (Gauge<Integer>) () -> r.node() == null ? -1 : r.node().getNodeState().ordinal());
             registry.register(p + "term", (Gauge<Long>) () -> r.info(List.of()).getTerm());
             registry.register(p + "applied_index", (Gauge<Long>) () -> r.info(List.of()).getAppliedIndex());

@@ -121,6 +121,18 @@ public final class Region {
         return leader == null || leader.isEmpty() ? "" : leader.getEndpoint().toString();
     }
 
+    /** Write requests queued for the next log entry (the leader's proposal queue depth). */
+    public int queuedWriteRequests() {
+        return proposer.pending();
+    }
+
+    /** Reads waiting for the log entry in flight to commit. */
+    public int queuedReads() {
+        synchronized (readLock) {
+            return waitingReads.size();
+        }
+    }
+
     // ---- writes -------------------------------------------------------------------------------
 
     /** Queues validated writes; they go into the next log entry. Only called on the leader. */

@@ -151,7 +151,8 @@ class MetricsEndpointTest {
         }
         assertThat(sum(all, "kv_region_read_index_seconds_count", "")).isPositive();
         for (String name : List.of("kv_region_state", "kv_region_snapshot_index", "kv_region_snapshot_timestamp_seconds",
-                "kv_region_log_entries_since_snapshot", "kv_node_requests_in_flight")) {
+                "kv_region_log_entries_since_snapshot", "kv_node_requests_in_flight", "kv_node_queued_write_requests",
+                "kv_node_queued_reads", "kv_region_queued_write_requests", "kv_region_queued_reads")) {
             assertThat(all).as(name).containsPattern("(?m)^" + name + "[{ ]");
         }
         // per node and JVM
