@@ -151,7 +151,8 @@ public final class ClusterSession implements AutoCloseable {
         }
     }
 
-    private static void deleteQuietly(Path root) {
+    /** Deletes a directory tree, best effort (a temp directory). */
+    public static void deleteQuietly(Path root) {
         try {
             Files.walkFileTree(root, new SimpleFileVisitor<>() {
                 @Override

@@ -88,52 +88,43 @@ final class Nemesis {
                 cluster.startNode(node);
             }
             case PAUSE -> {
-                detail = "SIGSTOP node " + (node + 1) + " for " + holdMs + " ms, SIGCONT";
-                announce(f, detail, at);
-                cluster.pause(node);
-                try {
-                    Thread.sleep(holdMs);
-                } finally {
-                    cluster.resume(node);
-                }
+                int t = node;
+                detail = "SIGSTOP node " + (t + 1) + " for " + holdMs + " ms, SIGCONT";
+                hold(f, detail, at, () -> cluster.pause(t), () -> cluster.resume(t));
             }
             case PARTITION -> {
-                detail = "isolate node " + (node + 1) + " both ways for " + holdMs + " ms";
-                announce(f, detail, at);
-                lab.isolate(node);
-                try {
-                    Thread.sleep(holdMs);
-                } finally {
-                    lab.heal(node);
-                }
+                int t = node;
+                detail = "isolate node " + (t + 1) + " both ways for " + holdMs + " ms";
+                hold(f, detail, at, () -> lab.isolate(t), () -> lab.heal(t));
             }
             case LOSS -> {
-                detail = "30% packet loss at node " + (node + 1) + " for " + holdMs + " ms";
-                announce(f, detail, at);
-                lab.lossy(node, 0.3);
-                try {
-                    Thread.sleep(holdMs);
-                } finally {
-                    lab.heal(node);
-                }
+                int t = node;
+                detail = "30% packet loss at node " + (t + 1) + " for " + holdMs + " ms";
+                hold(f, detail, at, () -> lab.lossy(t, 0.3), () -> lab.heal(t));
             }
             default -> {
+                int t = node;
                 int jump = (rnd.nextBoolean() ? 1 : -1) * (60 + rnd.nextInt(540));
-                detail = "wall clock of node " + (node + 1) + " jumps " + (jump > 0 ? "+" : "") + jump + " s for "
+                detail = "wall clock of node " + (t + 1) + " jumps " + (jump > 0 ? "+" : "") + jump + " s for "
                         + holdMs + " ms";
-                announce(f, detail, at);
-                setClock(node, jump);
-                try {
-                    Thread.sleep(holdMs);
-                } finally {
-                    setClock(node, 0);
-                }
+                hold(f, detail, at, () -> setClock(t, jump), () -> setClock(t, 0));
             }
         }
         double healed = now();
         events.add(new Event(f, node, detail, at, healed));
         current = "none";
         log.printf(Locale.ROOT, "[%6.1f s] healed: %s%n", healed, f.name().toLowerCase(Locale.ROOT));
+    }
+
+    /** Announces and injects a fault, keeps it for the hold time, and heals it even if interrupted. */
+    private void hold(Fault f, String detail, double at, Runnable inject, Runnable heal) throws InterruptedException {
+        announce(f, detail, at);
+        inject.run();
+        try {
+            Thread.sleep(holdMs); // the fault's duration
+        } finally {
+            heal.run();
+        }
     }
 
     /** Heals anything a failed cycle may have left: resumes, clears rules, resets clocks, restarts dead nodes. */

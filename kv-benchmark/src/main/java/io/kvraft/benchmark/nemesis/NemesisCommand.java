@@ -1,6 +1,7 @@
 package io.kvraft.benchmark.nemesis;
 
 import io.kvraft.benchmark.BenchmarkMain;
+import io.kvraft.benchmark.ClusterSession;
 import io.kvraft.benchmark.UsageException;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.KvException;
@@ -13,15 +14,11 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParentCommand;
 
-import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -240,7 +237,7 @@ public final class NemesisCommand implements Callable<Integer> {
                     Files.copy(nodeLog, out.resolve("node" + i + ".log"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
                 }
             }
-            deleteQuietly(dataRoot);
+            ClusterSession.deleteQuietly(dataRoot);
         }
     }
 
@@ -374,26 +371,6 @@ public final class NemesisCommand implements Callable<Integer> {
         long wait = nanoTime - System.nanoTime();
         if (wait > 0) {
             TimeUnit.NANOSECONDS.sleep(wait); // the fault schedule
-        }
-    }
-
-    private static void deleteQuietly(Path root) {
-        try {
-            Files.walkFileTree(root, new SimpleFileVisitor<>() {
-                @Override
-                public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-                    Files.deleteIfExists(file);
-                    return FileVisitResult.CONTINUE;
-                }
-
-                @Override
-                public FileVisitResult postVisitDirectory(Path dir, IOException exc) throws IOException {
-                    Files.deleteIfExists(dir);
-                    return FileVisitResult.CONTINUE;
-                }
-            });
-        } catch (IOException ignored) {
-            // best effort: a temp directory
         }
     }
 
