@@ -67,8 +67,8 @@ final class Nemesis {
         return current;
     }
 
-    /** Injects the next fault, holds it, heals it; returns when healed. */
-    void cycle(int n) throws InterruptedException {
+    /** Injects the next fault, holds it, heals it; returns when healed, with the kind it was. */
+    Fault cycle(int n) throws InterruptedException {
         Fault f = faults.get(n % faults.size());
         int node = rnd.nextInt(3);
         String detail;
@@ -114,6 +114,7 @@ final class Nemesis {
         events.add(new Event(f, node, detail, at, healed));
         current = "none";
         log.printf(Locale.ROOT, "[%6.1f s] healed: %s%n", healed, f.name().toLowerCase(Locale.ROOT));
+        return f;
     }
 
     /** Announces and injects a fault, keeps it for the hold time, and heals it even if interrupted. */

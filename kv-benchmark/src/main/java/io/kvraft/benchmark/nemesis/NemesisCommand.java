@@ -166,6 +166,7 @@ public final class NemesisCommand implements Callable<Integer> {
                 freshPrefixes.add(concat(start, "\0fresh-".getBytes(StandardCharsets.UTF_8)));
             }
             long origin = System.nanoTime();
+            Map<Nemesis.Fault, List<Double>> recoveries = new java.util.EnumMap<>(Nemesis.Fault.class);
             Nemesis nemesis = new Nemesis(cluster, lab, clockFiles, kinds, holdMs, new Random(s), log, origin);
             RegisterWorkload load = new RegisterWorkload(client, keys, freshPrefixes, threads, rate, s, origin);
             log.printf(Locale.ROOT, "%d regions, %d keys, %d client threads at %.0f ops/s%n", regions.size(), keys.size(),
@@ -175,17 +176,19 @@ public final class NemesisCommand implements Callable<Integer> {
             progress.start();
             Histogram during;
             long lastHealNs;
+            Nemesis.Fault lastFault = null;
             try {
                 int n = 0;
                 long end = origin + durationNs;
                 try {
+                    sleepUntil(Math.min(slot(origin, 0), end));
                     while (System.nanoTime() < end) {
-                        long slot = origin + TimeUnit.SECONDS.toNanos((long) interval * (n + 1)) - TimeUnit.MILLISECONDS.toNanos(holdMs);
-                        sleepUntil(Math.min(slot, end));
-                        if (System.nanoTime() >= end) {
-                            break;
+                        lastFault = nemesis.cycle(n++);
+                        if (slot(origin, n) >= end) {
+                            break; // the last fault's recovery is awaited below
                         }
-                        nemesis.cycle(n++);
+                        recoveries.computeIfAbsent(lastFault, k -> new ArrayList<>())
+                                .add(watchRecovery(cluster, load, System.nanoTime(), slot(origin, n)));
                     }
                 } finally {
                     nemesis.healAll();
@@ -199,6 +202,9 @@ public final class NemesisCommand implements Callable<Integer> {
                 throw e;
             }
             Recovery rec = awaitRecovery(cluster, load, lastHealNs);
+            if (lastFault != null) {
+                recoveries.computeIfAbsent(lastFault, k -> new ArrayList<>()).add(rec.recovered() ? rec.seconds() : Double.NaN);
+            }
             load.stop();
             progress.stop();
             Histogram after = load.latency.getIntervalHistogram();
@@ -208,7 +214,7 @@ public final class NemesisCommand implements Callable<Integer> {
             log.printf(Locale.ROOT, "checking %,d operations on %d keys (budget %d s)%n", history.size(), keys.size(), checkBudget);
             HistoryCheck.Summary check = HistoryCheck.check(history, TimeUnit.SECONDS.toNanos(checkBudget));
             Report report = new Report(duration, engine, kinds, keys.size(), load, nemesis, check, lost, unread, rec,
-                    during, after, origin);
+                    recoveries, during, after, origin);
             report.write(out, history);
             parent.stdout().print(report.text());
             return report.passed() ? BenchmarkMain.EXIT_OK : BenchmarkMain.EXIT_FAILED;
@@ -239,6 +245,31 @@ public final class NemesisCommand implements Callable<Integer> {
             }
             ClusterSession.deleteQuietly(dataRoot);
         }
+    }
+
+    /** When fault n (0-based) starts: the hold ends on a multiple of --interval. */
+    private long slot(long origin, int n) {
+        return origin + TimeUnit.SECONDS.toNanos((long) interval * (n + 1)) - TimeUnit.MILLISECONDS.toNanos(holdMs);
+    }
+
+    /**
+     * Between a heal and the next fault: seconds until every region is led and no operation fails any more,
+     * or NaN if that did not happen before {@code untilNs} (errors in its last second count as not yet).
+     */
+    private static double watchRecovery(ProcessCluster cluster, RegisterWorkload load, long healNs, long untilNs)
+            throws InterruptedException {
+        long ledNs = -1;
+        while (System.nanoTime() < untilNs) {
+            if (ledNs < 0 && cluster.unled() == null) {
+                ledNs = System.nanoTime();
+            }
+            Thread.sleep(Math.max(1, Math.min(200, TimeUnit.NANOSECONDS.toMillis(untilNs - System.nanoTime())))); // poll
+        }
+        long lastErr = load.lastErrorNs.get();
+        if (ledNs < 0 || untilNs - lastErr < TimeUnit.SECONDS.toNanos(1)) {
+            return Double.NaN;
+        }
+        return Math.max(0, Math.max(ledNs, lastErr) - healNs) / 1e9;
     }
 
     /** Recovery: all regions led, and the last error seen after the heal. */

@@ -131,7 +131,7 @@ final class RegisterWorkload {
         long done = System.nanoTime();
         if (r.error != null) {
             failed.incrementAndGet();
-            lastErrorNs.set(done);
+            lastErrorNs.accumulateAndGet(inv, Math::max);
             return false;
         }
         long v = decode(r.value);
@@ -154,10 +154,10 @@ final class RegisterWorkload {
         } else if (r.unknown()) {
             history.add(Op.unknown(id, Op.Kind.WRITE, labels.get(k), 0, v, inv));
             unknown.incrementAndGet();
-            lastErrorNs.set(done);
+            lastErrorNs.accumulateAndGet(inv, Math::max);
         } else {
             failed.incrementAndGet();
-            lastErrorNs.set(done);
+            lastErrorNs.accumulateAndGet(inv, Math::max);
         }
     }
 
@@ -177,10 +177,10 @@ final class RegisterWorkload {
         } else if (r.unknown()) {
             history.add(Op.unknown(id, Op.Kind.CAS, labels.get(k), expect, v, inv));
             unknown.incrementAndGet();
-            lastErrorNs.set(done);
+            lastErrorNs.accumulateAndGet(inv, Math::max);
         } else {
             failed.incrementAndGet();
-            lastErrorNs.set(done);
+            lastErrorNs.accumulateAndGet(inv, Math::max);
         }
     }
 
@@ -196,7 +196,7 @@ final class RegisterWorkload {
             succeeded(inv, done);
         } else {
             (r.unknown() ? unknown : failed).incrementAndGet();
-            lastErrorNs.set(done);
+            lastErrorNs.accumulateAndGet(inv, Math::max);
         }
     }
 

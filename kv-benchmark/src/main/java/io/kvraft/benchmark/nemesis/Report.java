@@ -28,13 +28,15 @@ final class Report {
     private final long[] fresh; // checked, lost or wrong, unreadable
     private final int unreadKeys;
     private final NemesisCommand.Recovery recovery;
+    private final Map<Nemesis.Fault, List<Double>> recoveries;
     private final Histogram during;
     private final Histogram after;
     private final long origin;
 
     Report(String duration, String engine, List<Nemesis.Fault> kinds, int keys, RegisterWorkload load, Nemesis nemesis,
            HistoryCheck.Summary check, long[] fresh, int unreadKeys, NemesisCommand.Recovery recovery,
-           Histogram during, Histogram after, long origin) {
+           Map<Nemesis.Fault, List<Double>> recoveries, Histogram during, Histogram after, long origin) {
+        this.recoveries = recoveries;
         this.duration = duration;
         this.engine = engine;
         this.kinds = kinds;
@@ -72,6 +74,7 @@ final class Report {
         w.printf(Locale.ROOT, "recovery        %s after the last heal (all regions led after %.1f s, last error %.1f s"
                         + " after it)%n", recovery.recovered() ? String.format(Locale.ROOT, "%.1f s", recovery.seconds())
                         : "NOT within 60 s", recovery.ledAfterSeconds(), recovery.lastErrorAfterSeconds());
+        w.printf(Locale.ROOT, "per fault       from heal to all regions led and no more errors: %s%n", perFault());
         w.printf(Locale.ROOT, "latency (ok)    during faults p50 %s p99 %s max %s; after the last heal p50 %s p99 %s%n",
                 ms(during, 50), ms(during, 99), ms(during, 100), ms(after, 50), ms(after, 99));
         int printed = 0;
@@ -121,6 +124,22 @@ final class Report {
         StringBuilder v = new StringBuilder();
         check.violations().forEach((k, r) -> v.append(violation(k, r, Integer.MAX_VALUE)).append('\n'));
         Files.writeString(dir.resolve("violations.txt"), v);
+    }
+
+    private String perFault() {
+        StringBuilder b = new StringBuilder();
+        recoveries.forEach((f, list) -> {
+            double[] ok = list.stream().mapToDouble(Double::doubleValue).filter(d -> !Double.isNaN(d)).sorted().toArray();
+            long late = list.size() - ok.length;
+            b.append(b.length() == 0 ? "" : "; ").append(f.name().toLowerCase(Locale.ROOT)).append(' ');
+            if (ok.length > 0) {
+                b.append(String.format(Locale.ROOT, "median %.1f s, max %.1f s", ok[ok.length / 2], ok[ok.length - 1]));
+            }
+            if (late > 0) {
+                b.append(ok.length > 0 ? ", " : "").append(late).append(" not before the next fault");
+            }
+        });
+        return b.length() == 0 ? "-" : b.toString();
     }
 
     private static String ms(Histogram h, double percentile) {
