@@ -23,6 +23,7 @@ import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.function.LongSupplier;
 import java.util.function.ToLongFunction;
 
@@ -70,6 +71,25 @@ public final class NodeMetrics implements AutoCloseable {
         return registry;
     }
 
+    /**
+     * Summed over bolt's default request executors (one per protocol version), which run the Raft RPCs
+     * other than AppendEntries (jraft gives those a single-thread executor per peer connection); -1 if
+     * bolt has none registered.
+     */
+    private static int boltExecutors(java.util.function.ToIntFunction<ThreadPoolExecutor> f) {
+        java.util.Set<ThreadPoolExecutor> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (byte code : new byte[]{com.alipay.remoting.rpc.protocol.RpcProtocol.PROTOCOL_CODE,
+                com.alipay.remoting.rpc.protocol.RpcProtocolV2.PROTOCOL_CODE}) {
+            com.alipay.remoting.Protocol p = com.alipay.remoting.ProtocolManager.getProtocol(
+                    com.alipay.remoting.ProtocolCode.fromBytes(code));
+            if (p != null && p.getCommandHandler() != null
+                    && p.getCommandHandler().getDefaultExecutor() instanceof ThreadPoolExecutor t) {
+                seen.add(t);
+            }
+        }
+        return seen.isEmpty() ? -1 : seen.stream().mapToInt(f).sum();
+    }
+
     /** Registers the node's and every region's gauges and timers. */
     public void bind(RegionHost host, LongSupplier requestsInFlight) {
         registry.register("kv.node.regions_led", (Gauge<Long>) () -> host.regions().stream().filter(Region::isLeader).count());
@@ -78,6 +98,8 @@ public final class NodeMetrics implements AutoCloseable {
         registry.register("kv.node.read_ops", (Gauge<Long>) host::readOps);
         registry.register("kv.node.queued_write_requests",
                 (Gauge<Integer>) () -> host.regions().stream().mapToInt(Region::queuedWriteRequests).sum());
+        registry.register("kv.node.rpc_executor_queued", (Gauge<Integer>) () -> boltExecutors(e -> e.getQueue().size()));
+        registry.register("kv.node.rpc_executor_active", (Gauge<Integer>) () -> boltExecutors(ThreadPoolExecutor::getActiveCount));
         registry.register("kv.node.queued_reads", (Gauge<Integer>) () -> host.regions().stream().mapToInt(Region::queuedReads).sum());
         for (Region r : host.regions()) {
             String p = "kv.region." + r.id() + ".";

@@ -157,6 +157,9 @@ class MetricsEndpointTest {
         }
         // per node and JVM
         assertThat(sum(all, "kv_node_regions_led", "")).isEqualTo(REGIONS);
+        assertThat(all).containsPattern("(?m)^kv_node_rpc_executor_queued ").containsPattern("(?m)^kv_node_rpc_executor_active ");
+        assertThat(sum(all, "kv_node_rpc_executor_queued", "")).as("bolt's executor is found").isGreaterThanOrEqualTo(0);
+        assertThat(sum(all, "kv_node_rpc_executor_active", "")).isGreaterThanOrEqualTo(0);
         assertThat(sum(all, "kv_node_write_ops", "")).isGreaterThanOrEqualTo(puts);
         assertThat(sum(all, "jvm_memory_heap_used", "")).isPositive();
         assertThat(all).contains("jvm_gc_collections{gc=").contains("jvm_threads_count");
