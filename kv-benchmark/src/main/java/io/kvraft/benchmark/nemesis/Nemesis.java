@@ -67,9 +67,12 @@ final class Nemesis {
         return current;
     }
 
-    /** Injects the next fault, holds it, heals it; returns when healed, with the kind it was. */
-    Fault cycle(int n) throws InterruptedException {
-        Fault f = faults.get(n % faults.size());
+    /**
+     * Injects the next fault (or a kill as the run's last, when kills are wanted, so the recovery after the
+     * last heal is a real one), holds it, heals it; returns when healed, with the kind it was.
+     */
+    Fault cycle(int n, boolean last) throws InterruptedException {
+        Fault f = last && faults.contains(Fault.KILL) ? Fault.KILL : faults.get(n % faults.size());
         int node = rnd.nextInt(3);
         String detail;
         double at = now();

@@ -183,8 +183,9 @@ public final class NemesisCommand implements Callable<Integer> {
                 try {
                     sleepUntil(Math.min(slot(origin, 0), end));
                     while (System.nanoTime() < end) {
-                        lastFault = nemesis.cycle(n++);
-                        if (slot(origin, n) >= end) {
+                        boolean last = slot(origin, n + 1) >= end;
+                        lastFault = nemesis.cycle(n++, last);
+                        if (last) {
                             break; // the last fault's recovery is awaited below
                         }
                         recoveries.computeIfAbsent(lastFault, k -> new ArrayList<>())
