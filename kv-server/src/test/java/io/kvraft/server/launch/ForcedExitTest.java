@@ -35,11 +35,7 @@ class ForcedExitTest {
 
     @Test
     void when_aSecondSigtermArrivesDuringAStuckShutdown_then_theNodeHaltsWithExit1() throws Exception {
-        List<Path> configs = LocalClusterConfigs.write(dir.resolve("conf"), 3, "memory", 1000, """
-                shutdown:
-                  timeoutMs: 60000
-                """);
-        try (ProcessCluster cluster = ProcessCluster.start(configs, dir.resolve("data"), JVM, Duration.ofSeconds(120))) {
+        try (ProcessCluster cluster = startWithShutdownTimeout(60_000)) {
             Path log = dir.resolve("data").resolve("node1.log");
             freezePeersWithWritesInFlight(cluster);
             try {
@@ -59,11 +55,7 @@ class ForcedExitTest {
 
     @Test
     void when_theShutdownOutlastsItsTimeout_then_theNodeHaltsWithExit1() throws Exception {
-        List<Path> configs = LocalClusterConfigs.write(dir.resolve("conf"), 3, "memory", 1000, """
-                shutdown:
-                  timeoutMs: 1500
-                """);
-        try (ProcessCluster cluster = ProcessCluster.start(configs, dir.resolve("data"), JVM, Duration.ofSeconds(120))) {
+        try (ProcessCluster cluster = startWithShutdownTimeout(1500)) {
             Path log = dir.resolve("data").resolve("node1.log");
             freezePeersWithWritesInFlight(cluster);
             try {
@@ -75,6 +67,14 @@ class ForcedExitTest {
                 cluster.resume(2);
             }
         }
+    }
+
+    private ProcessCluster startWithShutdownTimeout(int timeoutMs) {
+        List<Path> configs = LocalClusterConfigs.write(dir.resolve("conf"), 3, "memory", 1000, """
+                shutdown:
+                  timeoutMs: %d
+                """.formatted(timeoutMs));
+        return ProcessCluster.start(configs, dir.resolve("data"), JVM, Duration.ofSeconds(120));
     }
 
     /** SIGSTOP nodes 2 and 3, then send node 1 writes for the regions it leads: they can never commit. */
