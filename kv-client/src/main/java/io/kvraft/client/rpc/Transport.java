@@ -16,6 +16,10 @@ import io.kvraft.client.proto.KvProto.ErrorCode;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Asynchronous request/response over jraft's bolt RPC client. Failures of the transport become
@@ -26,8 +30,16 @@ import java.util.concurrent.Executor;
 public final class Transport implements AutoCloseable {
 
     private static final Executor DIRECT = Runnable::run;
+    /** How long after its own timeout a call is failed here if bolt never reported it (see {@link #call}). */
+    static final long LOST_CALLBACK_GRACE_MS = 2000;
 
     private final RpcClient rpc;
+    /**
+     * Fails calls whose callback bolt dropped. bolt hands a timed-out call's callback to its shared default
+     * executor (400 threads, queue 600) and drops it when that is full, as a burst of thousands of timeouts
+     * does (seen with 4,096 single-operation requests in flight): the caller would wait forever.
+     */
+    private final ScheduledThreadPoolExecutor lostCallbacks;
     private final ConcurrentHashMap<String, Endpoint> endpoints = new ConcurrentHashMap<>();
 
     /** Plaintext connections. */
@@ -41,6 +53,7 @@ public final class Transport implements AutoCloseable {
      * can live in one process.
      */
     public Transport(TlsConfig tls) {
+        BoltDefaults.apply();
         WireProtocol.register();
         this.rpc = RpcFactoryHelper.rpcFactory().createRpcClient(tls.enabled() ? c -> {
             com.alipay.remoting.rpc.RpcClient bolt = ((com.alipay.sofa.jraft.rpc.impl.BoltRpcClient) c).getRpcClient();
@@ -50,6 +63,12 @@ public final class Transport implements AutoCloseable {
             bolt.option(com.alipay.remoting.config.BoltClientOption.CLI_SSL_KEYSTORE_TYPE, tls.keystoreType());
         } : null);
         rpc.init(new RpcOptions());
+        this.lostCallbacks = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "kv-client-lost-callbacks");
+            t.setDaemon(true);
+            return t;
+        });
+        lostCallbacks.setRemoveOnCancelPolicy(true); // answered calls leave the queue at once
     }
 
     @SuppressWarnings("unchecked")
@@ -90,6 +109,16 @@ public final class Transport implements AutoCloseable {
             f.completeExceptionally(new KvException(k.code(), k.getMessage().substring(k.code().name().length() + 2),
                     "", true));
         }
+        if (!f.isDone()) {
+            try {
+                ScheduledFuture<?> lost = lostCallbacks.schedule(() -> f.completeExceptionally(new KvException(
+                        ErrorCode.TIMEOUT, "no answer from " + target + " in time (bolt reported nothing)")),
+                        Math.max(1, timeoutMs) + LOST_CALLBACK_GRACE_MS, TimeUnit.MILLISECONDS);
+                f.whenComplete((r, e) -> lost.cancel(false));
+            } catch (RejectedExecutionException closed) {
+                // this transport is closed: bolt fails the call itself
+            }
+        }
         return f;
     }
 
@@ -109,5 +138,6 @@ public final class Transport implements AutoCloseable {
     @Override
     public void close() {
         rpc.shutdown();
+        lostCallbacks.shutdownNow();
     }
 }

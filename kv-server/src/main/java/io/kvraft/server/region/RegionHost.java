@@ -5,6 +5,7 @@ import com.alipay.sofa.jraft.entity.PeerId;
 import com.alipay.sofa.jraft.rpc.RaftRpcServerFactory;
 import com.alipay.sofa.jraft.rpc.RpcServer;
 import com.alipay.sofa.jraft.util.Endpoint;
+import io.kvraft.client.rpc.BoltDefaults;
 import io.kvraft.client.rpc.WireProtocol;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
@@ -43,6 +44,7 @@ public final class RegionHost implements AutoCloseable {
     public RegionHost(ServerConfig config, KvStore store, ScheduledExecutorService housekeeping) {
         this.config = config;
         this.peers = config.cluster().peers();
+        BoltDefaults.apply();
         WireProtocol.register();
         RaftOptionsFactory.tuneLogStorage();
         PeerId self = PeerId.parsePeer(config.endpoint());
