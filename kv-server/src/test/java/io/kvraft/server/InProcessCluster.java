@@ -42,20 +42,11 @@ public final class InProcessCluster implements AutoCloseable {
 
     /** @param logStorage raft.logStorage: shared or per-region */
     public static InProcessCluster start(int nodes, int regions, Path dir, String engine, String logStorage) throws IOException {
-        return start(nodes, regions, dir, engine, logStorage, null);
-    }
-
-    /**
-     * @param logStorage           raft.logStorage: shared or per-region
-     * @param appendEntriesThreads raft.appendEntriesThreads, null for the default
-     */
-    public static InProcessCluster start(int nodes, int regions, Path dir, String engine, String logStorage,
-                                         Integer appendEntriesThreads) throws IOException {
         List<String> peers = new ArrayList<>();
         for (int i = 0; i < nodes; i++) {
             peers.add("127.0.0.1:" + freePort());
         }
-        RaftConfig raft = new RaftConfig(1000, 500, 5, true, 0, true, 256, 2, 4096, 1024, logStorage, appendEntriesThreads);
+        RaftConfig raft = new RaftConfig(1000, 500, 5, true, 0, true, 256, 2, 4096, 1024, logStorage);
         List<ServerConfig> configs = new ArrayList<>();
         for (int i = 0; i < nodes; i++) {
             configs.add(new ServerConfig(peers.get(i), dir.resolve("node" + (i + 1)).toString(),

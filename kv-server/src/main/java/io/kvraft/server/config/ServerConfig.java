@@ -148,9 +148,6 @@ public record ServerConfig(
      * @param maxOpsPerEntry            writes per log entry at most
      * @param disruptorBufferSize       jraft's ring buffers per group (smaller saves memory with many groups)
      * @param logStorage                shared (one RocksDB log per node, appends of all groups share fsyncs) or per-region (jraft's)
-     * @param appendEntriesThreads      with the pipeline on, the threads a follower runs all groups' AppendEntries on
-     *                                  (each group and leader stays on one of them, in order); 0 = jraft's own, one
-     *                                  thread per group and leader
      */
     public record RaftConfig(
             Integer electionTimeoutMs,
@@ -163,15 +160,14 @@ public record ServerConfig(
             Integer maxProposalsInflight,
             Integer maxOpsPerEntry,
             Integer disruptorBufferSize,
-            String logStorage,
-            Integer appendEntriesThreads) {
+            String logStorage) {
 
         /** One RocksDB log for all groups of the node (appends share fsyncs). */
         public static final String LOG_SHARED = "shared";
         /** jraft's own: one RocksDB log per group. */
         public static final String LOG_PER_REGION = "per-region";
 
-        public static final RaftConfig DEFAULT = new RaftConfig(null, null, null, null, null, null, null, null, null, null, null, null);
+        public static final RaftConfig DEFAULT = new RaftConfig(null, null, null, null, null, null, null, null, null, null, null);
 
         public RaftConfig {
             electionTimeoutMs = requireNonNullElse(electionTimeoutMs, 5000);
@@ -186,11 +182,6 @@ public record ServerConfig(
             maxOpsPerEntry = requireNonNullElse(maxOpsPerEntry, 4096);
             disruptorBufferSize = requireNonNullElse(disruptorBufferSize, 1024);
             logStorage = requireNonNullElse(logStorage, LOG_SHARED);
-            appendEntriesThreads = requireNonNullElse(appendEntriesThreads, 1);
-            if (appendEntriesThreads < 0 || appendEntriesThreads > 64) {
-                throw new IllegalArgumentException("raft.appendEntriesThreads must be 0 (jraft's thread per group and leader) to 64, got "
-                        + appendEntriesThreads);
-            }
             if (!logStorage.equals(LOG_SHARED) && !logStorage.equals(LOG_PER_REGION)) {
                 throw new IllegalArgumentException("raft.logStorage must be '" + LOG_SHARED + "' or '" + LOG_PER_REGION
                         + "', got '" + logStorage + "'");
@@ -216,12 +207,12 @@ public record ServerConfig(
 
         public RaftConfig withElectionTimeoutMs(int ms) {
             return new RaftConfig(ms, null, electionHeartbeatFactor, sync, snapshotIntervalSecs, replicatorPipeline,
-                    maxReplicatorInflightMsgs, maxProposalsInflight, maxOpsPerEntry, disruptorBufferSize, logStorage, appendEntriesThreads);
+                    maxReplicatorInflightMsgs, maxProposalsInflight, maxOpsPerEntry, disruptorBufferSize, logStorage);
         }
 
         public RaftConfig withSnapshotIntervalSecs(int secs) {
             return new RaftConfig(electionTimeoutMs, startupElectionTimeoutMs, electionHeartbeatFactor, sync, secs, replicatorPipeline,
-                    maxReplicatorInflightMsgs, maxProposalsInflight, maxOpsPerEntry, disruptorBufferSize, logStorage, appendEntriesThreads);
+                    maxReplicatorInflightMsgs, maxProposalsInflight, maxOpsPerEntry, disruptorBufferSize, logStorage);
         }
     }
 

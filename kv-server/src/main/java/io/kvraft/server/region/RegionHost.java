@@ -5,7 +5,6 @@ import com.alipay.sofa.jraft.entity.PeerId;
 import com.alipay.sofa.jraft.rpc.RaftRpcServerFactory;
 import com.alipay.sofa.jraft.rpc.RpcServer;
 import com.alipay.sofa.jraft.util.Endpoint;
-import com.alipay.sofa.jraft.util.RpcFactoryHelper;
 import io.kvraft.client.rpc.BoltDefaults;
 import io.kvraft.client.rpc.WireProtocol;
 import io.kvraft.server.config.ServerConfig;
@@ -34,8 +33,6 @@ public final class RegionHost implements AutoCloseable {
 
     private final ServerConfig config;
     private final RpcServer rpcServer;
-    /** The shared AppendEntries threads (raft.appendEntriesThreads), or null for jraft's thread per group and leader. */
-    private final PooledAppendEntries appendEntries;
     private final Map<Integer, Region> regions = new TreeMap<>();
     private final List<String> peers;
     private final LongAdder writeOps = new LongAdder();
@@ -52,10 +49,7 @@ public final class RegionHost implements AutoCloseable {
         RaftOptionsFactory.tuneLogStorage();
         PeerId self = PeerId.parsePeer(config.endpoint());
         List<PeerId> peerIds = peers.stream().map(PeerId::parsePeer).toList();
-        this.rpcServer = RpcFactoryHelper.rpcFactory().createRpcServer(new Endpoint(self.getIp(), self.getPort()));
-        int aeThreads = config.raft().appendEntriesThreads();
-        this.appendEntries = aeThreads == 0 ? null : new PooledAppendEntries(rpcServer, aeThreads);
-        RaftRpcServerFactory.addRaftRequestProcessors(appendEntries == null ? rpcServer : appendEntries, null, null);
+        this.rpcServer = RaftRpcServerFactory.createRaftRpcServer(new Endpoint(self.getIp(), self.getPort()));
         Path raftRoot = Path.of(config.dataDir(), "raft");
         boolean shared = config.raft().logStorage().equals(RaftConfig.LOG_SHARED);
         RaftDirs.checkLogLayout(raftRoot, shared);
@@ -136,11 +130,6 @@ public final class RegionHost implements AutoCloseable {
         return writeOps.sum();
     }
 
-    /** AppendEntries requests waiting for the shared follower threads, or -1 with jraft's own (raft.appendEntriesThreads: 0). */
-    public int appendEntriesQueued() {
-        return appendEntries == null ? -1 : appendEntries.queued();
-    }
-
     public long readOps() {
         return readOps.sum();
     }
@@ -160,9 +149,6 @@ public final class RegionHost implements AutoCloseable {
         }
         if (started) {
             rpcServer.shutdown();
-        }
-        if (appendEntries != null) {
-            appendEntries.stopExecutors();
         }
         if (sharedLog != null) {
             sharedLog.close(); // after every group has stopped writing to it

@@ -75,7 +75,6 @@ class ServerConfigTest {
                   maxOpsPerEntry: 100
                   disruptorBufferSize: 256
                   logStorage: per-region
-                  appendEntriesThreads: 3
                 limits:
                   maxKeyBytes: 100
                   maxValueBytes: 0
@@ -93,7 +92,7 @@ class ServerConfigTest {
         assertThat(c.cluster().regionCount()).isEqualTo(3);
         assertThat(c.cluster().splitKeys()).containsExactly("55", "aa");
         assertThat(c.store()).isEqualTo(new ServerConfig.StoreConfig("rocksdb", 1L << 20, 2L << 20, "zstd"));
-        assertThat(c.raft()).isEqualTo(new ServerConfig.RaftConfig(2000, 800, 8, false, 0, false, 16, 4, 100, 256, "per-region", 3));
+        assertThat(c.raft()).isEqualTo(new ServerConfig.RaftConfig(2000, 800, 8, false, 0, false, 16, 4, 100, 256, "per-region"));
         assertThat(c.limits()).isEqualTo(new ServerConfig.LimitsConfig(100, 0, 7));
         assertThat(c.balance()).isEqualTo(new ServerConfig.BalanceConfig(false, 250));
     }
@@ -176,7 +175,6 @@ class ServerConfigTest {
             raft: {electionTimeoutMs: 50}                 | raft.electionTimeoutMs
             raft: {electionTimeoutMs: 1000, electionHeartbeatFactor: 1} | raft.electionHeartbeatFactor
             raft: {maxOpsPerEntry: 0}                     | raft: counts and intervals must be positive
-            raft: {appendEntriesThreads: -1}              | raft.appendEntriesThreads must be 0 (jraft's thread per group and leader) to 64, got -1
             limits: {maxBatchOps: 0}                      | limits must be positive
             balance: {intervalMs: 1}                      | balance.intervalMs
             store: {blockCacheBytes: lots}                | key 'store.blockCacheBytes'

@@ -67,7 +67,7 @@ class MetricsEndpointTest {
             peers.add("127.0.0.1:" + LocalClusterConfigs.freePort());
             metricsPorts.add(LocalClusterConfigs.freePort());
         }
-        RaftConfig raft = new RaftConfig(1000, 500, 5, false, 0, true, 256, 2, 4096, 1024, RaftConfig.LOG_SHARED, null);
+        RaftConfig raft = new RaftConfig(1000, 500, 5, false, 0, true, 256, 2, 4096, 1024, RaftConfig.LOG_SHARED);
         for (int i = 0; i < 3; i++) {
             servers.add(KvServer.start(new ServerConfig(peers.get(i), dir.resolve("n" + i).toString(),
                     new ClusterConfig(peers, REGIONS, null), new StoreConfig("memory", null, null, null), raft, null,
@@ -160,9 +160,6 @@ class MetricsEndpointTest {
         assertThat(all).containsPattern("(?m)^kv_node_rpc_executor_queued ").containsPattern("(?m)^kv_node_rpc_executor_active ");
         assertThat(sum(all, "kv_node_rpc_executor_queued", "")).as("bolt's executor is found").isGreaterThanOrEqualTo(0);
         assertThat(sum(all, "kv_node_rpc_executor_active", "")).isGreaterThanOrEqualTo(0);
-        assertThat(all).containsPattern("(?m)^kv_node_append_entries_queued ");
-        assertThat(sum(all, "kv_node_append_entries_queued", "")).as("the shared AppendEntries threads are on by default")
-                .isGreaterThanOrEqualTo(0);
         assertThat(sum(all, "kv_node_write_ops", "")).isGreaterThanOrEqualTo(puts);
         assertThat(sum(all, "jvm_memory_heap_used", "")).isPositive();
         assertThat(all).contains("jvm_gc_collections{gc=").contains("jvm_threads_count");
