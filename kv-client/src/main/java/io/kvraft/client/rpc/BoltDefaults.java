@@ -18,7 +18,7 @@ public final class BoltDefaults {
     private BoltDefaults() {
     }
 
-    /** Call before the first bolt client or server of the JVM is created. */
+    /** Call before the first bolt client or server of the JVM is created ({@link WireProtocol#register} does). */
     public static void apply() {
         if (System.getProperty(QUEUE_PROPERTY) == null) {
             System.setProperty(QUEUE_PROPERTY, QUEUE_SIZE);

@@ -53,7 +53,6 @@ public final class Transport implements AutoCloseable {
      * can live in one process.
      */
     public Transport(TlsConfig tls) {
-        BoltDefaults.apply();
         WireProtocol.register();
         this.rpc = RpcFactoryHelper.rpcFactory().createRpcClient(tls.enabled() ? c -> {
             com.alipay.remoting.rpc.RpcClient bolt = ((com.alipay.sofa.jraft.rpc.impl.BoltRpcClient) c).getRpcClient();

@@ -41,11 +41,12 @@ public final class WireProtocol {
     private WireProtocol() {
     }
 
-    /** Idempotent; call before the first RPC on either side. */
+    /** Idempotent; call before the first RPC on either side (it also applies {@link BoltDefaults}). */
     public static synchronized void register() {
         if (registered) {
             return;
         }
+        BoltDefaults.apply();
         for (String className : PARSERS.keySet()) {
             CustomSerializerManager.registerCustomSerializer(className, SERIALIZER);
         }

@@ -5,7 +5,6 @@ import com.alipay.sofa.jraft.entity.PeerId;
 import com.alipay.sofa.jraft.rpc.RaftRpcServerFactory;
 import com.alipay.sofa.jraft.rpc.RpcServer;
 import com.alipay.sofa.jraft.util.Endpoint;
-import io.kvraft.client.rpc.BoltDefaults;
 import io.kvraft.client.rpc.WireProtocol;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
@@ -44,7 +43,6 @@ public final class RegionHost implements AutoCloseable {
     public RegionHost(ServerConfig config, KvStore store, ScheduledExecutorService housekeeping) {
         this.config = config;
         this.peers = config.cluster().peers();
-        BoltDefaults.apply();
         WireProtocol.register();
         RaftOptionsFactory.tuneLogStorage();
         PeerId self = PeerId.parsePeer(config.endpoint());
