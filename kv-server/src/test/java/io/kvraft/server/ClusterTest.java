@@ -44,13 +44,22 @@ class ClusterTest {
     }
 
     /** One key per region: the region's start key followed by a suffix (region 1 starts at the empty key). */
+    /**
+     * One key inside each region: its start key plus the suffix. The first region's start key is empty, and the
+     * bare suffix would land in a later region (an ASCII letter sorts far above the first split), so its key
+     * starts with a zero byte instead.
+     */
     static List<byte[]> keyPerRegion(List<RegionInfo> regions, String suffix) {
         List<byte[]> keys = new ArrayList<>();
         for (RegionInfo r : regions) {
-            byte[] start = r.getStartKey().toByteArray();
+            byte[] start = r.getStartKey().isEmpty() ? new byte[] {0} : r.getStartKey().toByteArray();
             byte[] s = suffix.getBytes();
             byte[] k = Arrays.copyOf(start, start.length + s.length);
             System.arraycopy(s, 0, k, start.length, s.length);
+            byte[] end = r.getEndKey().toByteArray();
+            if (end.length > 0 && Arrays.compareUnsigned(k, end) >= 0) {
+                throw new IllegalStateException("key for region " + r.getId() + " falls past its end key");
+            }
             keys.add(k);
         }
         return keys;
