@@ -29,6 +29,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.UnaryOperator;
 
 /**
  * One node: its store, its region groups on one RPC port, the KV handlers and the leader balancer.
@@ -49,14 +50,14 @@ public final class KvServer implements AutoCloseable {
     /** Asks peers whether they serve (balancing and hand-off pick only those). */
     private final io.kvraft.client.rpc.Transport peerProbe;
 
-    private KvServer(ServerConfig config) throws IOException {
+    private KvServer(ServerConfig config, UnaryOperator<KvStore> storeWrapper) throws IOException {
         this.config = config;
         if (config.tls().enabled()) {
             ServerTls.apply(config.tls()); // before the first bolt server or client of this JVM starts
         }
         Path dataDir = Path.of(config.dataDir());
         DataDir.prepare(dataDir, config.store().engine());
-        this.store = openStore(config, dataDir);
+        this.store = storeWrapper.apply(openStore(config, dataDir));
         this.housekeeping = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "kv-housekeeping");
             t.setDaemon(true);
@@ -77,7 +78,12 @@ public final class KvServer implements AutoCloseable {
     }
 
     public static KvServer start(ServerConfig config) throws IOException {
-        KvServer server = new KvServer(config);
+        return start(config, UnaryOperator.identity());
+    }
+
+    /** @param storeWrapper wraps the opened store, for tests that make the store slow or faulty */
+    public static KvServer start(ServerConfig config, UnaryOperator<KvStore> storeWrapper) throws IOException {
+        KvServer server = new KvServer(config, storeWrapper);
         try {
             server.host.start();
             server.metrics.start(config.metrics(), config.endpoint());

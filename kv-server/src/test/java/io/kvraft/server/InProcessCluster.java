@@ -9,6 +9,7 @@ import io.kvraft.server.config.ServerConfig.ClusterConfig;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
 import io.kvraft.server.config.ServerConfig.StoreConfig;
 import io.kvraft.server.region.Region;
+import io.kvraft.server.store.KvStore;
 
 import java.io.IOException;
 import java.nio.file.Path;
@@ -16,6 +17,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.UnaryOperator;
 import java.util.stream.Collectors;
 
 import static java.util.concurrent.TimeUnit.SECONDS;
@@ -42,6 +44,12 @@ public final class InProcessCluster implements AutoCloseable {
 
     /** @param logStorage raft.logStorage: shared or per-region */
     public static InProcessCluster start(int nodes, int regions, Path dir, String engine, String logStorage) throws IOException {
+        return start(nodes, regions, dir, engine, logStorage, UnaryOperator.identity());
+    }
+
+    /** @param tweak changes each node's configuration before it starts */
+    public static InProcessCluster start(int nodes, int regions, Path dir, String engine, String logStorage,
+                                         UnaryOperator<ServerConfig> tweak) throws IOException {
         List<String> peers = new ArrayList<>();
         for (int i = 0; i < nodes; i++) {
             peers.add("127.0.0.1:" + freePort());
@@ -49,9 +57,9 @@ public final class InProcessCluster implements AutoCloseable {
         RaftConfig raft = new RaftConfig(1000, 500, 5, true, 0, true, 256, 2, 4096, 1024, logStorage);
         List<ServerConfig> configs = new ArrayList<>();
         for (int i = 0; i < nodes; i++) {
-            configs.add(new ServerConfig(peers.get(i), dir.resolve("node" + (i + 1)).toString(),
+            configs.add(tweak.apply(new ServerConfig(peers.get(i), dir.resolve("node" + (i + 1)).toString(),
                     new ClusterConfig(peers, regions, null), new StoreConfig(engine, 8L << 20, 4L << 20, "lz4"),
-                    raft, null, new BalanceConfig(true, 200)));
+                    raft, null, new BalanceConfig(true, 200))));
         }
         InProcessCluster c = new InProcessCluster(configs);
         try {
@@ -70,7 +78,11 @@ public final class InProcessCluster implements AutoCloseable {
     }
 
     public void startNode(int i) throws IOException {
-        servers[i] = KvServer.start(configs.get(i));
+        startNode(i, UnaryOperator.identity());
+    }
+
+    public void startNode(int i, UnaryOperator<KvStore> storeWrapper) throws IOException {
+        servers[i] = KvServer.start(configs.get(i), storeWrapper);
     }
 
     public void stopNode(int i) {

@@ -75,6 +75,10 @@ public record ServerConfig(
         return new ServerConfig(endpoint, dataDir, cluster, newStore, raft, limits, balance, shutdown, logging, metrics, tls);
     }
 
+    public ServerConfig withBalance(BalanceConfig newBalance) {
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, newBalance, shutdown, logging, metrics, tls);
+    }
+
     /**
      * @param peers       every node's endpoint; every region has a replica on each
      * @param regionCount regions the key space is split into, evenly by the first two key bytes

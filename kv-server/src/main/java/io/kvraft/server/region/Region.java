@@ -83,6 +83,10 @@ public final class Region {
         if (node == null) {
             throw new IllegalStateException("region " + id + ": raft group failed to start");
         }
+        Node started = node;
+        started.addReplicatorStateListener(new ReplicatorLoopBreaker(id,
+                () -> started.snapshot(st -> ReplicatorLoopBreaker.snapshotDone(id, st)),
+                () -> System.nanoTime() / 1_000_000));
     }
 
     void shutdown() {
