@@ -31,7 +31,9 @@ public final class ClusterOptions {
     String scenario;
 
     @Option(names = "--server-jvm-arg", paramLabel = "ARG",
-            description = "An extra JVM argument for the local cluster's servers (repeatable), e.g. -Xmx2g.")
+            description = "An extra JVM argument for the local cluster's servers (repeatable), e.g. -Xmx2g; added"
+                    + " after the defaults -Xms256m -Xmx768m -XX:+UseParallelGC (an -Xmx, -Xms or -XX:+Use...GC of yours"
+                    + " replaces the default one).")
     List<String> serverJvmArgs = new ArrayList<>();
 
     /** The directory of the local cluster's YAML files: --conf-dir, or the scenario's directory under it. */

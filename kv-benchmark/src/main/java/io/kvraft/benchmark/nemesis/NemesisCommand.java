@@ -104,7 +104,8 @@ public final class NemesisCommand implements Callable<Integer> {
     Path out;
 
     @Option(names = "--server-jvm-arg", paramLabel = "ARG",
-            description = "A JVM option for each server, repeatable (default: " + "-Xms256m -Xmx768m -XX:+UseParallelGC).")
+            description = "A JVM option for each server, repeatable; added after the defaults -Xms256m -Xmx768m"
+                    + " -XX:+UseParallelGC (an -Xmx, -Xms or -XX:+Use...GC of yours replaces the default one).")
     List<String> serverJvmArgs = new ArrayList<>();
 
     @Override

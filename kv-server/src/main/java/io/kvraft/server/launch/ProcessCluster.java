@@ -65,7 +65,7 @@ public final class ProcessCluster implements AutoCloseable {
     /**
      * Starts one JVM per server config file, each with its data under {@code dataRoot/nodeN}, and
      * waits up to {@code readyTimeout} until every region has a leader and leaders are balanced.
-     * {@code extraJvmArgs} empty means {@link #DEFAULT_SERVER_JVM_ARGS}.
+     * {@code extraJvmArgs} come after {@link #DEFAULT_SERVER_JVM_ARGS} (see {@link #serverJvmArgs}).
      */
     public static ProcessCluster start(List<Path> configFiles, Path dataRoot, List<String> extraJvmArgs,
                                        Duration readyTimeout) {
@@ -75,8 +75,7 @@ public final class ProcessCluster implements AutoCloseable {
     /** As above, each node launched as {@code launch} says. */
     public static ProcessCluster start(List<Path> configFiles, Path dataRoot, List<String> extraJvmArgs,
                                        Duration readyTimeout, Launch launch) {
-        ProcessCluster c = new ProcessCluster(configFiles, dataRoot,
-                extraJvmArgs.isEmpty() ? DEFAULT_SERVER_JVM_ARGS : extraJvmArgs, launch);
+        ProcessCluster c = new ProcessCluster(configFiles, dataRoot, serverJvmArgs(extraJvmArgs), launch);
         Runtime.getRuntime().addShutdownHook(c.shutdownHook);
         try {
             for (int i = 0; i < configFiles.size(); i++) {
@@ -88,6 +87,28 @@ public final class ProcessCluster implements AutoCloseable {
             c.close();
             throw e;
         }
+    }
+
+    /**
+     * The defaults, then the extra arguments, so that an extra argument such as a profiler agent adds to the
+     * defaults instead of silently dropping the heap limits and the collector. A default is left out where an
+     * extra one takes its place: the JVM refuses two collectors, and an initial heap above the maximum.
+     */
+    static List<String> serverJvmArgs(List<String> extraJvmArgs) {
+        boolean collector = extraJvmArgs.stream().anyMatch(a -> a.matches("-XX:\\+Use\\w*GC"));
+        boolean maxHeap = extraJvmArgs.stream().anyMatch(a -> a.startsWith("-Xmx"));
+        boolean initialHeap = extraJvmArgs.stream().anyMatch(a -> a.startsWith("-Xms"));
+        List<String> args = new ArrayList<>();
+        for (String a : DEFAULT_SERVER_JVM_ARGS) {
+            boolean replaced = (collector && a.matches("-XX:\\+Use\\w*GC"))
+                    || (maxHeap && a.startsWith("-Xmx"))
+                    || ((maxHeap || initialHeap) && a.startsWith("-Xms"));
+            if (!replaced) {
+                args.add(a);
+            }
+        }
+        args.addAll(extraJvmArgs);
+        return List.copyOf(args);
     }
 
     /** Starts (or restarts) node i with its data dir kept. */
