@@ -11,7 +11,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.LongSupplier;
 
 /**
- * Breaks a replication livelock in jraft 1.3.15 (1.4.0 has the same code) that stalls a follower for good.
+ * Breaks a replication livelock in jraft 1.3.15 (1.4.0 has the same code) that stalls a follower until the
+ * leader happens to take its next snapshot.
  *
  * <p>It happens when the leadership moves while a follower installs a snapshot from the old leader and the
  * new leader's own snapshot is older. The new leader's replicator backs its next index down below the
