@@ -43,7 +43,6 @@ class ClusterTest {
         }
     }
 
-    /** One key per region: the region's start key followed by a suffix (region 1 starts at the empty key). */
     /**
      * One key inside each region: its start key plus the suffix. The first region's start key is empty, and the
      * bare suffix would land in a later region (an ASCII letter sorts far above the first split), so its key

@@ -101,14 +101,9 @@ class ReplicatorLoopTest {
     }
 
     private static List<byte[]> keysIn(RegionInfo region, int n) {
-        byte[] start = region.getStartKey().isEmpty() ? new byte[] {0} : region.getStartKey().toByteArray();
         List<byte[]> keys = new ArrayList<>();
         for (int i = 0; i < n; i++) {
-            byte[] suffix = ("k" + i).getBytes(StandardCharsets.UTF_8);
-            byte[] k = new byte[start.length + suffix.length];
-            System.arraycopy(start, 0, k, 0, start.length);
-            System.arraycopy(suffix, 0, k, start.length, suffix.length);
-            keys.add(k);
+            keys.add(ClusterTest.keyPerRegion(List.of(region), "k" + i).get(0));
         }
         return keys;
     }
