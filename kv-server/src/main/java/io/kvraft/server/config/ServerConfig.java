@@ -149,7 +149,8 @@ public record ServerConfig(
      * @param maxReplicatorInflightMsgs AppendEntries in flight per follower when pipelining
      * @param maxProposalsInflight      Raft log entries a region leader has in flight; further writes wait and
      *                                  are coalesced into the next entry as soon as one commits
-     * @param maxOpsPerEntry            writes per log entry at most
+     * @param maxRequestsPerEntry       client requests coalesced into one log entry at most (a batch RPC counts
+     *                                  once, whatever its size); 1 turns the leader's coalescing off
      * @param disruptorBufferSize       jraft's ring buffers per group (smaller saves memory with many groups)
      * @param logStorage                shared (one RocksDB log per node, appends of all groups share fsyncs) or per-region (jraft's)
      */
@@ -162,7 +163,7 @@ public record ServerConfig(
             Boolean replicatorPipeline,
             Integer maxReplicatorInflightMsgs,
             Integer maxProposalsInflight,
-            Integer maxOpsPerEntry,
+            Integer maxRequestsPerEntry,
             Integer disruptorBufferSize,
             String logStorage) {
 
@@ -183,7 +184,7 @@ public record ServerConfig(
             replicatorPipeline = requireNonNullElse(replicatorPipeline, true);
             maxReplicatorInflightMsgs = requireNonNullElse(maxReplicatorInflightMsgs, 256);
             maxProposalsInflight = requireNonNullElse(maxProposalsInflight, 1);
-            maxOpsPerEntry = requireNonNullElse(maxOpsPerEntry, 4096);
+            maxRequestsPerEntry = requireNonNullElse(maxRequestsPerEntry, 4096);
             disruptorBufferSize = requireNonNullElse(disruptorBufferSize, 1024);
             logStorage = requireNonNullElse(logStorage, LOG_SHARED);
             if (!logStorage.equals(LOG_SHARED) && !logStorage.equals(LOG_PER_REGION)) {
@@ -201,7 +202,7 @@ public record ServerConfig(
                 throw new IllegalArgumentException("raft.startupElectionTimeoutMs must be between two heartbeats ("
                         + 2 * (electionTimeoutMs / electionHeartbeatFactor) + " ms) and electionTimeoutMs");
             }
-            if (snapshotIntervalSecs < 0 || maxReplicatorInflightMsgs < 1 || maxProposalsInflight < 1 || maxOpsPerEntry < 1) {
+            if (snapshotIntervalSecs < 0 || maxReplicatorInflightMsgs < 1 || maxProposalsInflight < 1 || maxRequestsPerEntry < 1) {
                 throw new IllegalArgumentException("raft: counts and intervals must be positive");
             }
             if (disruptorBufferSize < 1 || Integer.bitCount(disruptorBufferSize) != 1) {
@@ -211,12 +212,12 @@ public record ServerConfig(
 
         public RaftConfig withElectionTimeoutMs(int ms) {
             return new RaftConfig(ms, null, electionHeartbeatFactor, sync, snapshotIntervalSecs, replicatorPipeline,
-                    maxReplicatorInflightMsgs, maxProposalsInflight, maxOpsPerEntry, disruptorBufferSize, logStorage);
+                    maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize, logStorage);
         }
 
         public RaftConfig withSnapshotIntervalSecs(int secs) {
             return new RaftConfig(electionTimeoutMs, startupElectionTimeoutMs, electionHeartbeatFactor, sync, secs, replicatorPipeline,
-                    maxReplicatorInflightMsgs, maxProposalsInflight, maxOpsPerEntry, disruptorBufferSize, logStorage);
+                    maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize, logStorage);
         }
     }
 

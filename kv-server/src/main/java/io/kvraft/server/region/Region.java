@@ -70,7 +70,7 @@ public final class Region {
         this.fsm = new RegionStateMachine(this, store);
         options.setFsm(fsm);
         this.service = new RaftGroupService(groupId(id), self, options, rpcServer, true);
-        this.proposer = new Coalescer<>(raft.maxProposalsInflight(), raft.maxOpsPerEntry(), 64 << 20,
+        this.proposer = new Coalescer<>(raft.maxProposalsInflight(), raft.maxRequestsPerEntry(), 64 << 20,
                 Integer.MAX_VALUE, WriteProposal::bytes, this::propose);
     }
 

@@ -72,7 +72,7 @@ class ServerConfigTest {
                   replicatorPipeline: false
                   maxReplicatorInflightMsgs: 16
                   maxProposalsInflight: 4
-                  maxOpsPerEntry: 100
+                  maxRequestsPerEntry: 100
                   disruptorBufferSize: 256
                   logStorage: per-region
                 limits:
@@ -174,7 +174,7 @@ class ServerConfigTest {
             raft: {electionTimeoutMs: fast}               | key 'raft.electionTimeoutMs'
             raft: {electionTimeoutMs: 50}                 | raft.electionTimeoutMs
             raft: {electionTimeoutMs: 1000, electionHeartbeatFactor: 1} | raft.electionHeartbeatFactor
-            raft: {maxOpsPerEntry: 0}                     | raft: counts and intervals must be positive
+            raft: {maxRequestsPerEntry: 0}                | raft: counts and intervals must be positive
             limits: {maxBatchOps: 0}                      | limits must be positive
             balance: {intervalMs: 1}                      | balance.intervalMs
             store: {blockCacheBytes: lots}                | key 'store.blockCacheBytes'
