@@ -26,8 +26,9 @@ public final class ClusterOptions {
 
     @Option(names = "--scenario", paramLabel = "NAME",
             description = "Run one of the reference scenarios on a local cluster: s1 (MemoryDB, batching, pipeline),"
-                    + " s2 (RocksDB, batching, pipeline), s3 (MemoryDB, no batching), s4 (MemoryDB, no batching, no"
-                    + " pipeline); the same as --conf-dir <conf-dir>/scenarios/<s1-...>.")
+                    + " s2 (RocksDB, batching, pipeline), s3 (MemoryDB, no batching: one RPC and one log entry per"
+                    + " put), s4 (as s3, no pipeline), s3b (as s3, but the leader still coalesces requests into"
+                    + " log entries); the same as --conf-dir <conf-dir>/scenarios/<s1-...>.")
     String scenario;
 
     @Option(names = "--server-jvm-arg", paramLabel = "ARG",
@@ -46,7 +47,7 @@ public final class ClusterOptions {
             List<Path> match = dirs.filter(d -> d.getFileName().toString().startsWith(scenario.toLowerCase() + "-")
                     || d.getFileName().toString().equals(scenario)).toList();
             if (match.size() != 1) {
-                throw new UsageException("--scenario " + scenario + ": expected one of s1, s2, s3, s4 (directories in "
+                throw new UsageException("--scenario " + scenario + ": expected one of s1, s2, s3, s4, s3b (directories in "
                         + root + ")");
             }
             return match.get(0);

@@ -322,4 +322,31 @@ class ServerConfigTest {
             assertThat(ServerConfig.load(server1).cluster().peers()).containsAll(c.servers());
         }
     }
+
+    /** Each reference scenario's files load, describe one cluster, and set the switches its name promises. */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            # directory                          | engine  | client batching | pipeline | requests per entry
+            s1-memory-batching-pipeline          | memory  | true            | true     | 4096
+            s2-rocksdb-batching-pipeline         | rocksdb | true            | true     | 4096
+            s3-memory-nobatching-pipeline        | memory  | false           | true     | 1
+            s3b-memory-clientnobatching-pipeline | memory  | false           | true     | 4096
+            s4-memory-nobatching-nopipeline      | memory  | false           | false    | 1
+            """)
+    void when_aScenarioIsShipped_then_itsFilesSetTheSwitchesItsNameSays(String dir, String engine, boolean batching,
+                                                                         boolean pipeline, int requestsPerEntry) {
+        Path scenario = SHIPPED.resolve("scenarios").resolve(dir);
+        assumeTrue(Files.isDirectory(scenario), scenario + " not written yet");
+
+        ClientConfig client = ClientConfig.load(scenario.resolve("client.yaml"));
+        assertThat(client.batching().enabled()).as("batching.enabled").isEqualTo(batching);
+        for (int n = 1; n <= 3; n++) {
+            ServerConfig c = ServerConfig.load(scenario.resolve("server-" + n + ".yaml"));
+            assertThat(c.store().engine()).as("server-%d store.engine", n).isEqualTo(engine);
+            assertThat(c.raft().replicatorPipeline()).as("server-%d raft.replicatorPipeline", n).isEqualTo(pipeline);
+            assertThat(c.raft().maxRequestsPerEntry()).as("server-%d raft.maxRequestsPerEntry", n)
+                    .isEqualTo(requestsPerEntry);
+            assertThat(c.cluster().peers()).containsAll(client.servers());
+        }
+    }
 }
