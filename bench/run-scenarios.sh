@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Runs the four reference scenarios (conf/scenarios/s1..s4) on a fresh local 3-node cluster each, with the
-# same workload, and prints one summary line per run; with --repeat N the four run N times, interleaved
-# (s1 s2 s3 s4, s1 s2 s3 s4, ...) so that the machine's drift hits them alike, and the medians and the
-# ratios of the medians follow.
+# Runs the reference scenarios (conf/scenarios/s1..s4, and s3b: S3 with the leader's coalescing left on) on a
+# fresh local 3-node cluster each, with the same workload, and prints one summary line per run; with --repeat N
+# they run N times, interleaved (s1 s2 s3 s3b s4, s1 s2 ...) so that the machine's drift hits them alike, and
+# the medians and the ratios of the medians follow.
 # Usage: bench/run-scenarios.sh [--repeat N] [extra kv-benchmark options, e.g. --inflight 16 --duration 60]
 # Defaults: one round; 8 threads x 512 = 4,096 requests in flight, 60 s warm-up (fresh JVMs JIT-compile for
-# about a minute on two cores), 30 s measured; pass --warmup to choose another warm-up. A round takes ~11 min.
+# about a minute on two cores), 30 s measured; pass --warmup to choose another warm-up. A round takes ~14 min.
 # Results (full reports and JSON) go to out/scenarios/<scenario>/ (run-K/ with --repeat).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,8 +63,9 @@ for s in conf/scenarios/s*/; do
 done
 ratio() { awk -v a="$2" -v b="$3" -v l="$1" 'BEGIN {if (a > 0 && b > 0) printf "%s = %.2f\n", l, a / b; else print l " = n/a"}'; }
 key() { for k in "${!med[@]}"; do if [[ "$k" == "$1"* ]]; then echo "$k"; fi; done; }
-s1=$(key s1-); s2=$(key s2-); s3=$(key s3-); s4=$(key s4-)
+s1=$(key s1-); s2=$(key s2-); s3=$(key s3-); s3b=$(key s3b-); s4=$(key s4-)
 echo "ratios of the medians (reference directions: S1/S3 >= 2, S3/S4 >= 1, S1/S2 > 1):"
 ratio "  S1/S3" "${med[$s1]:-0}" "${med[$s3]:-0}"
 ratio "  S3/S4" "${med[$s3]:-0}" "${med[$s4]:-0}"
 ratio "  S1/S2" "${med[$s1]:-0}" "${med[$s2]:-0}"
+ratio "  S1/S3b (client batching alone)" "${med[$s1]:-0}" "${med[$s3b]:-0}"
