@@ -29,7 +29,7 @@ for a in "${args[@]+"${args[@]}"}"; do case "$a" in --warmup|--warmup=*) warmup=
 mkdir -p out/scenarios
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
-fmt='%-34s %4s %10s %9s %9s %9s %14s %s\n'
+fmt='%-36s %4s %10s %9s %9s %9s %14s %s\n'
 printf "$fmt" scenario run ops/s p50_ms p99_ms p99.9_ms server_us/op peak_rss_MiB
 for run in $(seq 1 "$repeat"); do
   for s in conf/scenarios/s*/; do
@@ -52,13 +52,13 @@ done
 # column $2 of the runs of scenario $1, median (the lower middle one for an even count)
 median() { awk -v s="$1" -v c="$2" '$1 == s {print $c}' "$results" | sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]}'; }
 echo
-printf '%-34s %5s %10s %9s %9s %9s %14s\n' "median of $repeat runs" runs ops/s p50_ms p99_ms p99.9_ms server_us/op
+printf '%-36s %5s %10s %9s %9s %9s %14s\n' "median of $repeat runs" runs ops/s p50_ms p99_ms p99.9_ms server_us/op
 declare -A med
 for s in conf/scenarios/s*/; do
   name=$(basename "$s")
   n=$(awk -v s="$name" '$1 == s' "$results" | wc -l)
   med[$name]=$(median "$name" 2)
-  printf '%-34s %5s %10s %9s %9s %9s %14s\n' "$name" "$n" "${med[$name]:-FAILED}" "$(median "$name" 3)" \
+  printf '%-36s %5s %10s %9s %9s %9s %14s\n' "$name" "$n" "${med[$name]:-FAILED}" "$(median "$name" 3)" \
     "$(median "$name" 4)" "$(median "$name" 5)" "$(median "$name" 6)"
 done
 ratio() { awk -v a="$2" -v b="$3" -v l="$1" 'BEGIN {if (a > 0 && b > 0) printf "%s = %.2f\n", l, a / b; else print l " = n/a"}'; }
