@@ -64,8 +64,10 @@ done
 ratio() { awk -v a="$2" -v b="$3" -v l="$1" 'BEGIN {if (a > 0 && b > 0) printf "%s = %.2f\n", l, a / b; else print l " = n/a"}'; }
 key() { for k in "${!med[@]}"; do if [[ "$k" == "$1"* ]]; then echo "$k"; fi; done; }
 s1=$(key s1-); s2=$(key s2-); s3=$(key s3-); s3b=$(key s3b-); s4=$(key s4-)
+# the median throughput of scenario key $1, or 0 when no such scenario ran
+medof() { if [ -n "$1" ]; then echo "${med[$1]:-0}"; else echo 0; fi; }
 echo "ratios of the medians (reference directions: S1/S3 >= 2, S3/S4 >= 1, S1/S2 > 1):"
-ratio "  S1/S3" "${med[$s1]:-0}" "${med[$s3]:-0}"
-ratio "  S3/S4" "${med[$s3]:-0}" "${med[$s4]:-0}"
-ratio "  S1/S2" "${med[$s1]:-0}" "${med[$s2]:-0}"
-ratio "  S1/S3b (client batching alone)" "${med[$s1]:-0}" "${med[$s3b]:-0}"
+ratio "  S1/S3" "$(medof "$s1")" "$(medof "$s3")"
+ratio "  S3/S4" "$(medof "$s3")" "$(medof "$s4")"
+ratio "  S1/S2" "$(medof "$s1")" "$(medof "$s2")"
+ratio "  S1/S3b (client batching alone)" "$(medof "$s1")" "$(medof "$s3b")"
