@@ -22,9 +22,11 @@ import java.util.function.LongSupplier;
  * until the leader takes a snapshot at or beyond the follower's. With {@code raft.snapshotIntervalSecs} at 600
  * that is up to ten minutes in which the follower applies nothing.
  *
- * <p>Each round trip flips the leader's replicator between probing and replicating, which never happens at
- * that rate otherwise (a down follower stays in probe; a follower with a diverged log is probed back without
- * flipping). So when one peer flips {@link #FLIPS} times within {@link #WINDOW_MS}, the leader takes a
+ * <p>Each round trip changes the leader's replicator state, which never happens at that rate otherwise (a down
+ * follower stays in probe; a follower with a diverged log is probed back without changing state). Depending on
+ * where the follower's rejection sends it, the replicator goes probe, snapshot, replicate (OFFLINE, ONLINE) or
+ * only snapshot, replicate (ONLINE, ONLINE: jraft reports every change, and both map to ONLINE), so every
+ * change counts. When one peer changes state {@link #FLIPS} times within {@link #WINDOW_MS}, the leader takes a
  * snapshot: its applied index is at least the commit index the follower's snapshot came from, so the next
  * install either succeeds or is "not newer" with a next index the follower accepts.
  */
@@ -50,7 +52,7 @@ final class ReplicatorLoopBreaker implements ReplicatorStateListener {
 
     @Override
     public void stateChanged(PeerId peer, ReplicatorState state) {
-        if (state != ReplicatorState.OFFLINE) {
+        if (state != ReplicatorState.OFFLINE && state != ReplicatorState.ONLINE) {
             return;
         }
         long now = clockMs.getAsLong();
@@ -72,7 +74,7 @@ final class ReplicatorLoopBreaker implements ReplicatorStateListener {
             }
             lastSnapshotMs = now;
         }
-        LOG.warn("region {}: replication to {} keeps falling back to probing ({} times in {} ms), which is jraft's "
+        LOG.warn("region {}: replication to {} keeps falling back to probing or snapshots ({} state changes in {} ms), which is jraft's "
                 + "loop when the follower holds a newer snapshot than ours: taking a snapshot to end it",
                 regionId, peer, flips, WINDOW_MS);
         snapshot.run();

@@ -18,8 +18,7 @@ class ReplicatorLoopBreakerTest {
 
     private void flap(PeerId peer, int times, long stepMs) {
         for (int i = 0; i < times; i++) {
-            breaker.stateChanged(peer, ReplicatorState.ONLINE);
-            breaker.stateChanged(peer, ReplicatorState.OFFLINE);
+            breaker.stateChanged(peer, i % 2 == 0 ? ReplicatorState.OFFLINE : ReplicatorState.ONLINE);
             now.addAndGet(stepMs);
         }
     }
@@ -51,9 +50,18 @@ class ReplicatorLoopBreakerTest {
     }
 
     @Test
-    void when_onlyOnlineStatesRepeat_then_nothingHappens() {
-        for (int i = 0; i < 10 * ReplicatorLoopBreaker.FLIPS; i++) {
+    void when_theReplicatorOnlyAlternatesBetweenSnapshotAndReplicate_then_thatCountsToo() {
+        // the loop's other shape: install "not newer", append rejected, install again; both states are ONLINE
+        for (int i = 0; i < ReplicatorLoopBreaker.FLIPS; i++) {
             breaker.stateChanged(follower, ReplicatorState.ONLINE);
+        }
+        assertThat(snapshots).hasValue(1);
+    }
+
+    @Test
+    void when_aReplicatorIsCreatedOrDestroyed_then_thatIsNoFlip() {
+        for (int i = 0; i < 10 * ReplicatorLoopBreaker.FLIPS; i++) {
+            breaker.stateChanged(follower, ReplicatorState.CREATED);
         }
         assertThat(snapshots).hasValue(0);
     }
