@@ -141,8 +141,13 @@ public final class InProcessCluster implements AutoCloseable {
         int regions = configs.get(0).cluster().regionCount();
         long running = java.util.Arrays.stream(servers).filter(java.util.Objects::nonNull).count();
         long share = regions / running;
-        await().atMost(timeoutSecs, SECONDS).pollInterval(java.time.Duration.ofMillis(100)).until(() ->
-                allRegionsLed() && leaderCounts().values().stream().allMatch(c -> c >= share && c <= share + 1));
+        try {
+            await().atMost(timeoutSecs, SECONDS).pollInterval(java.time.Duration.ofMillis(100)).until(() ->
+                    allRegionsLed() && leaderCounts().values().stream().allMatch(c -> c >= share && c <= share + 1));
+        } catch (org.awaitility.core.ConditionTimeoutException e) {
+            throw new AssertionError("leaders not balanced (" + share + " or " + (share + 1) + " per node) within "
+                    + timeoutSecs + " s: " + leaderCounts() + "\n" + describe(), e);
+        }
     }
 
     public String describe() {

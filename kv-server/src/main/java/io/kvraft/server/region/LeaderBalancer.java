@@ -5,6 +5,7 @@ import com.alipay.sofa.jraft.entity.PeerId;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -26,6 +27,8 @@ public final class LeaderBalancer implements Runnable {
     /** Asks a peer whether it serves (is up and not shutting down) before it gets a leader; null: don't ask. */
     private final Function<String, CompletableFuture<Boolean>> serving;
     private final AtomicBoolean asking = new AtomicBoolean();
+    /** Where the next round starts looking among the led regions; only the balancing thread touches it. */
+    private int rotation;
 
     public LeaderBalancer(RegionHost host) {
         this(host, null);
@@ -55,50 +58,64 @@ public final class LeaderBalancer implements Runnable {
         for (String p : host.peers()) {
             counts.put(p, 0);
         }
-        Region anyLed = null;
+        List<Region> led = new ArrayList<>();
         for (Region r : host.regions()) {
             String leader = r.leaderHint();
             if (leader.isEmpty()) {
                 return; // an election is under way; balance once every region has settled
             }
             counts.merge(leader, 1, Integer::sum);
-            if (r.isLeader() && anyLed == null) {
-                anyLed = r;
+            if (r.isLeader()) {
+                led.add(r);
             }
         }
         int mine = counts.getOrDefault(host.endpoint(), 0);
-        if (anyLed == null) {
+        if (led.isEmpty()) {
             return;
         }
-        List<PeerId> alive = anyLed.node().listAlivePeers();
-        String target = null;
-        int least = Integer.MAX_VALUE;
-        for (PeerId p : alive) {
-            String ep = p.getEndpoint().toString();
-            int c = counts.getOrDefault(ep, 0);
-            if (!ep.equals(host.endpoint()) && c < least) {
-                least = c;
-                target = ep;
+        // Each region answers for its own replicas: a peer whose replicator in one group is stuck (installing
+        // a snapshot, reconnecting) may be alive in the others. Start at a different region every round so one
+        // region that cannot hand over does not hold back the rest.
+        int first = Math.floorMod(rotation++, led.size());
+        for (int i = 0; i < led.size(); i++) {
+            Region r = led.get((first + i) % led.size());
+            String target = null;
+            int least = Integer.MAX_VALUE;
+            List<PeerId> alive;
+            try {
+                alive = r.node().listAlivePeers();
+            } catch (IllegalStateException notLeaderAnyMore) {
+                continue;
+            }
+            for (PeerId p : alive) {
+                String ep = p.getEndpoint().toString();
+                int c = counts.getOrDefault(ep, 0);
+                if (!ep.equals(host.endpoint()) && c < least) {
+                    least = c;
+                    target = ep;
+                }
+            }
+            if (target != null && mine > least + 1) {
+                handOver(r, target, mine, least);
+                return;
             }
         }
-        if (target == null || mine <= least + 1) {
-            return;
-        }
+    }
+
+    private void handOver(Region r, String target, int mine, int least) {
         if (serving == null) {
-            transferOne(target, mine, least);
+            transfer(r, target, mine, least);
             return;
         }
         if (!asking.compareAndSet(false, true)) {
             return; // the last round's question is still open
         }
-        String to = target;
-        int fewest = least;
-        serving.apply(to).whenComplete((ok, e) -> {
+        serving.apply(target).whenComplete((ok, e) -> {
             try {
                 if (Boolean.TRUE.equals(ok)) {
-                    transferOne(to, mine, fewest);
+                    transfer(r, target, mine, least);
                 } else {
-                    LOG.debug("not balancing towards {}: it does not serve", to);
+                    LOG.debug("not balancing towards {}: it does not serve", target);
                 }
             } finally {
                 asking.set(false);
@@ -106,15 +123,12 @@ public final class LeaderBalancer implements Runnable {
         });
     }
 
-    private void transferOne(String target, int mine, int least) {
-        for (Region r : host.regions()) {
-            String to = target;
-            if (r.isLeader() && r.node().listAlivePeers().stream().anyMatch(p -> p.getEndpoint().toString().equals(to))) {
-                Status st = r.node().transferLeadershipTo(PeerId.parsePeer(target));
-                LOG.info("region {}: leader {} -> {} to balance ({} vs {} leaders): {}", r.id(), host.endpoint(), target,
-                        mine, least, st.isOk() ? "started" : st.getErrorMsg());
-                return;
-            }
+    private void transfer(Region r, String target, int mine, int least) {
+        if (!r.isLeader()) {
+            return; // lost the leadership while the peer was asked; the next round looks again
         }
+        Status st = r.node().transferLeadershipTo(PeerId.parsePeer(target));
+        LOG.info("region {}: leader {} -> {} to balance ({} vs {} leaders): {}", r.id(), host.endpoint(), target,
+                mine, least, st.isOk() ? "started" : st.getErrorMsg());
     }
 }
