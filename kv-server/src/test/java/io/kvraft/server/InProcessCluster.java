@@ -54,7 +54,7 @@ public final class InProcessCluster implements AutoCloseable {
         for (int i = 0; i < nodes; i++) {
             peers.add("127.0.0.1:" + freePort());
         }
-        RaftConfig raft = new RaftConfig(1000, 500, 5, true, 0, true, 256, 2, 4096, 1024, logStorage);
+        RaftConfig raft = new RaftConfig(1000, 500, 5, true, 0, true, 256, 2, 4096, 1024, logStorage, 2);
         List<ServerConfig> configs = new ArrayList<>();
         for (int i = 0; i < nodes; i++) {
             configs.add(tweak.apply(new ServerConfig(peers.get(i), dir.resolve("node" + (i + 1)).toString(),

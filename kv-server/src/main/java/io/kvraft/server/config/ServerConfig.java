@@ -153,6 +153,9 @@ public record ServerConfig(
      *                                  once, whatever its size); 1 turns the leader's coalescing off
      * @param disruptorBufferSize       jraft's ring buffers per group (smaller saves memory with many groups)
      * @param logStorage                shared (one RocksDB log per node, appends of all groups share fsyncs) or per-region (jraft's)
+     * @param appendEntriesThreads      pool threads on which a follower handles AppendEntries for all its groups (one more
+     *                                  joins while groups hold them all); 0 = jraft's own (with pipelining a thread per
+     *                                  group and leader, 48 per node with 24 groups)
      */
     public record RaftConfig(
             Integer electionTimeoutMs,
@@ -165,14 +168,15 @@ public record ServerConfig(
             Integer maxProposalsInflight,
             Integer maxRequestsPerEntry,
             Integer disruptorBufferSize,
-            String logStorage) {
+            String logStorage,
+            Integer appendEntriesThreads) {
 
         /** One RocksDB log for all groups of the node (appends share fsyncs). */
         public static final String LOG_SHARED = "shared";
         /** jraft's own: one RocksDB log per group. */
         public static final String LOG_PER_REGION = "per-region";
 
-        public static final RaftConfig DEFAULT = new RaftConfig(null, null, null, null, null, null, null, null, null, null, null);
+        public static final RaftConfig DEFAULT = new RaftConfig(null, null, null, null, null, null, null, null, null, null, null, null);
 
         public RaftConfig {
             electionTimeoutMs = requireNonNullElse(electionTimeoutMs, 5000);
@@ -187,6 +191,11 @@ public record ServerConfig(
             maxRequestsPerEntry = requireNonNullElse(maxRequestsPerEntry, 4096);
             disruptorBufferSize = requireNonNullElse(disruptorBufferSize, 1024);
             logStorage = requireNonNullElse(logStorage, LOG_SHARED);
+            appendEntriesThreads = requireNonNullElse(appendEntriesThreads, 2);
+            if (appendEntriesThreads < 0 || appendEntriesThreads > 64) {
+                throw new IllegalArgumentException("raft.appendEntriesThreads must be 0 (jraft's own threads) to 64, got "
+                        + appendEntriesThreads);
+            }
             if (!logStorage.equals(LOG_SHARED) && !logStorage.equals(LOG_PER_REGION)) {
                 throw new IllegalArgumentException("raft.logStorage must be '" + LOG_SHARED + "' or '" + LOG_PER_REGION
                         + "', got '" + logStorage + "'");
@@ -212,12 +221,14 @@ public record ServerConfig(
 
         public RaftConfig withElectionTimeoutMs(int ms) {
             return new RaftConfig(ms, null, electionHeartbeatFactor, sync, snapshotIntervalSecs, replicatorPipeline,
-                    maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize, logStorage);
+                    maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize, logStorage,
+                    appendEntriesThreads);
         }
 
         public RaftConfig withSnapshotIntervalSecs(int secs) {
             return new RaftConfig(electionTimeoutMs, startupElectionTimeoutMs, electionHeartbeatFactor, sync, secs, replicatorPipeline,
-                    maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize, logStorage);
+                    maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize, logStorage,
+                    appendEntriesThreads);
         }
     }
 

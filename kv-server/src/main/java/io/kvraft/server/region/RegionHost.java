@@ -2,7 +2,6 @@ package io.kvraft.server.region;
 
 import com.alipay.sofa.jraft.RaftGroupService;
 import com.alipay.sofa.jraft.entity.PeerId;
-import com.alipay.sofa.jraft.rpc.RaftRpcServerFactory;
 import com.alipay.sofa.jraft.rpc.RpcServer;
 import com.alipay.sofa.jraft.util.Endpoint;
 import io.kvraft.client.rpc.WireProtocol;
@@ -32,6 +31,7 @@ public final class RegionHost implements AutoCloseable {
 
     private final ServerConfig config;
     private final RpcServer rpcServer;
+    private final RaftRpcServers.Server raftServer;
     private final Map<Integer, Region> regions = new TreeMap<>();
     private final List<String> peers;
     private final LongAdder writeOps = new LongAdder();
@@ -47,7 +47,8 @@ public final class RegionHost implements AutoCloseable {
         RaftOptionsFactory.tuneLogStorage();
         PeerId self = PeerId.parsePeer(config.endpoint());
         List<PeerId> peerIds = peers.stream().map(PeerId::parsePeer).toList();
-        this.rpcServer = RaftRpcServerFactory.createRaftRpcServer(new Endpoint(self.getIp(), self.getPort()));
+        this.raftServer = RaftRpcServers.create(new Endpoint(self.getIp(), self.getPort()), config.raft().appendEntriesThreads());
+        this.rpcServer = raftServer.rpc();
         Path raftRoot = Path.of(config.dataDir(), "raft");
         boolean shared = config.raft().logStorage().equals(RaftConfig.LOG_SHARED);
         RaftDirs.checkLogLayout(raftRoot, shared);
@@ -146,7 +147,7 @@ public final class RegionHost implements AutoCloseable {
             }
         }
         if (started) {
-            rpcServer.shutdown();
+            raftServer.shutdown();
         }
         if (sharedLog != null) {
             sharedLog.close(); // after every group has stopped writing to it

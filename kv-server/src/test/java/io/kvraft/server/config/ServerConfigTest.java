@@ -92,7 +92,7 @@ class ServerConfigTest {
         assertThat(c.cluster().regionCount()).isEqualTo(3);
         assertThat(c.cluster().splitKeys()).containsExactly("55", "aa");
         assertThat(c.store()).isEqualTo(new ServerConfig.StoreConfig("rocksdb", 1L << 20, 2L << 20, "zstd"));
-        assertThat(c.raft()).isEqualTo(new ServerConfig.RaftConfig(2000, 800, 8, false, 0, false, 16, 4, 100, 256, "per-region"));
+        assertThat(c.raft()).isEqualTo(new ServerConfig.RaftConfig(2000, 800, 8, false, 0, false, 16, 4, 100, 256, "per-region", 2));
         assertThat(c.limits()).isEqualTo(new ServerConfig.LimitsConfig(100, 0, 7));
         assertThat(c.balance()).isEqualTo(new ServerConfig.BalanceConfig(false, 250));
     }
@@ -198,6 +198,21 @@ class ServerConfigTest {
     void when_disruptorBufferSizeIsAPowerOfTwo_then_itIsAccepted(int size) throws IOException {
         assertThat(ServerConfig.load(write(BASE + "raft: {disruptorBufferSize: " + size + "}\n")).raft().disruptorBufferSize())
                 .isEqualTo(size);
+    }
+
+    @ParameterizedTest(name = "appendEntriesThreads {0}")
+    @ValueSource(ints = {-1, 65, Integer.MIN_VALUE})
+    void when_appendEntriesThreadsIsOutOfRange_then_itIsRejected(int threads) throws IOException {
+        ConfigException e = loadFails(BASE + "raft: {appendEntriesThreads: " + threads + "}\n");
+
+        assertThat(e).hasMessageContaining("raft.appendEntriesThreads must be 0 (jraft's own threads) to 64");
+    }
+
+    @ParameterizedTest(name = "appendEntriesThreads {0}")
+    @ValueSource(ints = {0, 1, 4, 64})
+    void when_appendEntriesThreadsIsInRange_then_itIsAccepted(int threads) throws IOException {
+        assertThat(ServerConfig.load(write(BASE + "raft: {appendEntriesThreads: " + threads + "}\n")).raft().appendEntriesThreads())
+                .isEqualTo(threads);
     }
 
     @Test

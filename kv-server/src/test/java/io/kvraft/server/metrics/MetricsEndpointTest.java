@@ -67,7 +67,7 @@ class MetricsEndpointTest {
             peers.add("127.0.0.1:" + LocalClusterConfigs.freePort());
             metricsPorts.add(LocalClusterConfigs.freePort());
         }
-        RaftConfig raft = new RaftConfig(1000, 500, 5, false, 0, true, 256, 2, 4096, 1024, RaftConfig.LOG_SHARED);
+        RaftConfig raft = new RaftConfig(1000, 500, 5, false, 0, true, 256, 2, 4096, 1024, RaftConfig.LOG_SHARED, 2);
         for (int i = 0; i < 3; i++) {
             servers.add(KvServer.start(new ServerConfig(peers.get(i), dir.resolve("n" + i).toString(),
                     new ClusterConfig(peers, REGIONS, null), new StoreConfig("memory", null, null, null), raft, null,

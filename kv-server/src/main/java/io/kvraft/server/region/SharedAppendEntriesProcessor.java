@@ -1,0 +1,170 @@
+package io.kvraft.server.region;
+
+import com.alipay.sofa.jraft.rpc.RpcRequests.AppendEntriesRequestHeader;
+import com.alipay.sofa.jraft.rpc.impl.core.AppendEntriesRequestProcessor;
+import com.alipay.sofa.jraft.util.NamedThreadFactory;
+import com.alipay.sofa.jraft.util.Utils;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.Queue;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executor;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * jraft's AppendEntries handling on a follower, on a few threads shared by all groups instead of a thread per
+ * group and leader.
+ *
+ * <p>With {@code replicatorPipeline} on, jraft runs each (group, leader) pair's AppendEntries on a thread of
+ * its own so that they are handled in the order they arrived: 48 threads per node with 24 groups, and every
+ * request wakes the one thread it belongs to. On two cores those wake-ups were a large part of the cost of a
+ * pipelined round. Here every pair has a queue of its own, run in order by one thread at a time (so the pair's
+ * requests keep their order), and the pairs share a small pool: a thread that is awake takes the requests of
+ * many pairs in a row.
+ *
+ * <p>A pair that blocks (jraft's handler can wait on its node's locks or on a full log queue) holds one pool
+ * thread, not the others. If queued pairs have waited {@code stallMillis} without any pair starting, the pool
+ * takes one more thread, up to {@link #MAX_THREADS}; it goes back to its size once nothing waits. An earlier
+ * version with fixed stripes let one stuck group stall every group on its stripe (a restarted node never
+ * caught up in CI), which this is built to rule out.
+ *
+ * <p>Written here because neither jraft nor bolt offers a shared, order-keeping executor for this; the request
+ * handling itself is jraft's, unchanged.
+ */
+final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
+
+    private static final Logger LOG = LoggerFactory.getLogger(SharedAppendEntriesProcessor.class);
+
+    /** The pool never grows past this: jraft's own design would use one thread per pair (48 here). */
+    static final int MAX_THREADS = 64;
+    /** Tasks a pair runs before it lets the other pairs in. */
+    private static final int FAIR_SHARE = 64;
+
+    private final int threads;
+    private final long stallNanos;
+    private final ThreadPoolExecutor pool;
+    private final ConcurrentHashMap<String, PairQueue> pairs = new ConcurrentHashMap<>();
+    /** When a pair last started running (System.nanoTime()); volatile writes only, once per run. */
+    private volatile long lastStart = System.nanoTime();
+
+    /**
+     * @param threads     pool threads that serve AppendEntries for all groups of the node while none blocks
+     * @param stallMillis how long queued pairs may wait without any pair starting before the pool grows
+     * @param idleMillis  how long a thread beyond {@code threads} stays idle before it leaves
+     */
+    SharedAppendEntriesProcessor(int threads, long stallMillis, long idleMillis, String name) {
+        super(null);
+        if (threads < 1 || threads > MAX_THREADS) {
+            throw new IllegalArgumentException("threads must be 1 to " + MAX_THREADS + ", got " + threads);
+        }
+        this.threads = threads;
+        this.stallNanos = TimeUnit.MILLISECONDS.toNanos(stallMillis);
+        this.pool = new ThreadPoolExecutor(threads, MAX_THREADS, idleMillis, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(),
+                new NamedThreadFactory(name + "-append-entries-", true));
+    }
+
+    SharedAppendEntriesProcessor(int threads, String name) {
+        this(threads, 200, 10_000, name);
+    }
+
+    @Override
+    public ExecutorSelector executorSelector() {
+        return this::select;
+    }
+
+    private Executor select(String reqClass, Object reqHeader) {
+        String key = reqHeader instanceof AppendEntriesRequestHeader h
+                ? h.getGroupId() + '/' + h.getPeerId() + '/' + h.getServerId() : "";
+        return pairs.computeIfAbsent(key, k -> new PairQueue());
+    }
+
+    /** Pool threads alive right now: more than configured only after pairs held every thread. */
+    int poolThreads() {
+        return pool.getPoolSize();
+    }
+
+    /** Stops the pool after the requests already queued; call once the RPC server is down. */
+    void shutdown() {
+        pool.shutdown();
+        try {
+            pool.awaitTermination(1, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
+     * Called on every request: grows the pool by a thread when queued pairs have waited a stall period with
+     * no pair starting (the threads are all held), and shrinks it back once nothing waits.
+     */
+    private void adjustPool() {
+        int core = pool.getCorePoolSize();
+        if (!pool.getQueue().isEmpty()) {
+            long now = System.nanoTime();
+            if (now - lastStart > stallNanos && core < MAX_THREADS) {
+                pool.setCorePoolSize(core + 1); // starts a thread for the queued pairs
+                lastStart = now; // one more thread per stall period at most
+                LOG.info("AppendEntries pool: {} threads (queued groups waited over {} ms with every thread held)", core + 1,
+                        TimeUnit.NANOSECONDS.toMillis(stallNanos));
+            }
+        } else if (core > threads) {
+            pool.setCorePoolSize(threads); // the extra threads leave once idle for idleMillis
+        }
+    }
+
+    /** One (group, leader) pair's requests, run in arrival order by one pool thread at a time. */
+    private final class PairQueue implements Executor {
+        private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+        private final AtomicInteger size = new AtomicInteger();
+        private final AtomicBoolean scheduled = new AtomicBoolean();
+
+        @Override
+        public void execute(Runnable task) {
+            if (size.incrementAndGet() > Utils.MAX_APPEND_ENTRIES_TASKS_PER_THREAD) {
+                size.decrementAndGet();
+                throw new RejectedExecutionException("AppendEntries queue of a group and leader is full");
+            }
+            tasks.add(task);
+            adjustPool();
+            if (scheduled.compareAndSet(false, true)) {
+                try {
+                    pool.execute(this::run);
+                } catch (RejectedExecutionException stopped) {
+                    scheduled.set(false);
+                    throw stopped;
+                }
+            }
+        }
+
+        void run() {
+            lastStart = System.nanoTime();
+            for (int i = 0; i < FAIR_SHARE; i++) {
+                Runnable task = tasks.poll();
+                if (task == null) {
+                    break;
+                }
+                size.decrementAndGet();
+                try {
+                    task.run();
+                } catch (Throwable t) {
+                    LOG.warn("AppendEntries task failed", t);
+                }
+            }
+            scheduled.set(false);
+            if (!tasks.isEmpty() && scheduled.compareAndSet(false, true)) {
+                try {
+                    pool.execute(this::run);
+                } catch (RejectedExecutionException stopped) {
+                    scheduled.set(false); // shutting down: what is left is dropped, as jraft's executors do
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,110 @@
+package io.kvraft.server.region;
+
+import com.alipay.sofa.jraft.rpc.RpcRequests.AppendEntriesRequest;
+import com.alipay.sofa.jraft.rpc.RpcRequests.AppendEntriesRequestHeader;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static java.util.concurrent.TimeUnit.SECONDS;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+class SharedAppendEntriesProcessorTest {
+
+    private final SharedAppendEntriesProcessor processor = new SharedAppendEntriesProcessor(2, 50, 200, "test");
+
+    @AfterEach
+    void stop() {
+        processor.shutdown();
+    }
+
+    private Executor executorOf(int region, String leader) {
+        AppendEntriesRequestHeader h = AppendEntriesRequestHeader.newBuilder().setGroupId("region-" + region)
+                .setPeerId("127.0.0.1:7001").setServerId(leader).build();
+        return processor.executorSelector().select(AppendEntriesRequest.class.getName(), h);
+    }
+
+    @Test
+    void when_aPairSendsAgain_then_itGetsTheSameQueue_andOtherPairsOthers() {
+        Executor e = executorOf(1, "127.0.0.1:7002");
+        assertThat(executorOf(1, "127.0.0.1:7002")).isSameAs(e);
+        assertThat(executorOf(1, "127.0.0.1:7003")).isNotSameAs(e);
+        assertThat(executorOf(2, "127.0.0.1:7002")).isNotSameAs(e);
+    }
+
+    @Test
+    void when_manyPairsSubmitAtOnce_then_eachPairRunsInOrder_onNoMoreThreadsThanConfigured() {
+        Map<String, List<Integer>> seen = new ConcurrentHashMap<>();
+        Set<Thread> threads = ConcurrentHashMap.newKeySet();
+        int perPair = 500;
+        for (int i = 0; i < perPair; i++) {
+            for (int region = 1; region <= 24; region++) {
+                String pair = "region-" + region;
+                int seq = i;
+                executorOf(region, "127.0.0.1:7002").execute(() -> {
+                    threads.add(Thread.currentThread());
+                    seen.computeIfAbsent(pair, p -> new CopyOnWriteArrayList<>()).add(seq);
+                });
+            }
+        }
+        await().atMost(10, SECONDS).until(() -> seen.size() == 24 && seen.values().stream().allMatch(l -> l.size() == perPair));
+        List<Integer> inOrder = new ArrayList<>();
+        for (int i = 0; i < perPair; i++) {
+            inOrder.add(i);
+        }
+        seen.values().forEach(l -> assertThat(l).isEqualTo(inOrder));
+        assertThat(threads).hasSizeLessThanOrEqualTo(2);
+    }
+
+    @Test
+    void when_pairsBlockEveryThread_then_thePoolGrowsSoTheOtherPairsGoOn_andShrinksBackOnceNothingWaits() {
+        CountDownLatch release = new CountDownLatch(1);
+        CountDownLatch blocked = new CountDownLatch(2);
+        Runnable stuck = () -> {
+            blocked.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        };
+        executorOf(1, "127.0.0.1:7002").execute(stuck);
+        executorOf(2, "127.0.0.1:7002").execute(stuck);
+        await().atMost(5, SECONDS).until(() -> blocked.getCount() == 0);
+
+        // region 3 keeps sending (as a leader's heartbeats and retries do) while both threads are held
+        AtomicInteger threadsWhenRegion3Ran = new AtomicInteger();
+        Executor region3 = executorOf(3, "127.0.0.1:7002");
+        await().atMost(5, SECONDS).until(() -> {
+            region3.execute(() -> threadsWhenRegion3Ran.set(processor.poolThreads()));
+            return threadsWhenRegion3Ran.get() > 0;
+        });
+        assertThat(threadsWhenRegion3Ran.get()).isGreaterThan(2); // the two held threads and one more
+
+        release.countDown();
+        Executor region4 = executorOf(4, "127.0.0.1:7002");
+        await().atMost(5, SECONDS).until(() -> {
+            region4.execute(() -> { });
+            return processor.poolThreads() == 2;
+        });
+    }
+
+    @Test
+    void when_noThreadsOrTooManyAreAsked_then_itIsRefused() {
+        assertThatThrownBy(() -> new SharedAppendEntriesProcessor(0, "none"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("threads must be 1 to 64, got 0");
+        assertThatThrownBy(() -> new SharedAppendEntriesProcessor(65, "many"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("got 65");
+    }
+}
