@@ -66,8 +66,8 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
         }
         this.threads = threads;
         this.stallNanos = TimeUnit.MILLISECONDS.toNanos(stallMillis);
-        this.pool = new ThreadPoolExecutor(threads, MAX_THREADS, idleMillis, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(),
-                new NamedThreadFactory(name + "-append-entries-", true));
+        this.pool = new ThreadPoolExecutor(threads, MAX_THREADS, idleMillis, TimeUnit.MILLISECONDS,
+                new LinkedBlockingQueue<>(), new NamedThreadFactory(name + "-append-entries-", true));
     }
 
     SharedAppendEntriesProcessor(int threads, String name) {
@@ -111,8 +111,8 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
             if (now - lastStart > stallNanos && core < MAX_THREADS) {
                 pool.setCorePoolSize(core + 1); // starts a thread for the queued pairs
                 lastStart = now; // one more thread per stall period at most
-                LOG.info("AppendEntries pool: {} threads (queued groups waited over {} ms with every thread held)", core + 1,
-                        TimeUnit.NANOSECONDS.toMillis(stallNanos));
+                LOG.info("AppendEntries pool: {} threads (queued groups waited over {} ms with every thread held)",
+                        core + 1, TimeUnit.NANOSECONDS.toMillis(stallNanos));
             }
         } else if (core > threads) {
             pool.setCorePoolSize(threads); // the extra threads leave once idle for idleMillis
