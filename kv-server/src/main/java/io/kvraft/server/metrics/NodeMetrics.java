@@ -73,8 +73,8 @@ public final class NodeMetrics implements AutoCloseable {
 
     /**
      * Summed over bolt's default request executors (one per protocol version), which run the Raft RPCs
-     * other than AppendEntries (jraft gives those a single-thread executor per peer connection); -1 if
-     * bolt has none registered.
+     * other than AppendEntries (those run on the AppendEntries pool, or on jraft's thread per group and
+     * leader); -1 if bolt has none registered.
      */
     private static int boltExecutors(java.util.function.ToIntFunction<ThreadPoolExecutor> f) {
         java.util.Set<ThreadPoolExecutor> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
@@ -100,6 +100,8 @@ public final class NodeMetrics implements AutoCloseable {
                 (Gauge<Integer>) () -> host.regions().stream().mapToInt(Region::queuedWriteRequests).sum());
         registry.register("kv.node.rpc_executor_queued", (Gauge<Integer>) () -> boltExecutors(e -> e.getQueue().size()));
         registry.register("kv.node.rpc_executor_active", (Gauge<Integer>) () -> boltExecutors(ThreadPoolExecutor::getActiveCount));
+        registry.register("kv.node.append_entries_threads", (Gauge<Integer>) host::appendEntriesThreads);
+        registry.register("kv.node.append_entries_queued", (Gauge<Integer>) host::appendEntriesQueued);
         registry.register("kv.node.queued_reads", (Gauge<Integer>) () -> host.regions().stream().mapToInt(Region::queuedReads).sum());
         for (Region r : host.regions()) {
             String p = "kv.region." + r.id() + ".";

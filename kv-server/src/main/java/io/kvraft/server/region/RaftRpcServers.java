@@ -30,6 +30,16 @@ final class RaftRpcServers {
 
     /** The server, and the AppendEntries pool to stop after it (null with jraft's own AppendEntries threads). */
     record Server(RpcServer rpc, SharedAppendEntriesProcessor appendEntries) {
+        /** Threads of the AppendEntries pool alive now; -1 with jraft's own threads. */
+        int appendEntriesThreads() {
+            return appendEntries == null ? -1 : appendEntries.poolThreads();
+        }
+
+        /** AppendEntries requests waiting for the pool; -1 with jraft's own threads. */
+        int appendEntriesQueued() {
+            return appendEntries == null ? -1 : appendEntries.queued();
+        }
+
         void shutdown() {
             rpc.shutdown();
             if (appendEntries != null) {

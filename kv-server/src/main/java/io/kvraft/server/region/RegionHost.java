@@ -133,6 +133,16 @@ public final class RegionHost implements AutoCloseable {
         return readOps.sum();
     }
 
+    /** Threads of the follower's AppendEntries pool ({@code raft.appendEntriesThreads}); -1 when it is 0 (jraft's). */
+    public int appendEntriesThreads() {
+        return raftServer.appendEntriesThreads();
+    }
+
+    /** AppendEntries requests waiting for that pool; -1 when it is 0 (jraft's threads, whose queues are not exported). */
+    public int appendEntriesQueued() {
+        return raftServer.appendEntriesQueued();
+    }
+
     @Override
     public void close() {
         for (Region r : regions.values()) {

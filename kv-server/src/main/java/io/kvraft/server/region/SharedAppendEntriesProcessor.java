@@ -90,6 +90,15 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
         return pool.getPoolSize();
     }
 
+    /** AppendEntries requests received and not started yet, over all pairs. */
+    int queued() {
+        int n = 0;
+        for (PairQueue q : pairs.values()) {
+            n += q.size.get();
+        }
+        return n;
+    }
+
     /** Stops the pool after the requests already queued; call once the RPC server is down. */
     void shutdown() {
         pool.shutdown();

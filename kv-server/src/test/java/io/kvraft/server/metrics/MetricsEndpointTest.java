@@ -160,6 +160,11 @@ class MetricsEndpointTest {
         assertThat(all).containsPattern("(?m)^kv_node_rpc_executor_queued ").containsPattern("(?m)^kv_node_rpc_executor_active ");
         assertThat(sum(all, "kv_node_rpc_executor_queued", "")).as("bolt's executor is found").isGreaterThanOrEqualTo(0);
         assertThat(sum(all, "kv_node_rpc_executor_active", "")).isGreaterThanOrEqualTo(0);
+        for (String node : texts) {
+            // raft.appendEntriesThreads 2: every follower has served AppendEntries on its pool (-1 would mean jraft's)
+            assertThat(sum(node, "kv_node_append_entries_threads", "")).isBetween(1.0, 64.0);
+            assertThat(sum(node, "kv_node_append_entries_queued", "")).isGreaterThanOrEqualTo(0);
+        }
         assertThat(sum(all, "kv_node_write_ops", "")).isGreaterThanOrEqualTo(puts);
         assertThat(sum(all, "jvm_memory_heap_used", "")).isPositive();
         assertThat(all).contains("jvm_gc_collections{gc=").contains("jvm_threads_count");
