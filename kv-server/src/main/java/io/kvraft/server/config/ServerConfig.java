@@ -225,6 +225,12 @@ public record ServerConfig(
                     appendEntriesThreads);
         }
 
+        public RaftConfig withAppendEntriesThreads(int threads) {
+            return new RaftConfig(electionTimeoutMs, startupElectionTimeoutMs, electionHeartbeatFactor, sync, snapshotIntervalSecs,
+                    replicatorPipeline, maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize,
+                    logStorage, threads);
+        }
+
         public RaftConfig withSnapshotIntervalSecs(int secs) {
             return new RaftConfig(electionTimeoutMs, startupElectionTimeoutMs, electionHeartbeatFactor, sync, secs, replicatorPipeline,
                     maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize, logStorage,

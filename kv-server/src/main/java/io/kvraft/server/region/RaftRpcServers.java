@@ -1,24 +1,10 @@
 package io.kvraft.server.region;
 
 import com.alipay.sofa.jraft.rpc.RaftRpcServerFactory;
+import com.alipay.sofa.jraft.rpc.RpcProcessor;
 import com.alipay.sofa.jraft.rpc.RpcServer;
-import com.alipay.sofa.jraft.rpc.impl.cli.AddLearnersRequestProcessor;
-import com.alipay.sofa.jraft.rpc.impl.cli.AddPeerRequestProcessor;
-import com.alipay.sofa.jraft.rpc.impl.cli.ChangePeersRequestProcessor;
-import com.alipay.sofa.jraft.rpc.impl.cli.GetLeaderRequestProcessor;
-import com.alipay.sofa.jraft.rpc.impl.cli.GetPeersRequestProcessor;
-import com.alipay.sofa.jraft.rpc.impl.cli.RemoveLearnersRequestProcessor;
-import com.alipay.sofa.jraft.rpc.impl.cli.RemovePeerRequestProcessor;
-import com.alipay.sofa.jraft.rpc.impl.cli.ResetLearnersRequestProcessor;
-import com.alipay.sofa.jraft.rpc.impl.cli.ResetPeerRequestProcessor;
-import com.alipay.sofa.jraft.rpc.impl.cli.SnapshotRequestProcessor;
-import com.alipay.sofa.jraft.rpc.impl.cli.TransferLeaderRequestProcessor;
-import com.alipay.sofa.jraft.rpc.impl.core.GetFileRequestProcessor;
-import com.alipay.sofa.jraft.rpc.impl.core.InstallSnapshotRequestProcessor;
-import com.alipay.sofa.jraft.rpc.impl.core.ReadIndexRequestProcessor;
-import com.alipay.sofa.jraft.rpc.impl.core.RequestVoteRequestProcessor;
-import com.alipay.sofa.jraft.rpc.impl.core.TimeoutNowRequestProcessor;
-import com.alipay.sofa.jraft.rpc.impl.PingRequestProcessor;
+import com.alipay.sofa.jraft.rpc.impl.ConnectionClosedEventListener;
+import com.alipay.sofa.jraft.rpc.impl.core.AppendEntriesRequestProcessor;
 import com.alipay.sofa.jraft.util.Endpoint;
 import com.alipay.sofa.jraft.util.RpcFactoryHelper;
 
@@ -60,28 +46,46 @@ final class RaftRpcServers {
         // jraft's own selector asks for this when the first pipelined request arrives; here it is asked up front.
         RpcFactoryHelper.rpcFactory().ensurePipeline();
         RpcServer rpc = RpcFactoryHelper.rpcFactory().createRpcServer(endpoint);
-        // the list of RaftRpcServerFactory.addRaftRequestProcessors (jraft 1.3.15), but for AppendEntries
         SharedAppendEntriesProcessor appendEntries = new SharedAppendEntriesProcessor(appendEntriesThreads,
                 "raft-" + endpoint.getPort());
-        rpc.registerConnectionClosedEventListener(appendEntries);
-        rpc.registerProcessor(appendEntries);
-        rpc.registerProcessor(new GetFileRequestProcessor(null));
-        rpc.registerProcessor(new InstallSnapshotRequestProcessor(null));
-        rpc.registerProcessor(new RequestVoteRequestProcessor(null));
-        rpc.registerProcessor(new PingRequestProcessor(null));
-        rpc.registerProcessor(new TimeoutNowRequestProcessor(null));
-        rpc.registerProcessor(new ReadIndexRequestProcessor(null));
-        rpc.registerProcessor(new AddPeerRequestProcessor(null));
-        rpc.registerProcessor(new RemovePeerRequestProcessor(null));
-        rpc.registerProcessor(new ResetPeerRequestProcessor(null));
-        rpc.registerProcessor(new ChangePeersRequestProcessor(null));
-        rpc.registerProcessor(new GetLeaderRequestProcessor(null));
-        rpc.registerProcessor(new SnapshotRequestProcessor(null));
-        rpc.registerProcessor(new TransferLeaderRequestProcessor(null));
-        rpc.registerProcessor(new GetPeersRequestProcessor(null));
-        rpc.registerProcessor(new AddLearnersRequestProcessor(null));
-        rpc.registerProcessor(new RemoveLearnersRequestProcessor(null));
-        rpc.registerProcessor(new ResetLearnersRequestProcessor(null));
+        registerProcessors(rpc, appendEntries);
         return new Server(rpc, appendEntries);
+    }
+
+    /** jraft's processors for {@code rpc}, with {@code appendEntries} in place of jraft's AppendEntries processor. */
+    static void registerProcessors(RpcServer rpc, SharedAppendEntriesProcessor appendEntries) {
+        RaftRpcServerFactory.addRaftRequestProcessors(new AppendEntriesSwap(rpc, appendEntries));
+    }
+
+    /**
+     * Hands jraft's own processor list (and its connection listener) on to the server, with jraft's
+     * AppendEntries processor replaced by the shared one, so whatever else a jraft release registers stays.
+     */
+    private record AppendEntriesSwap(RpcServer target, SharedAppendEntriesProcessor shared) implements RpcServer {
+        @Override
+        public void registerProcessor(RpcProcessor<?> processor) {
+            target.registerProcessor(processor instanceof AppendEntriesRequestProcessor ? shared : processor);
+        }
+
+        @Override
+        public void registerConnectionClosedEventListener(ConnectionClosedEventListener listener) {
+            target.registerConnectionClosedEventListener(
+                    listener instanceof AppendEntriesRequestProcessor ? shared : listener);
+        }
+
+        @Override
+        public int boundPort() {
+            return target.boundPort();
+        }
+
+        @Override
+        public boolean init(Void opts) {
+            return target.init(opts);
+        }
+
+        @Override
+        public void shutdown() {
+            target.shutdown();
+        }
     }
 }

@@ -1,0 +1,72 @@
+package io.kvraft.server;
+
+import io.kvraft.client.KvClient;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.server.config.ServerConfig.RaftConfig;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+import static java.util.concurrent.TimeUnit.SECONDS;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/** raft.appendEntriesThreads: followers replicate on the shared pool, or (0) on jraft's own threads. */
+class AppendEntriesThreadsClusterTest {
+
+    private static final int REGIONS = 6;
+
+    @TempDir
+    Path dir;
+
+    @ParameterizedTest(name = "appendEntriesThreads {0}")
+    @ValueSource(ints = {0, 2})
+    void when_writesGoToEveryRegion_then_everyReplicaAppliesThem(int threads) throws Exception {
+        try (InProcessCluster c = InProcessCluster.start(3, REGIONS, dir, "memory", RaftConfig.LOG_SHARED,
+                cfg -> cfg.withRaft(cfg.raft().withAppendEntriesThreads(threads)))) {
+            c.awaitBalanced(30);
+            KvClient client = c.client();
+            List<RegionInfo> regions = client.regions().join();
+            long[] before = new long[REGIONS + 1];
+            for (int r = 1; r <= REGIONS; r++) {
+                for (int n = 0; n < 3; n++) {
+                    before[r] = Math.max(before[r], c.node(n).host().region(r).node().getLastAppliedLogIndex());
+                }
+            }
+            List<CompletableFuture<Void>> puts = new ArrayList<>();
+            byte[] last = null;
+            for (int i = 0; i < 200; i++) {
+                for (byte[] k : ClusterTest.keyPerRegion(regions, "k" + i)) {
+                    puts.add(client.put(k, ("value-" + i).getBytes()));
+                    last = k;
+                }
+            }
+            CompletableFuture.allOf(puts.toArray(CompletableFuture[]::new)).get(30, SECONDS);
+
+            await().atMost(30, SECONDS).untilAsserted(() -> {
+                for (int r = 1; r <= REGIONS; r++) {
+                    List<Long> applied = new ArrayList<>();
+                    for (int n = 0; n < 3; n++) {
+                        applied.add(c.node(n).host().region(r).node().getLastAppliedLogIndex());
+                    }
+                    assertThat(applied).as("applied index of region %d on each node", r).containsOnly(applied.get(0));
+                    assertThat(applied.get(0)).as("region %d applied its writes", r).isGreaterThan(before[r]);
+                }
+            });
+            for (int n = 0; n < 3; n++) {
+                int poolThreads = c.node(n).host().appendEntriesThreads();
+                if (threads == 0) {
+                    assertThat(poolThreads).as("jraft's own threads").isEqualTo(-1);
+                } else {
+                    assertThat(poolThreads).as("the shared pool of node %d", n).isBetween(1, 64);
+                }
+            }
+            assertThat(client.get(last).get(10, SECONDS)).isEqualTo("value-199".getBytes());
+        }
+    }
+}

@@ -1,0 +1,72 @@
+package io.kvraft.server.region;
+
+import com.alipay.sofa.jraft.rpc.RaftRpcServerFactory;
+import com.alipay.sofa.jraft.rpc.RpcProcessor;
+import com.alipay.sofa.jraft.rpc.RpcRequests.AppendEntriesRequest;
+import com.alipay.sofa.jraft.rpc.RpcServer;
+import com.alipay.sofa.jraft.rpc.impl.ConnectionClosedEventListener;
+import com.alipay.sofa.jraft.rpc.impl.core.AppendEntriesRequestProcessor;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+class RaftRpcServersTest {
+
+    /** Records what is registered, as a bolt server would take it. */
+    private static final class Recording implements RpcServer {
+        final List<RpcProcessor<?>> processors = new ArrayList<>();
+        final List<ConnectionClosedEventListener> listeners = new ArrayList<>();
+
+        @Override
+        public void registerConnectionClosedEventListener(ConnectionClosedEventListener listener) {
+            listeners.add(listener);
+        }
+
+        @Override
+        public void registerProcessor(RpcProcessor<?> processor) {
+            processors.add(processor);
+        }
+
+        @Override
+        public int boundPort() {
+            return 0;
+        }
+
+        @Override
+        public boolean init(Void opts) {
+            return true;
+        }
+
+        @Override
+        public void shutdown() {
+        }
+    }
+
+    private final SharedAppendEntriesProcessor shared = new SharedAppendEntriesProcessor(2, "test");
+
+    @AfterEach
+    void stop() {
+        shared.shutdown();
+    }
+
+    @Test
+    void when_theSharedPoolIsOn_then_jraftsProcessorsAreAllRegistered_withOnlyAppendEntriesReplaced() {
+        Recording jraft = new Recording();
+        RaftRpcServerFactory.addRaftRequestProcessors(jraft);
+        Recording ours = new Recording();
+
+        RaftRpcServers.registerProcessors(ours, shared);
+
+        assertThat(ours.processors).extracting(RpcProcessor::interest)
+                .containsExactlyElementsOf(jraft.processors.stream().map(RpcProcessor::interest).toList());
+        RpcProcessor<?> appendEntries = ours.processors.stream()
+                .filter(p -> p.interest().equals(AppendEntriesRequest.class.getName())).findFirst().orElseThrow();
+        assertThat(appendEntries).isSameAs(shared);
+        assertThat(ours.listeners).containsExactly(shared);
+        assertThat(ours.processors).filteredOn(p -> p instanceof AppendEntriesRequestProcessor && p != shared).isEmpty();
+    }
+}
