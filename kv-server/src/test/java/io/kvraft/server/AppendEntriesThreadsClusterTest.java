@@ -69,4 +69,52 @@ class AppendEntriesThreadsClusterTest {
             assertThat(client.get(last).get(10, SECONDS)).isEqualTo("value-199".getBytes());
         }
     }
+
+    /**
+     * A node stopped and started again in the same JVM, on the same port: its peers' connections to the old
+     * server must not keep feeding a server that is gone (bolt keeps accepted connections open on stop unless
+     * it manages them), so every region replicates to the new one.
+     */
+    @ParameterizedTest(name = "appendEntriesThreads {0}")
+    @ValueSource(ints = {0, 2})
+    void when_aNodeRestartsInTheSameJvm_then_everyRegionReplicatesToIt(int threads) throws Exception {
+        try (InProcessCluster c = InProcessCluster.start(3, REGIONS, dir, "memory", RaftConfig.LOG_SHARED,
+                cfg -> cfg.withRaft(cfg.raft().withAppendEntriesThreads(threads)))) {
+            c.awaitBalanced(30);
+            KvClient client = c.client();
+            List<RegionInfo> regions = client.regions().join();
+            writeEveryRegion(client, regions, "before");
+            awaitReplicasEqual(c);
+
+            c.stopNode(2);
+            c.startNode(2);
+            writeEveryRegion(client, regions, "after");
+            awaitReplicasEqual(c);
+            List<byte[]> keys = ClusterTest.keyPerRegion(regions, "after");
+            for (int r = 1; r <= REGIONS; r++) {
+                assertThat(c.node(2).store().get(keys.get(r - 1))).as("region %d on the restarted node", r)
+                        .isEqualTo("after".getBytes());
+            }
+        }
+    }
+
+    private static void writeEveryRegion(KvClient client, List<RegionInfo> regions, String value) throws Exception {
+        List<CompletableFuture<Void>> puts = new ArrayList<>();
+        for (byte[] k : ClusterTest.keyPerRegion(regions, value)) {
+            puts.add(client.put(k, value.getBytes()));
+        }
+        CompletableFuture.allOf(puts.toArray(CompletableFuture[]::new)).get(30, SECONDS);
+    }
+
+    private static void awaitReplicasEqual(InProcessCluster c) {
+        await().atMost(20, SECONDS).untilAsserted(() -> {
+            for (int r = 1; r <= REGIONS; r++) {
+                List<Long> applied = new ArrayList<>();
+                for (int n = 0; n < 3; n++) {
+                    applied.add(c.node(n).host().region(r).node().getLastAppliedLogIndex());
+                }
+                assertThat(applied).as("applied index of region %d on each node", r).containsOnly(applied.get(0));
+            }
+        });
+    }
 }

@@ -38,14 +38,15 @@ final class RaftRpcServers {
     }
 
     static Server create(Endpoint endpoint, int appendEntriesThreads) {
+        RpcServer rpc = RpcFactoryHelper.rpcFactory().createRpcServer(endpoint);
         if (appendEntriesThreads == 0) {
-            return new Server(RaftRpcServerFactory.createRaftRpcServer(endpoint), null);
+            RaftRpcServerFactory.addRaftRequestProcessors(rpc);
+            return new Server(rpc, null);
         }
         // bolt must hand each batch of decoded requests on, in order, from the IO thread; by default it passes
         // the batch to its default executor, where two batches of one connection can overtake each other.
         // jraft's own selector asks for this when the first pipelined request arrives; here it is asked up front.
         RpcFactoryHelper.rpcFactory().ensurePipeline();
-        RpcServer rpc = RpcFactoryHelper.rpcFactory().createRpcServer(endpoint);
         SharedAppendEntriesProcessor appendEntries = new SharedAppendEntriesProcessor(appendEntriesThreads,
                 "raft-" + endpoint.getPort());
         registerProcessors(rpc, appendEntries);

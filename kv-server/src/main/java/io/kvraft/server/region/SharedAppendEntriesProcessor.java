@@ -31,9 +31,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>A pair that blocks (jraft's handler can wait on its node's locks or on a full log queue) holds one pool
  * thread, not the others. If queued pairs have waited {@code stallMillis} without any pair starting, the pool
- * takes one more thread, up to {@link #MAX_THREADS}; it goes back to its size once nothing waits. An earlier
- * version with fixed stripes let one stuck group stall every group on its stripe (a restarted node never
- * caught up in CI), which this is built to rule out.
+ * takes one more thread, up to {@link #MAX_THREADS}; it goes back to its size once nothing waits. With fixed
+ * stripes instead, one stuck group would stall every group on its stripe.
  *
  * <p>Written here because neither jraft nor bolt offers a shared, order-keeping executor for this; the request
  * handling itself is jraft's, unchanged.
@@ -99,14 +98,15 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
         return n;
     }
 
-    /** Stops the pool after the requests already queued; call once the RPC server is down. */
+    /**
+     * Lets the pool's threads leave once idle, without refusing work. A stopped bolt server leaves the
+     * connections it accepted open when it shares the JVM with others (its worker event loop is shared), so
+     * peers can go on sending to this processor after the node stopped; jraft's handler passes such requests
+     * to whichever node now runs the group in this JVM, as jraft's own per-pair executors, which it never
+     * stops, do. Refusing them instead left a node restarted in the same JVM behind for good.
+     */
     void shutdown() {
-        pool.shutdown();
-        try {
-            pool.awaitTermination(1, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        pool.allowCoreThreadTimeOut(true);
     }
 
     /**
@@ -143,12 +143,7 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
             tasks.add(task);
             adjustPool();
             if (scheduled.compareAndSet(false, true)) {
-                try {
-                    pool.execute(this::run);
-                } catch (RejectedExecutionException stopped) {
-                    scheduled.set(false);
-                    throw stopped;
-                }
+                pool.execute(this::run); // never refused: the queue is unbounded and the pool never shut down
             }
         }
 
@@ -168,11 +163,7 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
             }
             scheduled.set(false);
             if (!tasks.isEmpty() && scheduled.compareAndSet(false, true)) {
-                try {
-                    pool.execute(this::run);
-                } catch (RejectedExecutionException stopped) {
-                    scheduled.set(false); // shutting down: what is left is dropped, as jraft's executors do
-                }
+                pool.execute(this::run);
             }
         }
     }
