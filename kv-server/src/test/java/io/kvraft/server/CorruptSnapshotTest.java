@@ -68,6 +68,11 @@ class CorruptSnapshotTest {
             cluster.stopNode(2);
             await().atMost(30, SECONDS).until(cluster::allRegionsLed);
             putAll(c, keys, "round-3");
+            // both live nodes have applied round 3 before they snapshot: whichever of them leads the region when
+            // the node comes back sends a snapshot that holds it (a follower lagging by a heartbeat would send
+            // round 2, which the watcher below could not tell from the refused local data)
+            await().atMost(30, SECONDS).until(() -> regions.stream().allMatch(r ->
+                    appliedIndex(cluster.node(0), r.getId()) == appliedIndex(cluster.node(1), r.getId())));
             // the leaders snapshot again, so the region can only come back by a snapshot install
             snapshotAllRegions(cluster.node(0));
             snapshotAllRegions(cluster.node(1));
@@ -157,5 +162,9 @@ class CorruptSnapshotTest {
 
     private static void putAll(KvClient c, List<byte[]> keys, String round) {
         CompletableFuture.allOf(keys.stream().map(k -> c.put(k, value(round, k))).toArray(CompletableFuture[]::new)).join();
+    }
+
+    private static long appliedIndex(KvServer node, long region) {
+        return node.host().region((int) region).node().getLastAppliedLogIndex();
     }
 }
