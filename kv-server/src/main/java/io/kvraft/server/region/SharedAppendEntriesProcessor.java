@@ -49,7 +49,7 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
     private final int threads;
     private final long stallNanos;
     private final ThreadPoolExecutor pool;
-    private final ConcurrentHashMap<String, PairQueue> pairs = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<PairKey, PairQueue> pairs = new ConcurrentHashMap<>();
     /** When a pair last started running (System.nanoTime()); volatile writes only, once per run. */
     private volatile long lastStart = System.nanoTime();
 
@@ -79,9 +79,14 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
     }
 
     private Executor select(String reqClass, Object reqHeader) {
-        String key = reqHeader instanceof AppendEntriesRequestHeader h
-                ? h.getGroupId() + '/' + h.getPeerId() + '/' + h.getServerId() : "";
+        PairKey key = reqHeader instanceof AppendEntriesRequestHeader h
+                ? new PairKey(h.getGroupId(), h.getPeerId(), h.getServerId()) : PairKey.NONE;
         return pairs.computeIfAbsent(key, k -> new PairQueue());
+    }
+
+    /** A group, the follower it is on and the leader that sends (the header's strings cache their hashes). */
+    private record PairKey(String group, String peer, String leader) {
+        static final PairKey NONE = new PairKey("", "", "");
     }
 
     /** Pool threads alive right now: more than configured only after pairs held every thread. */
@@ -99,11 +104,10 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
     }
 
     /**
-     * Lets the pool's threads leave once idle, without refusing work. A stopped bolt server leaves the
-     * connections it accepted open when it shares the JVM with others (its worker event loop is shared), so
-     * peers can go on sending to this processor after the node stopped; jraft's handler passes such requests
-     * to whichever node now runs the group in this JVM, as jraft's own per-pair executors, which it never
-     * stops, do. Refusing them instead left a node restarted in the same JVM behind for good.
+     * Lets the pool's threads leave once idle, without refusing work: requests that reach this processor after
+     * the node stopped (on a connection not closed yet) go, through jraft's handler, to whichever node now runs
+     * the group in this JVM, as with jraft's own per-pair executors, which it never stops. Refusing them left a
+     * node restarted in the same JVM behind.
      */
     void shutdown() {
         pool.allowCoreThreadTimeOut(true);
@@ -133,6 +137,7 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
         private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
         private final AtomicInteger size = new AtomicInteger();
         private final AtomicBoolean scheduled = new AtomicBoolean();
+        private final Runnable drain = this::run;
 
         @Override
         public void execute(Runnable task) {
@@ -143,7 +148,7 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
             tasks.add(task);
             adjustPool();
             if (scheduled.compareAndSet(false, true)) {
-                pool.execute(this::run); // never refused: the queue is unbounded and the pool never shut down
+                pool.execute(drain); // never refused: the queue is unbounded and the pool never shut down
             }
         }
 
@@ -163,7 +168,7 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
             }
             scheduled.set(false);
             if (!tasks.isEmpty() && scheduled.compareAndSet(false, true)) {
-                pool.execute(this::run);
+                pool.execute(drain);
             }
         }
     }
