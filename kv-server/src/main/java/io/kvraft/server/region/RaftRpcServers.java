@@ -1,6 +1,8 @@
 package io.kvraft.server.region;
 
+import com.alipay.remoting.Connection;
 import com.alipay.sofa.jraft.rpc.RaftRpcServerFactory;
+import com.alipay.sofa.jraft.rpc.impl.BoltRpcServer;
 import com.alipay.sofa.jraft.rpc.RpcProcessor;
 import com.alipay.sofa.jraft.rpc.RpcServer;
 import com.alipay.sofa.jraft.rpc.impl.ConnectionClosedEventListener;
@@ -27,6 +29,13 @@ final class RaftRpcServers {
         }
 
         void shutdown() {
+            // bolt shares one worker event loop per JVM and leaves the connections a stopped server accepted
+            // open, so peers in the same JVM would go on sending to this stopped node's processors (a node
+            // restarted in-process got neither its AppendEntries nor the balancer's serving probes); close them,
+            // as a process exit would
+            if (rpc instanceof BoltRpcServer bolt && bolt.getServer().getConnectionManager() != null) {
+                bolt.getServer().getConnectionManager().getAll().values().forEach(l -> l.forEach(Connection::close));
+            }
             rpc.shutdown();
             if (appendEntries != null) {
                 appendEntries.shutdown();
