@@ -83,6 +83,7 @@ public final class KvServer implements AutoCloseable {
 
     /** @param storeWrapper wraps the opened store, for tests that make the store slow or faulty */
     public static KvServer start(ServerConfig config, UnaryOperator<KvStore> storeWrapper) throws IOException {
+        JraftDefaults.apply(); // too late if jraft is loaded already (ServerMain applies them first thing)
         JvmSignals.loadJraftKeepingUsr2();
         KvServer server = new KvServer(config, storeWrapper);
         try {

@@ -29,6 +29,7 @@ public final class ServerMain implements Callable<Integer> {
     Path dataDir;
 
     public static void main(String[] args) {
+        JraftDefaults.apply();
         io.kvraft.client.rpc.BoltLogging.init();
         int code = new CommandLine(new ServerMain()).execute(args);
         if (code != 0) {
