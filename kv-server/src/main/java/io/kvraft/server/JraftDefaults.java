@@ -2,7 +2,7 @@ package io.kvraft.server;
 
 /**
  * jraft settings that are system properties, read once when jraft's classes load, so they are set here
- * before that happens.
+ * before that happens (as {@code BoltDefaults} does for bolt's).
  *
  * <p>{@code jraft.closure.threadpool.size.max}: jraft runs closures and replicator wake-ups on one pool per JVM
  * (JRaft-Group-Default) that hands each task over a SynchronousQueue and starts a thread when none is waiting,
@@ -12,7 +12,7 @@ package io.kvraft.server;
  * active threads = 26", then client timeouts on that region). A node under load uses about 16 of these
  * threads; the cap is raised so that a burst cannot cut a region off. A value set by the user is kept.
  */
-public final class JraftDefaults {
+final class JraftDefaults {
 
     static final String CLOSURE_POOL_MAX = "jraft.closure.threadpool.size.max";
     static final int CLOSURE_POOL_MAX_VALUE = 1024;
@@ -21,7 +21,7 @@ public final class JraftDefaults {
     }
 
     /** Sets the defaults that are not set yet; call before any jraft class loads (first thing in main). */
-    public static void apply() {
+    static void apply() {
         if (System.getProperty(CLOSURE_POOL_MAX) == null) {
             System.setProperty(CLOSURE_POOL_MAX, Integer.toString(CLOSURE_POOL_MAX_VALUE));
         }
