@@ -145,8 +145,11 @@ public record ServerConfig(
      * @param electionHeartbeatFactor   election timeout / heartbeat interval
      * @param sync                      fsync the Raft log before acknowledging (durability across power loss)
      * @param snapshotIntervalSecs      each region snapshots its store this often (0 = never) and the log is truncated
-     * @param replicatorPipeline        pipeline AppendEntries to followers (jraft RaftOptions.replicatorPipeline)
-     * @param maxReplicatorInflightMsgs AppendEntries in flight per follower when pipelining
+     * @param replicatorPipeline        pipeline AppendEntries to followers (jraft RaftOptions.replicatorPipeline); off
+     *                                  also holds the leader to two AppendEntries outstanding per follower, the least
+     *                                  jraft's replicator works with (jraft's flag alone changes only the followers)
+     * @param maxReplicatorInflightMsgs jraft's limit on AppendEntries in flight per follower when pipelining (jraft
+     *                                  lets one more than this be outstanding); not used with the pipeline off
      * @param maxProposalsInflight      Raft log entries a region leader has in flight; further writes wait and
      *                                  are coalesced into the next entry as soon as one commits
      * @param maxRequestsPerEntry       client requests coalesced into one log entry at most (a batch RPC counts

@@ -24,6 +24,9 @@ import java.util.List;
 /** The one place where our YAML records become jraft's option objects. */
 final class RaftOptionsFactory {
 
+    /** The smallest {@code maxReplicatorInflightMsgs} jraft's replicator works with: two AppendEntries outstanding. */
+    static final int NO_PIPELINE_INFLIGHT_LIMIT = 1;
+
     private static volatile boolean logStorageTuned;
 
     private RaftOptionsFactory() {
@@ -66,13 +69,24 @@ final class RaftOptionsFactory {
         RaftOptions r = new RaftOptions();
         r.setSync(raft.sync());
         r.setReplicatorPipeline(raft.replicatorPipeline());
-        r.setMaxReplicatorInflightMsgs(raft.maxReplicatorInflightMsgs());
+        r.setMaxReplicatorInflightMsgs(replicatorInflightLimit(raft));
         // jraft fixes the heartbeat interval at start as electionTimeout / factor, from the start-up timeout;
         // pick the factor that yields the configured interval (electionTimeoutMs / electionHeartbeatFactor)
         int heartbeatMs = raft.electionTimeoutMs() / raft.electionHeartbeatFactor();
         r.setElectionHeartbeatFactor(Math.max(2, raft.startupElectionTimeoutMs() / heartbeatMs));
         r.setDisruptorBufferSize(raft.disruptorBufferSize());
         return r;
+    }
+
+    /**
+     * jraft's {@code maxReplicatorInflightMsgs} for this config. jraft's leader pipelines AppendEntries whatever
+     * {@code replicatorPipeline} says: that flag only changes how a follower orders and answers them, and the
+     * leader keeps up to {@code maxReplicatorInflightMsgs + 1} outstanding per follower either way. So with the
+     * pipeline off the leader is also held to the least jraft's replicator works with, 1 (two outstanding: with 0,
+     * every response counts as one too many and resets the replicator).
+     */
+    static int replicatorInflightLimit(RaftConfig raft) {
+        return raft.replicatorPipeline() ? raft.maxReplicatorInflightMsgs() : NO_PIPELINE_INFLIGHT_LIMIT;
     }
 
     /**
