@@ -25,7 +25,7 @@ import java.util.List;
 final class RaftOptionsFactory {
 
     /** The smallest {@code maxReplicatorInflightMsgs} jraft's replicator works with: two AppendEntries outstanding. */
-    static final int NO_PIPELINE_INFLIGHT_LIMIT = 1;
+    private static final int NO_PIPELINE_INFLIGHT_LIMIT = 1;
 
     private static volatile boolean logStorageTuned;
 
@@ -85,7 +85,7 @@ final class RaftOptionsFactory {
      * pipeline off the leader is also held to the least jraft's replicator works with, 1 (two outstanding: with 0,
      * every response counts as one too many and resets the replicator).
      */
-    static int replicatorInflightLimit(RaftConfig raft) {
+    private static int replicatorInflightLimit(RaftConfig raft) {
         return raft.replicatorPipeline() ? raft.maxReplicatorInflightMsgs() : NO_PIPELINE_INFLIGHT_LIMIT;
     }
 
