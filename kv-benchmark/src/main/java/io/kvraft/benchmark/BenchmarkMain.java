@@ -131,7 +131,8 @@ public final class BenchmarkMain implements Callable<Integer> {
             ClientConfig cc = session.clientConfig();
             WorkloadOptions options = load.toWorkload(duration, warmup, cc.readMode(), cc.batching().enabled());
             KeySpace keys = BenchmarkRun.prepare(options, session.client(), stderr);
-            ServerUsage usage = session.localPids().isEmpty() ? null : ServerUsage.start(session.localPids());
+            ServerUsage usage = session.localPids().isEmpty() ? null
+                    : ServerUsage.start(session.localPids(), session.localSettings());
             RunResult result;
             if (recordAcked == null) {
                 result = BenchmarkRun.measure(options, session.client(), keys, stderr, "");

@@ -2,6 +2,7 @@ package io.kvraft.benchmark;
 
 import io.kvraft.client.KvClient;
 import io.kvraft.client.config.ClientConfig;
+import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.launch.ProcessCluster;
 
 import java.io.IOException;
@@ -12,7 +13,10 @@ import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 
@@ -30,6 +34,7 @@ public final class ClusterSession implements AutoCloseable {
     private final PrintStream log;
     private volatile ProcessCluster cluster;
     private volatile Path dataRoot;
+    private volatile Path confDir;
     private volatile KvClient client;
     private ClientConfig clientConfig;
 
@@ -58,6 +63,7 @@ public final class ClusterSession implements AutoCloseable {
                                 + " .. server-3.yaml; or give --servers or --config to drive a running cluster)");
                     }
                 }
+                s.confDir = confDir;
                 s.dataRoot = Files.createTempDirectory("kv-benchmark-");
                 log.println("starting a local 3-node cluster from " + confDir + " (data in " + s.dataRoot + ")");
                 s.cluster = ProcessCluster.start(files, s.dataRoot, List.copyOf(c.serverJvmArgs), READY_TIMEOUT);
@@ -103,6 +109,26 @@ public final class ClusterSession implements AutoCloseable {
     /** PIDs of the local cluster's servers; empty when driving a running cluster. */
     public List<Long> localPids() {
         return cluster == null ? List.of() : cluster.pids();
+    }
+
+    /**
+     * The local cluster's settings that a result depends on, one line per distinct set (usually one), each
+     * naming the conf dir and the nodes it applies to; empty when driving a running cluster.
+     */
+    public List<String> localSettings() {
+        return cluster == null ? List.of() : settingsLines(confDir, cluster.configs());
+    }
+
+    /** One line per distinct {@link ServerConfig#summary()}, naming the nodes it applies to when they differ. */
+    static List<String> settingsLines(Path confDir, List<ServerConfig> configs) {
+        Map<String, List<Integer>> nodesBySummary = new LinkedHashMap<>();
+        for (int i = 0; i < configs.size(); i++) {
+            nodesBySummary.computeIfAbsent(configs.get(i).summary(), k -> new ArrayList<>()).add(i + 1);
+        }
+        List<String> lines = new ArrayList<>();
+        nodesBySummary.forEach((summary, nodes) -> lines.add("settings (" + confDir
+                + (nodesBySummary.size() == 1 ? "" : ", node " + nodes) + "): " + summary));
+        return lines;
     }
 
     public KvClient client() {

@@ -11,20 +11,23 @@ import java.util.Locale;
 
 /**
  * CPU time and peak memory of the local cluster's server processes, so a run reports what it cost
- * the servers: CPU microseconds per operation and peak RSS per node.
+ * the servers: CPU microseconds per operation and peak RSS per node, after the settings they ran with.
  */
 final class ServerUsage {
 
     private final List<Long> pids;
+    private final List<String> settings;
     private final long cpuNanosAtStart;
 
-    private ServerUsage(List<Long> pids) {
+    private ServerUsage(List<Long> pids, List<String> settings) {
         this.pids = pids;
+        this.settings = settings;
         this.cpuNanosAtStart = cpuNanos(pids);
     }
 
-    static ServerUsage start(List<Long> pids) {
-        return new ServerUsage(List.copyOf(pids));
+    /** @param settings lines that say how the servers were set up, printed first */
+    static ServerUsage start(List<Long> pids, List<String> settings) {
+        return new ServerUsage(List.copyOf(pids), List.copyOf(settings));
     }
 
     /** Prints one block: server CPU per operation over {@code operations}, and each node's peak RSS. */
@@ -37,6 +40,7 @@ final class ServerUsage {
         }
         out.println();
         out.println("-- Servers (local cluster) " + "-".repeat(53));
+        settings.forEach(out::println);
         out.printf(Locale.ROOT, "server CPU: %.1f us per operation (%.2f cores on average, warm-up included)%n",
                 operations == 0 ? 0.0 : cpu / 1000.0 / operations, cpu / 1e9 / seconds);
         out.println("peak RSS per node (MiB): " + String.join(" / ", rss));

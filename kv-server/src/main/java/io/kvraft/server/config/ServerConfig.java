@@ -53,6 +53,21 @@ public record ServerConfig(
         }
     }
 
+    /**
+     * The settings a benchmark result depends on, on one line, for reports: the store, the Raft log and
+     * replication switches, what the pipeline switch does to a leader, and TLS.
+     */
+    public String summary() {
+        String pipeline = raft.replicatorPipeline()
+                ? "raft.replicatorPipeline=true raft.maxReplicatorInflightMsgs=" + raft.maxReplicatorInflightMsgs()
+                : "raft.replicatorPipeline=false (at most 2 AppendEntries outstanding per follower)";
+        return "regions=" + cluster.regionCount() + " store.engine=" + store.engine() + " raft.sync=" + raft.sync()
+                + " raft.logStorage=" + raft.logStorage() + " " + pipeline
+                + " raft.maxProposalsInflight=" + raft.maxProposalsInflight()
+                + " raft.maxRequestsPerEntry=" + raft.maxRequestsPerEntry()
+                + " raft.appendEntriesThreads=" + raft.appendEntriesThreads() + " tls=" + tls.enabled();
+    }
+
     /** Without the operational sections: their defaults apply. */
     public ServerConfig(String endpoint, String dataDir, ClusterConfig cluster, StoreConfig store, RaftConfig raft,
                         LimitsConfig limits, BalanceConfig balance) {

@@ -320,6 +320,11 @@ public final class ProcessCluster implements AutoCloseable {
         return null;
     }
 
+    /** The servers' configurations, in config file order. */
+    public List<ServerConfig> configs() {
+        return List.copyOf(configs);
+    }
+
     /** The servers' client addresses, host:port. */
     public List<String> servers() {
         return configs.stream().map(ServerConfig::endpoint).toList();

@@ -362,6 +362,10 @@ class ServerConfigTest {
             assertThat(c.raft().maxRequestsPerEntry()).as("server-%d raft.maxRequestsPerEntry", n)
                     .isEqualTo(requestsPerEntry);
             assertThat(c.cluster().peers()).containsAll(client.servers());
+            assertThat(c.summary()).as("server-%d summary, for reports", n)
+                    .contains("store.engine=" + engine, "raft.maxRequestsPerEntry=" + requestsPerEntry)
+                    .contains(pipeline ? "raft.replicatorPipeline=true raft.maxReplicatorInflightMsgs=256"
+                            : "raft.replicatorPipeline=false (at most 2 AppendEntries outstanding per follower)");
         }
     }
 }
