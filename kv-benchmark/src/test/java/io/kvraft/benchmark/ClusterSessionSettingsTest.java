@@ -4,6 +4,7 @@ import io.kvraft.server.config.ServerConfig;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -13,17 +14,21 @@ class ClusterSessionSettingsTest {
 
     private static final Path SCENARIOS = Path.of("..", "conf", "scenarios");
 
-    private static ServerConfig load(String scenario, int node) {
-        return ServerConfig.load(SCENARIOS.resolve(scenario).resolve("server-" + node + ".yaml"));
+    /** Node i's config from the i-th named scenario directory. */
+    private static List<ServerConfig> configs(String... scenarioPerNode) {
+        List<ServerConfig> configs = new ArrayList<>();
+        for (int i = 0; i < scenarioPerNode.length; i++) {
+            configs.add(ServerConfig.load(SCENARIOS.resolve(scenarioPerNode[i]).resolve("server-" + (i + 1) + ".yaml")));
+        }
+        return configs;
     }
 
     @Test
     void when_allNodesShareTheirSettings_then_oneLineNamesTheConfDirAndWhatThePipelineSwitchDoes() {
-        Path dir = SCENARIOS.resolve("s4-memory-nobatching-nopipeline");
-        List<ServerConfig> configs = List.of(load("s4-memory-nobatching-nopipeline", 1),
-                load("s4-memory-nobatching-nopipeline", 2), load("s4-memory-nobatching-nopipeline", 3));
+        String s4 = "s4-memory-nobatching-nopipeline";
+        Path dir = SCENARIOS.resolve(s4);
 
-        List<String> lines = ClusterSession.settingsLines(dir, configs);
+        List<String> lines = ClusterSession.settingsLines(dir, configs(s4, s4, s4));
 
         assertThat(lines).containsExactly("settings (" + dir + "): regions=24 store.engine=memory raft.sync=true"
                 + " raft.logStorage=shared raft.replicatorPipeline=false (at most 2 AppendEntries outstanding per"
@@ -33,11 +38,10 @@ class ClusterSessionSettingsTest {
 
     @Test
     void when_nodesDiffer_then_eachSetOfSettingsNamesItsNodes() {
-        Path dir = Path.of("mixed");
-        List<ServerConfig> configs = List.of(load("s3-memory-nobatching-pipeline", 1),
-                load("s4-memory-nobatching-nopipeline", 2), load("s4-memory-nobatching-nopipeline", 3));
+        String s3 = "s3-memory-nobatching-pipeline";
+        String s4 = "s4-memory-nobatching-nopipeline";
 
-        List<String> lines = ClusterSession.settingsLines(dir, configs);
+        List<String> lines = ClusterSession.settingsLines(Path.of("mixed"), configs(s3, s4, s4));
 
         assertThat(lines).hasSize(2);
         assertThat(lines.get(0)).startsWith("settings (mixed, node [1]): ")
