@@ -102,6 +102,7 @@ public final class NodeMetrics implements AutoCloseable {
         registry.register("kv.node.rpc_executor_active", (Gauge<Integer>) () -> boltExecutors(ThreadPoolExecutor::getActiveCount));
         registry.register("kv.node.append_entries_threads", (Gauge<Integer>) host::appendEntriesThreads);
         registry.register("kv.node.append_entries_queued", (Gauge<Integer>) host::appendEntriesQueued);
+        registry.register("kv.node.append_entries_received", (Gauge<Long>) host::appendEntriesReceived);
         registry.register("kv.node.queued_reads", (Gauge<Integer>) () -> host.regions().stream().mapToInt(Region::queuedReads).sum());
         for (Region r : host.regions()) {
             String p = "kv.region." + r.id() + ".";

@@ -23,6 +23,11 @@ final class RaftRpcServers {
             return appendEntries == null ? -1 : appendEntries.poolThreads();
         }
 
+        /** AppendEntries requests received since start, heartbeats included; -1 with jraft's own threads. */
+        long appendEntriesReceived() {
+            return appendEntries == null ? -1 : appendEntries.received();
+        }
+
         /** AppendEntries requests waiting for the pool; -1 with jraft's own threads. */
         int appendEntriesQueued() {
             return appendEntries == null ? -1 : appendEntries.queued();

@@ -138,6 +138,11 @@ public final class RegionHost implements AutoCloseable {
         return raftServer.appendEntriesThreads();
     }
 
+    /** AppendEntries requests this node received as a follower since start, heartbeats included; -1 when the pool is 0 (jraft's threads). */
+    public long appendEntriesReceived() {
+        return raftServer.appendEntriesReceived();
+    }
+
     /** AppendEntries requests waiting for that pool; -1 when it is 0 (jraft's threads, whose queues are not exported). */
     public int appendEntriesQueued() {
         return raftServer.appendEntriesQueued();

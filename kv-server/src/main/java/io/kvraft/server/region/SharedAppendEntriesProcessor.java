@@ -17,6 +17,7 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * jraft's AppendEntries handling on a follower, on a few threads shared by all groups instead of a thread per
@@ -50,6 +51,8 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
     private final long stallNanos;
     private final ThreadPoolExecutor pool;
     private final ConcurrentHashMap<PairKey, PairQueue> pairs = new ConcurrentHashMap<>();
+    /** AppendEntries requests received (heartbeats and probes included): bolt selects an executor once per request. */
+    private final LongAdder received = new LongAdder();
     /** When a pair last started running (System.nanoTime()); volatile writes only, once per run. */
     private volatile long lastStart = System.nanoTime();
 
@@ -79,6 +82,7 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
     }
 
     private Executor select(String reqClass, Object reqHeader) {
+        received.increment();
         PairKey key = reqHeader instanceof AppendEntriesRequestHeader h
                 ? new PairKey(h.getGroupId(), h.getPeerId(), h.getServerId()) : PairKey.NONE;
         return pairs.computeIfAbsent(key, k -> new PairQueue());
@@ -92,6 +96,11 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
     /** Pool threads alive right now: more than configured only after pairs held every thread. */
     int poolThreads() {
         return pool.getPoolSize();
+    }
+
+    /** AppendEntries requests received since start, over all pairs, heartbeats and probes included. */
+    long received() {
+        return received.sum();
     }
 
     /** AppendEntries requests received and not started yet, over all pairs. */

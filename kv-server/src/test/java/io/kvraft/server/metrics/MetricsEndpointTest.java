@@ -173,6 +173,8 @@ class MetricsEndpointTest {
             // raft.appendEntriesThreads 2: every follower has served AppendEntries on its pool (-1 would mean jraft's)
             assertThat(sum(node, "kv_node_append_entries_threads", "")).isBetween(1.0, 64.0);
             assertThat(sum(node, "kv_node_append_entries_queued", "")).isGreaterThanOrEqualTo(0);
+            assertThat(sum(node, "kv_node_append_entries_received", "")).as("every node follows some regions")
+                    .isPositive();
         }
         assertThat(sum(all, "kv_node_write_ops", "")).isGreaterThanOrEqualTo(puts);
         assertThat(sum(all, "jvm_memory_heap_used", "")).isPositive();

@@ -41,6 +41,7 @@ class SharedAppendEntriesProcessorTest {
         assertThat(executorOf(1, "127.0.0.1:7002")).isSameAs(e);
         assertThat(executorOf(1, "127.0.0.1:7003")).isNotSameAs(e);
         assertThat(executorOf(2, "127.0.0.1:7002")).isNotSameAs(e);
+        assertThat(processor.received()).as("one per request, whichever pair").isEqualTo(4);
     }
 
     @Test
