@@ -7,6 +7,7 @@ import io.kvraft.client.KvClient;
 import io.kvraft.client.KvException;
 import io.kvraft.client.config.ClientConfig;
 import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.server.config.ServerConfig.RaftConfig;
 import io.kvraft.server.launch.LocalClusterConfigs;
 import io.kvraft.server.launch.ProcessCluster;
 import org.HdrHistogram.Histogram;
@@ -15,6 +16,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParentCommand;
 
 import java.io.PrintStream;
+import java.lang.reflect.RecordComponent;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -91,6 +93,12 @@ public final class NemesisCommand implements Callable<Integer> {
             description = "The nodes' raft.electionTimeoutMs (default: ${DEFAULT-VALUE}).")
     int electionTimeoutMs;
 
+    @Option(names = "--raft", paramLabel = "KEY=VALUE",
+            description = "A raft: key of the nodes' YAML, repeatable, e.g. --raft replicatorPipeline=false --raft"
+                    + " maxRequestsPerEntry=1 --raft maxProposalsInflight=256 (S4's replication); not the keys"
+                    + " the nemesis sets itself: " + "electionTimeoutMs, startupElectionTimeoutMs, snapshotIntervalSecs.")
+    List<String> raftKeys = new ArrayList<>();
+
     @Option(names = "--check-budget", defaultValue = "300", paramLabel = "SECONDS",
             description = "Time the linearizability checker may take; keys left undecided fail the run"
                     + " (default: ${DEFAULT-VALUE}).")
@@ -124,8 +132,9 @@ public final class NemesisCommand implements Callable<Integer> {
         long s = seed != null ? seed : System.currentTimeMillis();
         Files.createDirectories(out);
         Path dataRoot = Files.createTempDirectory("kv-nemesis-");
-        log.printf(Locale.ROOT, "nemesis: %s of %s, engine %s, seed %d, data in %s%n", duration,
-                String.join(",", kinds.stream().map(k -> k.name().toLowerCase(Locale.ROOT)).toList()), engine, s, dataRoot);
+        log.printf(Locale.ROOT, "nemesis: %s of %s, engine %s%s, seed %d, data in %s%n", duration,
+                String.join(",", kinds.stream().map(k -> k.name().toLowerCase(Locale.ROOT)).toList()), engine,
+                raftKeys.isEmpty() ? "" : ", raft " + String.join(" ", raftKeys), s, dataRoot);
         NetLab lab = null;
         ProcessCluster cluster = null;
         KvClient client = null;
@@ -137,7 +146,7 @@ public final class NemesisCommand implements Callable<Integer> {
             }
             List<Path> files = LocalClusterConfigs.write(dataRoot.resolve("conf"), endpoints, engine,
                     "electionTimeoutMs: " + electionTimeoutMs + "\nstartupElectionTimeoutMs: " + electionTimeoutMs
-                            + "\nsnapshotIntervalSecs: 30",
+                            + "\nsnapshotIntervalSecs: 30" + extraRaftYaml(),
                     "intervalMs: 1000", "");
             List<Path> clockFiles = new ArrayList<>();
             for (int i = 0; clock && i < 3; i++) {
@@ -348,7 +357,33 @@ public final class NemesisCommand implements Callable<Integer> {
         return List.copyOf(set);
     }
 
+    /** The --raft keys as YAML lines under raft: (validated by {@link #validate()}). */
+    private String extraRaftYaml() {
+        StringBuilder yaml = new StringBuilder();
+        for (String kv : raftKeys) {
+            int eq = kv.indexOf('=');
+            yaml.append('\n').append(kv, 0, eq).append(": ").append(kv.substring(eq + 1));
+        }
+        return yaml.toString();
+    }
+
     private void validate() {
+        for (String kv : raftKeys) {
+            int eq = kv.indexOf('=');
+            String key = eq < 0 ? "" : kv.substring(0, eq);
+            if (!key.matches("[A-Za-z]+") || eq == kv.length() - 1 || kv.substring(eq + 1).matches(".*[\\s:#{}\\[\\],].*")) {
+                throw new UsageException("--raft: KEY=VALUE with a raft: key of the server YAML and a plain value,"
+                        + " got '" + kv + "'");
+            }
+            List<String> known = Arrays.stream(RaftConfig.class.getRecordComponents()).map(RecordComponent::getName).toList();
+            if (!known.contains(key)) {
+                throw new UsageException("--raft: no raft." + key + " in the server YAML; the keys are " + known);
+            }
+            if (List.of("electionTimeoutMs", "startupElectionTimeoutMs", "snapshotIntervalSecs").contains(key)) {
+                throw new UsageException("--raft: the nemesis sets raft." + key + " itself"
+                        + (key.equals("electionTimeoutMs") ? " (use --election-timeout-ms)" : ""));
+            }
+        }
         if (!engine.equals("memory") && !engine.equals("rocksdb")) {
             throw new UsageException("--engine: memory or rocksdb, got '" + engine + "'");
         }

@@ -30,6 +30,11 @@ class NemesisCommandTest {
             "--engine leveldb                 | memory or rocksdb",
             "--hold 9000 --interval 5         | shorter than --interval",
             "--threads 0                      | must be positive",
+            "--raft replicatorPipeline        | KEY=VALUE",
+            "--raft replicatorPipeline=       | KEY=VALUE",
+            "--raft pipeline=false            | no raft.pipeline in the server YAML",
+            "--raft electionTimeoutMs=500     | use --election-timeout-ms",
+            "--raft sync=true:false           | a plain value",
     })
     void when_optionsAreBad_then_exit2WithTheReason(String args, String message) throws Exception {
         List<String> a = new ArrayList<>(List.of("nemesis", "--out", tmp.resolve("out").toString()));
