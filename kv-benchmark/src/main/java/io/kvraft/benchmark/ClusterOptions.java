@@ -27,7 +27,8 @@ public final class ClusterOptions {
     @Option(names = "--scenario", paramLabel = "NAME",
             description = "Run one of the reference scenarios on a local cluster: s1 (MemoryDB, batching, pipeline),"
                     + " s2 (RocksDB, batching, pipeline), s3 (MemoryDB, no batching: one RPC and one log entry per"
-                    + " put), s4 (as s3, no pipeline), s3b (as s3, but the leader still coalesces requests into"
+                    + " put), s4 (as s3, no pipeline: a leader keeps 2 AppendEntries outstanding per follower, not 257),"
+                    + " s3b (as s3, but the leader still coalesces requests into"
                     + " log entries); the same as --conf-dir <conf-dir>/scenarios/<s1-...>.")
     String scenario;
 
