@@ -52,6 +52,9 @@ public final class NemesisCommand implements Callable<Integer> {
 
     private static final Pattern DURATION = Pattern.compile("(?:(\\d+)h)?(?:(\\d+)m)?(?:(\\d+)s?)?");
     private static final String NODE_PORT = "7001";
+    /** raft: keys the nemesis writes itself, so --raft may not set them. */
+    private static final List<String> RAFT_KEYS_SET_HERE =
+            List.of("electionTimeoutMs", "startupElectionTimeoutMs", "snapshotIntervalSecs");
 
     @ParentCommand
     BenchmarkMain parent;
@@ -96,7 +99,7 @@ public final class NemesisCommand implements Callable<Integer> {
     @Option(names = "--raft", paramLabel = "KEY=VALUE",
             description = "A raft: key of the nodes' YAML, repeatable, e.g. --raft replicatorPipeline=false --raft"
                     + " maxRequestsPerEntry=1 --raft maxProposalsInflight=256 (S4's replication); not the keys"
-                    + " the nemesis sets itself: " + "electionTimeoutMs, startupElectionTimeoutMs, snapshotIntervalSecs.")
+                    + " the nemesis sets itself: electionTimeoutMs, startupElectionTimeoutMs, snapshotIntervalSecs.")
     List<String> raftKeys = new ArrayList<>();
 
     @Option(names = "--check-budget", defaultValue = "300", paramLabel = "SECONDS",
@@ -368,6 +371,8 @@ public final class NemesisCommand implements Callable<Integer> {
     }
 
     private void validate() {
+        List<String> known = Arrays.stream(RaftConfig.class.getRecordComponents()).map(RecordComponent::getName).toList();
+        List<String> seen = new ArrayList<>();
         for (String kv : raftKeys) {
             int eq = kv.indexOf('=');
             String key = eq < 0 ? "" : kv.substring(0, eq);
@@ -375,14 +380,17 @@ public final class NemesisCommand implements Callable<Integer> {
                 throw new UsageException("--raft: KEY=VALUE with a raft: key of the server YAML and a plain value,"
                         + " got '" + kv + "'");
             }
-            List<String> known = Arrays.stream(RaftConfig.class.getRecordComponents()).map(RecordComponent::getName).toList();
             if (!known.contains(key)) {
                 throw new UsageException("--raft: no raft." + key + " in the server YAML; the keys are " + known);
             }
-            if (List.of("electionTimeoutMs", "startupElectionTimeoutMs", "snapshotIntervalSecs").contains(key)) {
+            if (RAFT_KEYS_SET_HERE.contains(key)) {
                 throw new UsageException("--raft: the nemesis sets raft." + key + " itself"
                         + (key.equals("electionTimeoutMs") ? " (use --election-timeout-ms)" : ""));
             }
+            if (seen.contains(key)) {
+                throw new UsageException("--raft: raft." + key + " is given twice");
+            }
+            seen.add(key);
         }
         if (!engine.equals("memory") && !engine.equals("rocksdb")) {
             throw new UsageException("--engine: memory or rocksdb, got '" + engine + "'");

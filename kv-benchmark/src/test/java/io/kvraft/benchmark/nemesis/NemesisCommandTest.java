@@ -35,6 +35,7 @@ class NemesisCommandTest {
             "--raft pipeline=false            | no raft.pipeline in the server YAML",
             "--raft electionTimeoutMs=500     | use --election-timeout-ms",
             "--raft sync=true:false           | a plain value",
+            "--raft sync=true --raft sync=false | raft.sync is given twice",
     })
     void when_optionsAreBad_then_exit2WithTheReason(String args, String message) throws Exception {
         List<String> a = new ArrayList<>(List.of("nemesis", "--out", tmp.resolve("out").toString()));
