@@ -49,8 +49,11 @@ for run in $(seq 1 "$repeat"); do
   done
 done
 [ "$repeat" -gt 1 ] || exit 0
-# column $2 of the runs of scenario $1, median (the lower middle one for an even count)
-median() { awk -v s="$1" -v c="$2" '$1 == s {print $c}' "$results" | sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]}'; }
+# column $2 of the runs of scenario $1, median (the mean of the two middle ones for an even count)
+median() {
+  awk -v s="$1" -v c="$2" '$1 == s {print $c}' "$results" | sort -g |
+    awk '{v[NR]=$1} END {if (NR % 2) print v[(NR+1)/2]; else if (NR) printf "%.3f\n", (v[NR/2] + v[NR/2+1]) / 2}'
+}
 echo
 printf '%-36s %5s %10s %9s %9s %9s %14s\n' "median of $repeat runs" runs ops/s p50_ms p99_ms p99.9_ms server_us/op
 declare -A med
