@@ -4,7 +4,6 @@ import io.kvraft.client.KvClient;
 import io.kvraft.client.KvClients;
 import io.kvraft.client.KvException;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.client.proto.KvProto.RegionInfo;
 import io.kvraft.client.proto.KvProto.RegionsRequest;
 import io.kvraft.client.proto.KvProto.RegionsResponse;
 import io.kvraft.client.rpc.Transport;
@@ -55,6 +54,9 @@ class GracefulShutdownTest {
         try (ProcessCluster cluster = ProcessCluster.start(configs, dir.resolve("data"), jvm, Duration.ofSeconds(120));
              KvClient client = KvClients.connect(ClientConfig.of(cluster.servers()));
              Transport transport = new Transport()) {
+            // leaders spread 8/8/8 first: a balancing transfer towards node 1 still under way when it gets SIGTERM
+            // could leave a region waiting an election timeout, which is not what this test is about
+            await().atMost(60, SECONDS).until(() -> ledBy(transport, cluster.servers()).equals(List.of(8, 8, 8)));
             String stopped = cluster.servers().get(0);
             Map<Long, Long> acked = new ConcurrentHashMap<>();
             Queue<String> failures = new ConcurrentLinkedQueue<>();
@@ -71,7 +73,10 @@ class GracefulShutdownTest {
                     exitMs = (System.nanoTime() - t0) / 1_000_000;
                     // the survivors lead every region at once: handed over, not elected after a timeout
                     await().atMost(3, SECONDS).untilAsserted(() ->
-                            assertThat(ledBySurvivors(transport, cluster.servers().subList(1, 3))).isEqualTo(24));
+                            assertThat(ledBySurvivors(transport, cluster.servers().subList(1, 3)))
+                                    .as(() -> "regions led by the survivors; the ends of the nodes' logs:%n%s%n%s%n%s"
+                                            .formatted(logTail(cluster, 1), logTail(cluster, 2), logTail(cluster, 3)))
+                                    .isEqualTo(24));
                 }
                 long id = ids.incrementAndGet();
                 inflight.acquire();
@@ -136,16 +141,27 @@ class GracefulShutdownTest {
     }
 
     private static int ledBySurvivors(Transport transport, List<String> survivors) {
-        int led = 0;
-        for (String s : survivors) {
+        return ledBy(transport, survivors).stream().mapToInt(Integer::intValue).sum();
+    }
+
+    /** How many regions each of {@code nodes} leads, as each says itself. */
+    private static List<Integer> ledBy(Transport transport, List<String> nodes) {
+        List<Integer> led = new ArrayList<>();
+        for (String s : nodes) {
             RegionsResponse r = transport.<RegionsResponse>call(s, RegionsRequest.getDefaultInstance(), 2000).join();
-            for (RegionInfo info : r.getRegionsList()) {
-                if (info.getRole().equals("LEADER")) {
-                    led++;
-                }
-            }
+            led.add((int) r.getRegionsList().stream().filter(info -> info.getRole().equals("LEADER")).count());
         }
         return led;
+    }
+
+    /** The last 80 lines of node {@code n}'s log (1-based), for failure messages. */
+    private static String logTail(ProcessCluster cluster, int n) {
+        try {
+            List<String> lines = Files.readAllLines(cluster.dataRoot().resolve("node" + n + ".log"));
+            return "--- node" + n + ".log\n" + String.join("\n", lines.subList(Math.max(0, lines.size() - 80), lines.size()));
+        } catch (java.io.IOException e) {
+            return "--- node" + n + ".log cannot be read: " + e;
+        }
     }
 
     static byte[] key(long id) {
