@@ -24,6 +24,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
@@ -52,9 +53,8 @@ public final class NemesisCommand implements Callable<Integer> {
 
     private static final Pattern DURATION = Pattern.compile("(?:(\\d+)h)?(?:(\\d+)m)?(?:(\\d+)s?)?");
     private static final String NODE_PORT = "7001";
-    /** raft: keys the nemesis writes itself, so --raft may not set them. */
-    private static final List<String> RAFT_KEYS_SET_HERE =
-            List.of("electionTimeoutMs", "startupElectionTimeoutMs", "snapshotIntervalSecs");
+    /** The raft: keys the nemesis writes itself ({@link #ownRaftKeys()}), so --raft may not set them. */
+    static final String OWN_RAFT_KEYS = "electionTimeoutMs, startupElectionTimeoutMs, snapshotIntervalSecs";
 
     @ParentCommand
     BenchmarkMain parent;
@@ -99,7 +99,7 @@ public final class NemesisCommand implements Callable<Integer> {
     @Option(names = "--raft", paramLabel = "KEY=VALUE",
             description = "A raft: key of the nodes' YAML, repeatable, e.g. --raft replicatorPipeline=false --raft"
                     + " maxRequestsPerEntry=1 --raft maxProposalsInflight=256 (S4's replication); not the keys"
-                    + " the nemesis sets itself: electionTimeoutMs, startupElectionTimeoutMs, snapshotIntervalSecs.")
+                    + " the nemesis sets itself: " + OWN_RAFT_KEYS + ".")
     List<String> raftKeys = new ArrayList<>();
 
     @Option(names = "--check-budget", defaultValue = "300", paramLabel = "SECONDS",
@@ -148,8 +148,7 @@ public final class NemesisCommand implements Callable<Integer> {
                 endpoints.add(lab != null ? lab.nodeIp(i) + ":" + NODE_PORT : "127.0.0.1:" + LocalClusterConfigs.freePort());
             }
             List<Path> files = LocalClusterConfigs.write(dataRoot.resolve("conf"), endpoints, engine,
-                    "electionTimeoutMs: " + electionTimeoutMs + "\nstartupElectionTimeoutMs: " + electionTimeoutMs
-                            + "\nsnapshotIntervalSecs: 30" + extraRaftYaml(),
+                    raftYaml(),
                     "intervalMs: 1000", "");
             List<Path> clockFiles = new ArrayList<>();
             for (int i = 0; clock && i < 3; i++) {
@@ -360,14 +359,22 @@ public final class NemesisCommand implements Callable<Integer> {
         return List.copyOf(set);
     }
 
-    /** The --raft keys as YAML lines under raft: (validated by {@link #validate()}). */
-    private String extraRaftYaml() {
-        StringBuilder yaml = new StringBuilder();
+    /** The raft: keys the nemesis sets whatever --raft says: failover quick enough to test, and snapshots during the run. */
+    Map<String, String> ownRaftKeys() {
+        Map<String, String> keys = new LinkedHashMap<>();
+        keys.put("electionTimeoutMs", String.valueOf(electionTimeoutMs));
+        keys.put("startupElectionTimeoutMs", String.valueOf(electionTimeoutMs));
+        keys.put("snapshotIntervalSecs", "30");
+        return keys;
+    }
+
+    /** The nodes' raft: section as YAML lines: the nemesis's own keys, then the --raft ones (validated by {@link #validate()}). */
+    private String raftYaml() {
+        Map<String, String> keys = ownRaftKeys();
         for (String kv : raftKeys) {
-            int eq = kv.indexOf('=');
-            yaml.append('\n').append(kv, 0, eq).append(": ").append(kv.substring(eq + 1));
+            keys.put(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));
         }
-        return yaml.toString();
+        return String.join("\n", keys.entrySet().stream().map(e -> e.getKey() + ": " + e.getValue()).toList());
     }
 
     private void validate() {
@@ -383,7 +390,7 @@ public final class NemesisCommand implements Callable<Integer> {
             if (!known.contains(key)) {
                 throw new UsageException("--raft: no raft." + key + " in the server YAML; the keys are " + known);
             }
-            if (RAFT_KEYS_SET_HERE.contains(key)) {
+            if (ownRaftKeys().containsKey(key)) {
                 throw new UsageException("--raft: the nemesis sets raft." + key + " itself"
                         + (key.equals("electionTimeoutMs") ? " (use --election-timeout-ms)" : ""));
             }

@@ -1,6 +1,7 @@
 package io.kvraft.benchmark.nemesis;
 
 import io.kvraft.benchmark.BenchmarkMain;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -50,6 +51,11 @@ class NemesisCommandTest {
         assertThat(err.toString(StandardCharsets.UTF_8)).contains(message);
         assertThat(tmp.resolve("out")).satisfiesAnyOf(p -> assertThat(Files.exists(p)).isFalse(),
                 p -> assertThat(Files.list(p)).isEmpty());
+    }
+
+    @Test
+    void when_helpNamesTheKeysTheNemesisSetsItself_then_theyAreTheOnesItWrites() {
+        assertThat(NemesisCommand.OWN_RAFT_KEYS).isEqualTo(String.join(", ", new NemesisCommand().ownRaftKeys().keySet()));
     }
 
     @ParameterizedTest
