@@ -95,11 +95,18 @@ final class LeaderHandoff {
     }
 
     private static boolean ledHere(Node node) {
-        if (node == null) {
-            return false;
-        }
-        State s = node.getNodeState();
-        return s == State.STATE_LEADER || s == State.STATE_TRANSFERRING;
+        return node != null && mayLeadHere(node.getNodeState());
+    }
+
+    /**
+     * Whether a region in state {@code s} on the stopping node leads it or may soon: a leader, a leader handing
+     * over, or a candidate. A peer's leader balancer may have sent this node a leadership transfer just before
+     * the shutdown began (jraft's TimeoutNow makes it a candidate at once, and then leader); were the hand-off
+     * to stop waiting while it is a candidate, the node would stop as that region's new leader and the region
+     * would wait an election timeout for another.
+     */
+    static boolean mayLeadHere(State s) {
+        return s == State.STATE_LEADER || s == State.STATE_TRANSFERRING || s == State.STATE_CANDIDATE;
     }
 
     private static String leastLoaded(Node node, java.util.Set<String> serving, Map<String, Integer> load) {
