@@ -35,6 +35,7 @@ public final class ClusterSession implements AutoCloseable {
     private volatile ProcessCluster cluster;
     private volatile Path dataRoot;
     private volatile Path confDir;
+    private volatile List<String> serverJvmArgs = List.of();
     private volatile KvClient client;
     private ClientConfig clientConfig;
 
@@ -66,7 +67,8 @@ public final class ClusterSession implements AutoCloseable {
                 s.confDir = confDir;
                 s.dataRoot = Files.createTempDirectory("kv-benchmark-");
                 log.println("starting a local 3-node cluster from " + confDir + " (data in " + s.dataRoot + ")");
-                s.cluster = ProcessCluster.start(files, s.dataRoot, List.copyOf(c.serverJvmArgs), READY_TIMEOUT);
+                s.serverJvmArgs = List.copyOf(c.serverJvmArgs);
+                s.cluster = ProcessCluster.start(files, s.dataRoot, s.serverJvmArgs, READY_TIMEOUT);
                 log.println("local cluster ready: " + String.join(",", s.cluster.servers()));
                 Path clientYaml = confDir.resolve("client.yaml");
                 config = Files.isRegularFile(clientYaml)
@@ -113,10 +115,19 @@ public final class ClusterSession implements AutoCloseable {
 
     /**
      * The local cluster's settings that a result depends on, one line per distinct set (usually one), each
-     * naming the conf dir and the nodes it applies to; empty when driving a running cluster.
+     * naming the conf dir and the nodes it applies to, then the JVM arguments added with --server-jvm-arg (a
+     * system property such as the simulated AppendEntries delay changes results too); empty when driving a
+     * running cluster.
      */
     public List<String> localSettings() {
-        return cluster == null ? List.of() : settingsLines(confDir, cluster.configs());
+        if (cluster == null) {
+            return List.of();
+        }
+        List<String> lines = new ArrayList<>(settingsLines(confDir, cluster.configs()));
+        if (!serverJvmArgs.isEmpty()) {
+            lines.add("server JVM args added: " + String.join(" ", serverJvmArgs));
+        }
+        return lines;
     }
 
     /** One line per distinct {@link ServerConfig#summary()}, naming the nodes it applies to when they differ. */

@@ -9,12 +9,16 @@ import com.alipay.sofa.jraft.rpc.impl.ConnectionClosedEventListener;
 import com.alipay.sofa.jraft.rpc.impl.core.AppendEntriesRequestProcessor;
 import com.alipay.sofa.jraft.util.Endpoint;
 import com.alipay.sofa.jraft.util.RpcFactoryHelper;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The node's Raft RPC server: jraft's processors, with AppendEntries on a small shared pool
  * ({@link SharedAppendEntriesProcessor}) unless {@code appendEntriesThreads} is 0.
  */
 final class RaftRpcServers {
+
+    private static final Logger LOG = LoggerFactory.getLogger(RaftRpcServers.class);
 
     /** The server, and the AppendEntries pool to stop after it (null with jraft's own AppendEntries threads). */
     record Server(RpcServer rpc, SharedAppendEntriesProcessor appendEntries) {
@@ -48,21 +52,55 @@ final class RaftRpcServers {
         }
     }
 
+    /**
+     * System property: microseconds every AppendEntries (heartbeats included) waits on the receiving node before
+     * it is handled, to measure replication with a network's round trip on loopback. For benchmarks only.
+     */
+    static final String DELAY_PROPERTY = "kv.fault.appendEntriesDelayMicros";
+
     private RaftRpcServers() {
     }
 
     static Server create(Endpoint endpoint, int appendEntriesThreads) {
+        return create(endpoint, appendEntriesThreads, delayMicros(System.getProperty(DELAY_PROPERTY)));
+    }
+
+    /** The delay {@code value} of {@link #DELAY_PROPERTY} asks for; 0 when unset. */
+    static long delayMicros(String value) {
+        if (value == null || value.isBlank()) {
+            return 0;
+        }
+        try {
+            long micros = Long.parseLong(value.trim());
+            if (micros >= 0 && micros <= SharedAppendEntriesProcessor.MAX_DELAY_MICROS) {
+                return micros;
+            }
+        } catch (NumberFormatException ignored) {
+            // answered below
+        }
+        throw new IllegalArgumentException("-D" + DELAY_PROPERTY + " must be microseconds from 0 to "
+                + SharedAppendEntriesProcessor.MAX_DELAY_MICROS + ", got '" + value + "'");
+    }
+
+    static Server create(Endpoint endpoint, int appendEntriesThreads, long delayMicros) {
         RpcServer rpc = RpcFactoryHelper.rpcFactory().createRpcServer(endpoint);
         if (appendEntriesThreads == 0) {
+            if (delayMicros > 0) {
+                throw new IllegalArgumentException("-D" + DELAY_PROPERTY + " needs raft.appendEntriesThreads above 0");
+            }
             RaftRpcServerFactory.addRaftRequestProcessors(rpc);
             return new Server(rpc, null);
+        }
+        if (delayMicros > 0) {
+            LOG.warn("every AppendEntries received waits {} us before it is handled (-D{}): for measurements only",
+                    delayMicros, DELAY_PROPERTY);
         }
         // bolt must hand each batch of decoded requests on, in order, from the IO thread; by default it passes
         // the batch to its default executor, where two batches of one connection can overtake each other.
         // jraft's own selector asks for this when the first pipelined request arrives; here it is asked up front.
         RpcFactoryHelper.rpcFactory().ensurePipeline();
         SharedAppendEntriesProcessor appendEntries = new SharedAppendEntriesProcessor(appendEntriesThreads,
-                "raft-" + endpoint.getPort());
+                delayMicros, "raft-" + endpoint.getPort());
         registerProcessors(rpc, appendEntries);
         return new Server(rpc, appendEntries);
     }

@@ -13,6 +13,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -35,6 +36,10 @@ import java.util.concurrent.atomic.LongAdder;
  * takes one more thread, up to {@link #MAX_THREADS}; it goes back to its size once nothing waits. With fixed
  * stripes instead, one stuck group would stall every group on its stripe.
  *
+ * <p>For measurements only, every request can be held for a fixed time before it is queued
+ * ({@code delayMicros}): a replication round trip as across a network, which loopback does not have and this
+ * kernel cannot add (no netem). One timer thread holds them; requests of a pair keep their order.
+ *
  * <p>Written here because neither jraft nor bolt offers a shared, order-keeping executor for this; the request
  * handling itself is jraft's, unchanged.
  */
@@ -44,6 +49,8 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
 
     /** The pool never grows past this: jraft's own design would use one thread per pair (48 here). */
     static final int MAX_THREADS = 64;
+    /** The longest simulated round trip: a second. */
+    static final long MAX_DELAY_MICROS = 1_000_000;
     /** Tasks a pair runs before it lets the other pairs in. */
     private static final int FAIR_SHARE = 64;
 
@@ -55,25 +62,36 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
     private final LongAdder received = new LongAdder();
     /** When a pair last started running (System.nanoTime()); volatile writes only, once per run. */
     private volatile long lastStart = System.nanoTime();
+    private final long delayNanos;
+    /** Holds requests for {@link #delayNanos}; null without a delay. */
+    private final ScheduledThreadPoolExecutor delayer;
 
     /**
      * @param threads     pool threads that serve AppendEntries for all groups of the node while none blocks
      * @param stallMillis how long queued pairs may wait without any pair starting before the pool grows
      * @param idleMillis  how long a thread beyond {@code threads} stays idle before it leaves
+     * @param delayMicros how long every request is held before it is queued (a simulated network round trip);
+     *                    0 for none
      */
-    SharedAppendEntriesProcessor(int threads, long stallMillis, long idleMillis, String name) {
+    SharedAppendEntriesProcessor(int threads, long stallMillis, long idleMillis, long delayMicros, String name) {
         super(null);
         if (threads < 1 || threads > MAX_THREADS) {
             throw new IllegalArgumentException("threads must be 1 to " + MAX_THREADS + ", got " + threads);
         }
+        if (delayMicros < 0 || delayMicros > MAX_DELAY_MICROS) {
+            throw new IllegalArgumentException("AppendEntries delay must be 0 to " + MAX_DELAY_MICROS + " us, got " + delayMicros);
+        }
+        this.delayNanos = TimeUnit.MICROSECONDS.toNanos(delayMicros);
+        this.delayer = delayMicros == 0 ? null
+                : new ScheduledThreadPoolExecutor(1, new NamedThreadFactory(name + "-append-entries-delay-", true));
         this.threads = threads;
         this.stallNanos = TimeUnit.MILLISECONDS.toNanos(stallMillis);
         this.pool = new ThreadPoolExecutor(threads, MAX_THREADS, idleMillis, TimeUnit.MILLISECONDS,
                 new LinkedBlockingQueue<>(), new NamedThreadFactory(name + "-append-entries-", true));
     }
 
-    SharedAppendEntriesProcessor(int threads, String name) {
-        this(threads, 200, 10_000, name);
+    SharedAppendEntriesProcessor(int threads, long delayMicros, String name) {
+        this(threads, 200, 10_000, delayMicros, name);
     }
 
     @Override
@@ -120,6 +138,9 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
      */
     void shutdown() {
         pool.allowCoreThreadTimeOut(true);
+        if (delayer != null) {
+            delayer.setCorePoolSize(0); // its thread leaves once the requests it holds are queued
+        }
     }
 
     /**
@@ -154,6 +175,15 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
                 size.decrementAndGet();
                 throw new RejectedExecutionException("AppendEntries queue of a group and leader is full");
             }
+            if (delayer == null) {
+                enqueue(task);
+            } else {
+                // equal delays leave the timer in the order they entered it, so the pair's order holds
+                delayer.schedule(() -> enqueue(task), delayNanos, TimeUnit.NANOSECONDS);
+            }
+        }
+
+        private void enqueue(Runnable task) {
             tasks.add(task);
             adjustPool();
             if (scheduled.compareAndSet(false, true)) {

@@ -46,7 +46,7 @@ class RaftRpcServersTest {
         }
     }
 
-    private final SharedAppendEntriesProcessor shared = new SharedAppendEntriesProcessor(2, "test");
+    private final SharedAppendEntriesProcessor shared = new SharedAppendEntriesProcessor(2, 0, "test");
 
     @AfterEach
     void stop() {

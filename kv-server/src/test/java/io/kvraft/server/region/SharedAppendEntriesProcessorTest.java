@@ -22,7 +22,7 @@ import static org.awaitility.Awaitility.await;
 
 class SharedAppendEntriesProcessorTest {
 
-    private final SharedAppendEntriesProcessor processor = new SharedAppendEntriesProcessor(2, 50, 200, "test");
+    private final SharedAppendEntriesProcessor processor = new SharedAppendEntriesProcessor(2, 50, 200, 0, "test");
 
     @AfterEach
     void stop() {
@@ -30,6 +30,10 @@ class SharedAppendEntriesProcessorTest {
     }
 
     private Executor executorOf(int region, String leader) {
+        return executorOf(processor, region, leader);
+    }
+
+    private static Executor executorOf(SharedAppendEntriesProcessor processor, int region, String leader) {
         AppendEntriesRequestHeader h = AppendEntriesRequestHeader.newBuilder().setGroupId("region-" + region)
                 .setPeerId("127.0.0.1:7001").setServerId(leader).build();
         return processor.executorSelector().select(AppendEntriesRequest.class.getName(), h);
@@ -103,9 +107,52 @@ class SharedAppendEntriesProcessorTest {
 
     @Test
     void when_noThreadsOrTooManyAreAsked_then_itIsRefused() {
-        assertThatThrownBy(() -> new SharedAppendEntriesProcessor(0, "none"))
+        assertThatThrownBy(() -> new SharedAppendEntriesProcessor(0, 0, "none"))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("threads must be 1 to 64, got 0");
-        assertThatThrownBy(() -> new SharedAppendEntriesProcessor(65, "many"))
+        assertThatThrownBy(() -> new SharedAppendEntriesProcessor(65, 0, "many"))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("got 65");
+    }
+
+    @Test
+    void when_aDelayIsSet_then_everyRequestWaitsAtLeastThatLong_andEachPairKeepsItsOrder() {
+        SharedAppendEntriesProcessor delayed = new SharedAppendEntriesProcessor(2, 50, 200, 20_000, "delayed");
+        try {
+            Map<String, List<Integer>> seen = new ConcurrentHashMap<>();
+            List<Long> waitedNanos = new CopyOnWriteArrayList<>();
+            int perPair = 200;
+            for (int i = 0; i < perPair; i++) {
+                for (int region = 1; region <= 4; region++) {
+                    String pair = "region-" + region;
+                    int seq = i;
+                    long submitted = System.nanoTime();
+                    executorOf(delayed, region, "127.0.0.1:7002").execute(() -> {
+                        waitedNanos.add(System.nanoTime() - submitted);
+                        seen.computeIfAbsent(pair, p -> new CopyOnWriteArrayList<>()).add(seq);
+                    });
+                }
+            }
+            await().atMost(10, SECONDS).until(() -> waitedNanos.size() == 4 * perPair);
+            assertThat(waitedNanos).allSatisfy(w -> assertThat(w).isGreaterThanOrEqualTo(20_000_000L));
+            List<Integer> inOrder = new ArrayList<>();
+            for (int i = 0; i < perPair; i++) {
+                inOrder.add(i);
+            }
+            seen.values().forEach(l -> assertThat(l).isEqualTo(inOrder));
+        } finally {
+            delayed.shutdown();
+        }
+    }
+
+    @Test
+    void when_theDelayIsNegativeOrOverASecond_then_itIsRefused() {
+        assertThatThrownBy(() -> new SharedAppendEntriesProcessor(2, -1, "negative"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("0 to 1000000 us, got -1");
+        assertThatThrownBy(() -> RaftRpcServers.delayMicros("1s"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("-Dkv.fault.appendEntriesDelayMicros must be microseconds from 0 to 1000000, got '1s'");
+        assertThatThrownBy(() -> RaftRpcServers.delayMicros("2000000"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("got '2000000'");
+        assertThat(RaftRpcServers.delayMicros(null)).isZero();
+        assertThat(RaftRpcServers.delayMicros(" 500 ")).isEqualTo(500);
     }
 }
