@@ -120,18 +120,14 @@ public final class ClusterSession implements AutoCloseable {
      * running cluster.
      */
     public List<String> localSettings() {
-        if (cluster == null) {
-            return List.of();
-        }
-        List<String> lines = new ArrayList<>(settingsLines(confDir, cluster.configs()));
-        if (!serverJvmArgs.isEmpty()) {
-            lines.add("server JVM args added: " + String.join(" ", serverJvmArgs));
-        }
-        return lines;
+        return cluster == null ? List.of() : settingsLines(confDir, cluster.configs(), serverJvmArgs);
     }
 
-    /** One line per distinct {@link ServerConfig#summary()}, naming the nodes it applies to when they differ. */
-    static List<String> settingsLines(Path confDir, List<ServerConfig> configs) {
+    /**
+     * One line per distinct {@link ServerConfig#summary()}, naming the nodes it applies to when they differ,
+     * and one for the JVM arguments added to every node's, when there are any.
+     */
+    static List<String> settingsLines(Path confDir, List<ServerConfig> configs, List<String> addedJvmArgs) {
         Map<String, List<Integer>> nodesBySummary = new LinkedHashMap<>();
         for (int i = 0; i < configs.size(); i++) {
             nodesBySummary.computeIfAbsent(configs.get(i).summary(), k -> new ArrayList<>()).add(i + 1);
@@ -139,6 +135,9 @@ public final class ClusterSession implements AutoCloseable {
         List<String> lines = new ArrayList<>();
         nodesBySummary.forEach((summary, nodes) -> lines.add("settings (" + confDir
                 + (nodesBySummary.size() == 1 ? "" : ", node " + nodes) + "): " + summary));
+        if (!addedJvmArgs.isEmpty()) {
+            lines.add("server JVM args added: " + String.join(" ", addedJvmArgs));
+        }
         return lines;
     }
 

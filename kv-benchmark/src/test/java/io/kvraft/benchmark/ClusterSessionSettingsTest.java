@@ -28,7 +28,7 @@ class ClusterSessionSettingsTest {
         String s4 = "s4-memory-nobatching-nopipeline";
         Path dir = SCENARIOS.resolve(s4);
 
-        List<String> lines = ClusterSession.settingsLines(dir, configs(s4, s4, s4));
+        List<String> lines = ClusterSession.settingsLines(dir, configs(s4, s4, s4), List.of());
 
         assertThat(lines).containsExactly("settings (" + dir + "): regions=24 store.engine=memory raft.sync=true"
                 + " raft.logStorage=shared raft.replicatorPipeline=false (at most 2 AppendEntries outstanding per"
@@ -41,12 +41,24 @@ class ClusterSessionSettingsTest {
         String s3 = "s3-memory-nobatching-pipeline";
         String s4 = "s4-memory-nobatching-nopipeline";
 
-        List<String> lines = ClusterSession.settingsLines(Path.of("mixed"), configs(s3, s4, s4));
+        List<String> lines = ClusterSession.settingsLines(Path.of("mixed"), configs(s3, s4, s4), List.of());
 
         assertThat(lines).hasSize(2);
         assertThat(lines.get(0)).startsWith("settings (mixed, node [1]): ")
                 .contains("raft.replicatorPipeline=true raft.maxReplicatorInflightMsgs=256");
         assertThat(lines.get(1)).startsWith("settings (mixed, node [2, 3]): ")
                 .contains("raft.replicatorPipeline=false");
+    }
+
+    @Test
+    void when_serverJvmArgsWereAdded_then_aLastLineListsThem() {
+        String s3 = "s3-memory-nobatching-pipeline";
+
+        List<String> lines = ClusterSession.settingsLines(Path.of("s3"), configs(s3, s3, s3),
+                List.of("-Dkv.fault.appendEntriesDelayMicros=1000", "-Xmx1g"));
+
+        assertThat(lines).hasSize(2);
+        assertThat(lines.get(0)).startsWith("settings (s3): ");
+        assertThat(lines.get(1)).isEqualTo("server JVM args added: -Dkv.fault.appendEntriesDelayMicros=1000 -Xmx1g");
     }
 }
