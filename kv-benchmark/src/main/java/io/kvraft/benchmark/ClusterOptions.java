@@ -36,7 +36,7 @@ public final class ClusterOptions {
             description = "An extra JVM argument for the local cluster's servers (repeatable), e.g. -Xmx2g; added"
                     + " after the defaults -Xms256m -Xmx768m -XX:+UseParallelGC (an -Xmx, -Xms or -XX:+Use...GC of yours"
                     + " replaces the default one); -Dkv.fault.appendEntriesDelayMicros=1000 gives replication a 1 ms"
-                    + " round trip. The report lists them.")
+                    + " round trip. The report of a benchmark run (not of a sweep) lists them.")
     List<String> serverJvmArgs = new ArrayList<>();
 
     /** The directory of the local cluster's YAML files: --conf-dir, or the scenario's directory under it. */

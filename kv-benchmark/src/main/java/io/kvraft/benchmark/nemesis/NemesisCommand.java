@@ -372,7 +372,8 @@ public final class NemesisCommand implements Callable<Integer> {
     private String raftYaml() {
         Map<String, String> keys = ownRaftKeys();
         for (String kv : raftKeys) {
-            keys.put(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));
+            int eq = kv.indexOf('=');
+            keys.put(kv.substring(0, eq), kv.substring(eq + 1));
         }
         return String.join("\n", keys.entrySet().stream().map(e -> e.getKey() + ": " + e.getValue()).toList());
     }

@@ -83,11 +83,11 @@ final class RaftRpcServers {
     }
 
     static Server create(Endpoint endpoint, int appendEntriesThreads, long delayMicros) {
+        if (appendEntriesThreads == 0 && delayMicros > 0) {
+            throw new IllegalArgumentException("-D" + DELAY_PROPERTY + " needs raft.appendEntriesThreads above 0");
+        }
         RpcServer rpc = RpcFactoryHelper.rpcFactory().createRpcServer(endpoint);
         if (appendEntriesThreads == 0) {
-            if (delayMicros > 0) {
-                throw new IllegalArgumentException("-D" + DELAY_PROPERTY + " needs raft.appendEntriesThreads above 0");
-            }
             RaftRpcServerFactory.addRaftRequestProcessors(rpc);
             return new Server(rpc, null);
         }
