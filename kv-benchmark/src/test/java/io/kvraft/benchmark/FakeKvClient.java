@@ -152,6 +152,94 @@ final class FakeKvClient implements KvClient {
         return CompletableFuture.failedFuture(new KvException(ErrorCode.INTERNAL, "not in the fake"));
     }
 
+    final AtomicLong scans = new AtomicLong();
+
+    @Override
+    public CompletableFuture<Boolean> containsKey(byte[] key) {
+        return get(key).thenApply(v -> v != null);
+    }
+
+    @Override
+    public CompletableFuture<byte[]> getAndPut(byte[] key, byte[] value) {
+        return CompletableFuture.completedFuture(map.put(ByteBuffer.wrap(key), value));
+    }
+
+    @Override
+    public CompletableFuture<byte[]> putIfAbsent(byte[] key, byte[] value) {
+        return CompletableFuture.completedFuture(map.putIfAbsent(ByteBuffer.wrap(key), value));
+    }
+
+    @Override
+    public CompletableFuture<Void> deleteBatch(List<byte[]> keys) {
+        keys.forEach(k -> map.remove(ByteBuffer.wrap(k)));
+        return CompletableFuture.completedFuture(null);
+    }
+
+    @Override
+    public CompletableFuture<Boolean> compareAndPutAll(List<io.kvraft.client.CasEntry> entries) {
+        return CompletableFuture.failedFuture(new KvException(ErrorCode.INTERNAL, "not in the fake"));
+    }
+
+    /** The pairs of [start, end) in unsigned key order (reversed when asked), at most limit. */
+    private List<KeyValue> range(byte[] start, byte[] end, int limit, boolean reverse, boolean keysOnly) {
+        byte[] s = start == null ? new byte[0] : start;
+        byte[] e = end == null ? new byte[0] : end;
+        java.util.TreeMap<byte[], byte[]> sorted = new java.util.TreeMap<>(java.util.Arrays::compareUnsigned);
+        map.forEach((k, v) -> {
+            byte[] key = new byte[k.remaining()];
+            k.duplicate().get(key);
+            if (java.util.Arrays.compareUnsigned(key, s) >= 0 && (e.length == 0 || java.util.Arrays.compareUnsigned(key, e) < 0)) {
+                sorted.put(key, v);
+            }
+        });
+        List<KeyValue> out = new ArrayList<>();
+        for (Map.Entry<byte[], byte[]> en : (reverse ? sorted.descendingMap() : sorted).entrySet()) {
+            if (out.size() >= limit) {
+                break;
+            }
+            out.add(new KeyValue(en.getKey(), keysOnly ? null : en.getValue()));
+        }
+        return out;
+    }
+
+    @Override
+    public CompletableFuture<List<KeyValue>> scan(byte[] startKey, byte[] endKey, int limit, boolean keysOnly) {
+        scans.incrementAndGet();
+        return respond(() -> range(startKey, endKey, limit, false, keysOnly), getErrors);
+    }
+
+    @Override
+    public CompletableFuture<List<KeyValue>> reverseScan(byte[] startKey, byte[] endKey, int limit, boolean keysOnly) {
+        scans.incrementAndGet();
+        return respond(() -> range(startKey, endKey, limit, true, keysOnly), getErrors);
+    }
+
+    @Override
+    public io.kvraft.client.KvIterator iterator(byte[] startKey, byte[] endKey, int pageSize) {
+        throw new UnsupportedOperationException("not in the fake");
+    }
+
+    @Override
+    public io.kvraft.client.KvIterator reverseIterator(byte[] startKey, byte[] endKey, int pageSize) {
+        throw new UnsupportedOperationException("not in the fake");
+    }
+
+    @Override
+    public CompletableFuture<Void> deleteRange(byte[] startKey, byte[] endKey) {
+        range(startKey, endKey, Integer.MAX_VALUE, false, true).forEach(kv -> map.remove(ByteBuffer.wrap(kv.key())));
+        return CompletableFuture.completedFuture(null);
+    }
+
+    @Override
+    public KvClient withReadMode(io.kvraft.client.proto.KvProto.ReadMode mode) {
+        return this;
+    }
+
+    @Override
+    public io.kvraft.client.proto.KvProto.ReadMode readMode() {
+        return io.kvraft.client.proto.KvProto.ReadMode.READ_INDEX;
+    }
+
     @Override
     public CompletableFuture<List<RegionInfo>> regions() {
         return CompletableFuture.completedFuture(regions);

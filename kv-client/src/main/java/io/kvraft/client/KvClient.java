@@ -1,5 +1,6 @@
 package io.kvraft.client;
 
+import io.kvraft.client.proto.KvProto.ReadMode;
 import io.kvraft.client.proto.KvProto.RegionInfo;
 
 import java.util.List;
@@ -9,14 +10,49 @@ import java.util.concurrent.CompletableFuture;
  * The asynchronous API of the store. Every call routes its keys to the leaders of their regions,
  * retries retriable errors until the operation's deadline, and completes exceptionally with a
  * {@link KvException} carrying an {@link io.kvraft.client.proto.KvProto.ErrorCode} otherwise.
- * Callers who want to block call {@code join()}.
+ * Callers who want to block wrap a call in {@link #sync}: {@code byte[] v = KvClient.sync(client.get(k));}.
+ *
+ * <p>Keys are ordered as unsigned bytes. In a range, a null or empty start is the lowest key and a
+ * null or empty end is past the highest. Operations on several keys or a range are carried out region by
+ * region: atomic and linearizable within a region, neither across regions (one exception:
+ * {@link #compareAndPutAll}, which takes only keys of one region). Reads use the client's read mode
+ * ({@code readMode} in its YAML) unless made through a {@link #withReadMode} view.
  */
 public interface KvClient extends AutoCloseable {
+
+    /**
+     * Waits for {@code call} and returns its result; a failure is thrown as the {@link KvException} it
+     * carries (not wrapped in a CompletionException). The call's own deadline bounds the wait.
+     */
+    static <T> T sync(CompletableFuture<T> call) {
+        try {
+            return call.join();
+        } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException e) {
+            throw KvException.unwrap(e);
+        }
+    }
+
+    /**
+     * A view of this client whose reads (gets, scans, iterators, containsKey) use {@code mode}; it shares the
+     * client's connections, routes and batching, and closing it closes the client.
+     * <ul>
+     * <li>READ_INDEX: linearizable; the region leader confirms it still leads (a ReadIndex round, or the log
+     * entry in flight). The default.</li>
+     * <li>LEADER_LEASE: linearizable while server clocks drift less than the lease; no round.</li>
+     * <li>FOLLOWER: linearizable, served by any replica in turn once the leader confirms its ReadIndex and the
+     * replica has applied up to it: spreads reads over all nodes.</li>
+     * <li>STALE: any replica's applied state, no round: cheapest, but may miss recent acknowledged writes.</li>
+     * </ul>
+     */
+    KvClient withReadMode(ReadMode mode);
+
+    /** The read mode of this client or view. */
+    ReadMode readMode();
 
     /** Stores {@code value} under {@code key}; completes once a majority has it in the log and it is applied. */
     CompletableFuture<Void> put(byte[] key, byte[] value);
 
-    /** A linearizable read (ReadIndex by default); completes with {@code null} when the key is absent. */
+    /** Reads {@code key} (linearizable by default, see {@link #withReadMode}); completes with {@code null} when absent. */
     CompletableFuture<byte[]> get(byte[] key);
 
     /** Removes {@code key}; completes with whether it existed. */
@@ -34,6 +70,53 @@ public interface KvClient extends AutoCloseable {
      * connection after sending) is never retried: it fails with TIMEOUT or UNAVAILABLE.
      */
     CompletableFuture<Boolean> compareAndPut(byte[] key, byte[] expect, byte[] update);
+
+    /** Whether {@code key} has a value (a read, in this client's read mode). */
+    CompletableFuture<Boolean> containsKey(byte[] key);
+
+    /** Stores {@code value} under {@code key}; completes with the value it replaced, or null when there was none. */
+    CompletableFuture<byte[]> getAndPut(byte[] key, byte[] value);
+
+    /** Stores {@code value} only when {@code key} is absent; completes with null when it did, else with the existing value. */
+    CompletableFuture<byte[]> putIfAbsent(byte[] key, byte[] value);
+
+    /** Removes many keys, possibly in many regions; not atomic: on failure some may have been removed. */
+    CompletableFuture<Void> deleteBatch(List<byte[]> keys);
+
+    /**
+     * Every compare-and-put in {@code entries} takes effect, or none does; completes with which. All keys must
+     * be in one region and distinct (at most 1,000 entries): otherwise it fails with INVALID_ARGUMENT naming
+     * the keys outside the first key's region, and changes nothing.
+     */
+    CompletableFuture<Boolean> compareAndPutAll(List<CasEntry> entries);
+
+    /**
+     * The pairs of [startKey, endKey) in ascending key order, at most {@code limit} (1 or more); values are
+     * null when {@code keysOnly}. Each region's part is read as a get is (this client's read mode); the parts
+     * are read one after the other, so the whole is not one snapshot. Use {@link #iterator} for ranges too
+     * large to hold.
+     */
+    CompletableFuture<List<KeyValue>> scan(byte[] startKey, byte[] endKey, int limit, boolean keysOnly);
+
+    /** As {@link #scan}, in descending key order from just below endKey. */
+    CompletableFuture<List<KeyValue>> reverseScan(byte[] startKey, byte[] endKey, int limit, boolean keysOnly);
+
+    /**
+     * The pairs of [startKey, endKey) in ascending order, fetched lazily {@code pageSize} at a time (a server
+     * may return fewer per page: {@code limits.maxScanBytes}). Each page goes on from the last key returned,
+     * so the iterator keeps working while regions split or move. See {@link KvIterator}.
+     */
+    KvIterator iterator(byte[] startKey, byte[] endKey, int pageSize);
+
+    /** As {@link #iterator}, in descending order. */
+    KvIterator reverseIterator(byte[] startKey, byte[] endKey, int pageSize);
+
+    /**
+     * Removes every key in [startKey, endKey): one log entry per region the range touches (no per-key
+     * tombstones), linearizable per region, not atomic across regions. Like every write it is not retried
+     * when its outcome is unknown; then some regions' parts may be done and others not.
+     */
+    CompletableFuture<Void> deleteRange(byte[] startKey, byte[] endKey);
 
     /** The cluster's regions as one server sees them now: range, epoch, peers, leader, term, applied index. */
     CompletableFuture<List<RegionInfo>> regions();

@@ -16,6 +16,7 @@ import io.kvraft.client.rpc.Transport;
 import com.google.protobuf.Message;
 
 import java.util.List;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.Consumer;
 import java.util.function.Function;
 
@@ -34,29 +35,48 @@ final class RegionBatcher {
     private final int regionId;
     private final RoutingKvClient client;
     private final Transport transport;
-    private final ReadMode readMode;
     private final long requestTimeoutMs;
+    private final Batching batching;
     private final Coalescer<PendingOp> writes;
-    private final Coalescer<PendingOp> reads;
+    /** One queue of reads per read mode, made on first use: a batch RPC carries one mode. */
+    private final AtomicReferenceArray<Coalescer<PendingOp>> reads = new AtomicReferenceArray<>(READ_MODES.length);
 
-    RegionBatcher(int regionId, RoutingKvClient client, Transport transport, Batching batching, ReadMode readMode,
-                  long requestTimeoutMs) {
+    private static final ReadMode[] READ_MODES = {ReadMode.READ_INDEX, ReadMode.LEADER_LEASE, ReadMode.FOLLOWER,
+            ReadMode.STALE};
+
+    RegionBatcher(int regionId, RoutingKvClient client, Transport transport, Batching batching, long requestTimeoutMs) {
         this.regionId = regionId;
         this.client = client;
         this.transport = transport;
-        this.readMode = readMode;
+        this.batching = batching;
         this.requestTimeoutMs = requestTimeoutMs;
+        this.writes = coalescer(this::sendWrites);
+    }
+
+    private Coalescer<PendingOp> coalescer(Coalescer.Sender<PendingOp> sender) {
         int inflight = batching.enabled() ? batching.maxInflightPerRegion() : Integer.MAX_VALUE;
         int size = batching.enabled() ? batching.maxBatchSize() : 1;
-        this.writes = new Coalescer<>(inflight, size, batching.maxBatchBytes(), batching.maxPendingPerRegion(),
-                PendingOp::bytes, this::sendWrites);
-        this.reads = new Coalescer<>(inflight, size, batching.maxBatchBytes(), batching.maxPendingPerRegion(),
-                PendingOp::bytes, this::sendReads);
+        return new Coalescer<>(inflight, size, batching.maxBatchBytes(), batching.maxPendingPerRegion(),
+                PendingOp::bytes, sender);
     }
 
     /** False when the region's queue is full (back-pressure). */
     boolean offer(PendingOp op) {
-        return op.isWrite() ? writes.offer(op) : reads.offer(op);
+        if (op.group != null) {
+            sendWrites(List.of(op), () -> { }); // a group travels alone, so no batch outgrows the server's op limit
+            return true;
+        }
+        if (op.isWrite()) {
+            return writes.offer(op);
+        }
+        int i = op.readMode.getNumber();
+        Coalescer<PendingOp> queue = reads.get(i);
+        if (queue == null) {
+            ReadMode mode = op.readMode;
+            reads.compareAndSet(i, null, coalescer((batch, done) -> sendReads(batch, mode, done)));
+            queue = reads.get(i);
+        }
+        return queue.offer(op);
     }
 
     private long timeoutMs(List<PendingOp> batch) {
@@ -72,17 +92,28 @@ final class RegionBatcher {
         send(batch, done, route -> {
             WriteRequest.Builder b = WriteRequest.newBuilder().setRegionId(regionId).setRegionEpoch(route.epoch());
             for (PendingOp op : batch) {
-                b.addOps(op.write);
+                if (op.group != null) {
+                    b.addAllOps(op.group);
+                } else {
+                    b.addOps(op.write);
+                }
             }
             return b.build();
         }, (WriteResponse resp) -> resp.getError(), resp -> {
-            for (int i = 0; i < batch.size(); i++) {
-                batch.get(i).result.complete(i < resp.getSucceededCount() && resp.getSucceeded(i));
+            int at = 0; // the first wire op of each operation
+            for (PendingOp op : batch) {
+                if (op.returnsPrevious()) {
+                    Value v = at < resp.getPreviousCount() ? resp.getPrevious(at) : Value.getDefaultInstance();
+                    op.result.complete(v.getFound() ? v.getValue().toByteArray() : null);
+                } else {
+                    op.result.complete(at < resp.getSucceededCount() && resp.getSucceeded(at));
+                }
+                at += op.opCount();
             }
-        });
+        }, null);
     }
 
-    private void sendReads(List<PendingOp> batch, Runnable done) {
+    private void sendReads(List<PendingOp> batch, ReadMode readMode, Runnable done) {
         send(batch, done, route -> {
             ReadRequest.Builder b = ReadRequest.newBuilder().setRegionId(regionId).setRegionEpoch(route.epoch())
                     .setMode(readMode);
@@ -95,12 +126,15 @@ final class RegionBatcher {
                 Value v = i < resp.getValuesCount() ? resp.getValues(i) : Value.getDefaultInstance();
                 batch.get(i).result.complete(v.getFound() ? v.getValue().toByteArray() : null);
             }
-        });
+        }, readMode);
     }
 
-    /** One batch RPC to the region's believed leader; failures go back to the client op by op. */
+    /**
+     * One batch RPC to the region's believed leader (or, for reads any replica may serve, to a replica in turn);
+     * failures go back to the client op by op.
+     */
     private <R extends Message> void send(List<PendingOp> batch, Runnable done, Function<Route, Message> request,
-                                          Function<R, Error> errorOf, Consumer<R> complete) {
+                                          Function<R, Error> errorOf, Consumer<R> complete, ReadMode readMode) {
         Route route = client.routes().byId(regionId);
         if (route == null) {
             failAll(batch, null, "", client.localError(ErrorCode.REGION_NOT_FOUND, "region " + regionId + " left the route table"),
@@ -108,7 +142,7 @@ final class RegionBatcher {
             done.run();
             return;
         }
-        String target = route.target();
+        String target = RoutingKvClient.target(route, readMode);
         transport.<R>call(target, request.apply(route), timeoutMs(batch)).whenComplete((resp, err) -> {
             try {
                 Error error = err != null ? client.transportError(err) : errorOf.apply(resp);

@@ -16,6 +16,7 @@ import io.kvraft.client.route.RouteTable.Route;
 import io.kvraft.client.rpc.Transport;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
@@ -32,24 +33,52 @@ import java.util.concurrent.TimeUnit;
  */
 final class RoutingKvClient implements KvClient {
 
+    private final RoutingKvClient root; // this, or the client a read-mode view was made from
     private final ClientConfig config;
     private final Transport transport;
-    private final RouteTable routes = new RouteTable();
-    private final ConcurrentHashMap<Integer, RegionBatcher> batchers = new ConcurrentHashMap<>();
+    private final RouteTable routes;
+    private final ConcurrentHashMap<Integer, RegionBatcher> batchers;
     private final RetryPolicy retry = RetryPolicy.defaults();
     private final ReadMode readMode;
     private final ScheduledExecutorService timer;
+    private final RangeOps ranges;
     private CompletableFuture<Void> refreshing;
 
     RoutingKvClient(ClientConfig config) {
+        this.root = this;
         this.config = config;
         this.transport = new Transport(config.tls());
-        this.readMode = config.readMode().equals("leader_lease") ? ReadMode.LEADER_LEASE : ReadMode.READ_INDEX;
+        this.routes = new RouteTable();
+        this.batchers = new ConcurrentHashMap<>();
+        this.readMode = readMode(config.readMode());
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "kv-client-retry");
             t.setDaemon(true);
             return t;
         });
+        this.ranges = new RangeOps(this);
+    }
+
+    /** A view of {@code root} whose reads default to {@code mode}; it shares everything else. */
+    private RoutingKvClient(RoutingKvClient root, ReadMode mode) {
+        this.root = root;
+        this.config = root.config;
+        this.transport = root.transport;
+        this.routes = root.routes;
+        this.batchers = root.batchers;
+        this.readMode = mode;
+        this.timer = root.timer;
+        this.ranges = new RangeOps(this);
+    }
+
+    /** The wire read mode of a YAML {@code readMode} value (already checked by the config). */
+    static ReadMode readMode(String yaml) {
+        return switch (yaml) {
+            case "leader_lease" -> ReadMode.LEADER_LEASE;
+            case "follower" -> ReadMode.FOLLOWER;
+            case "stale" -> ReadMode.STALE;
+            default -> ReadMode.READ_INDEX;
+        };
     }
 
     /** Fetches the route table once, so that a wrong address fails at connect with a clear error. */
@@ -91,7 +120,147 @@ final class RoutingKvClient implements KvClient {
 
     @Override
     public CompletableFuture<byte[]> get(byte[] key) {
-        return submit(PendingOp.read(key == null ? new byte[0] : key, deadline())).thenApply(r -> (byte[]) r);
+        return submit(PendingOp.read(key == null ? new byte[0] : key, readMode, deadline())).thenApply(r -> (byte[]) r);
+    }
+
+    @Override
+    public CompletableFuture<Boolean> containsKey(byte[] key) {
+        return get(key).thenApply(v -> v != null);
+    }
+
+    @Override
+    public CompletableFuture<byte[]> getAndPut(byte[] key, byte[] value) {
+        return submit(PendingOp.write(WriteOp.newBuilder().setType(WriteOpType.GET_AND_PUT).setKey(bytes(key))
+                .setValue(bytes(value)).build(), deadline())).thenApply(r -> (byte[]) r);
+    }
+
+    @Override
+    public CompletableFuture<byte[]> putIfAbsent(byte[] key, byte[] value) {
+        return submit(PendingOp.write(WriteOp.newBuilder().setType(WriteOpType.PUT_IF_ABSENT).setKey(bytes(key))
+                .setValue(bytes(value)).build(), deadline())).thenApply(r -> (byte[]) r);
+    }
+
+    @Override
+    public CompletableFuture<Void> deleteBatch(List<byte[]> keys) {
+        long deadline = deadline();
+        List<CompletableFuture<Object>> parts = new ArrayList<>(keys.size());
+        for (byte[] k : keys) {
+            parts.add(submit(PendingOp.write(WriteOp.newBuilder().setType(WriteOpType.DELETE).setKey(bytes(k)).build(),
+                    deadline)));
+        }
+        return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new));
+    }
+
+    @Override
+    public CompletableFuture<Boolean> compareAndPutAll(List<CasEntry> entries) {
+        if (entries.isEmpty()) {
+            return CompletableFuture.completedFuture(true);
+        }
+        if (entries.size() > MAX_CAS_GROUP) {
+            return invalid("compareAndPutAll takes at most " + MAX_CAS_GROUP + " entries, got " + entries.size());
+        }
+        List<WriteOp> ops = new ArrayList<>(entries.size());
+        Set<ByteString> seen = new java.util.HashSet<>();
+        Route first = null;
+        List<String> elsewhere = new ArrayList<>();
+        for (CasEntry e : entries) {
+            if (e.key() == null || e.key().length == 0) {
+                return invalid("compareAndPutAll: empty key");
+            }
+            WriteOp op = casOp(e.key(), e.expect(), e.update());
+            if (!seen.add(op.getKey())) {
+                return invalid("compareAndPutAll names key " + printable(e.key()) + " twice");
+            }
+            Route r = routes.lookup(e.key());
+            if (first == null) {
+                first = r;
+            } else if (r != first) {
+                elsewhere.add(printable(e.key()));
+            }
+            ops.add(op);
+        }
+        if (!elsewhere.isEmpty()) {
+            return invalid("compareAndPutAll needs all keys in one region; not in the region of the first key ("
+                    + (first == null ? "none" : first.regionId()) + "): " + String.join(", ", elsewhere));
+        }
+        return submit(PendingOp.group(ops, deadline())).thenApply(r -> (Boolean) r);
+    }
+
+    @Override
+    public CompletableFuture<List<KeyValue>> scan(byte[] startKey, byte[] endKey, int limit, boolean keysOnly) {
+        return scan(startKey, endKey, limit, false, keysOnly);
+    }
+
+    @Override
+    public CompletableFuture<List<KeyValue>> reverseScan(byte[] startKey, byte[] endKey, int limit, boolean keysOnly) {
+        return scan(startKey, endKey, limit, true, keysOnly);
+    }
+
+    private CompletableFuture<List<KeyValue>> scan(byte[] startKey, byte[] endKey, int limit, boolean reverse,
+                                                   boolean keysOnly) {
+        byte[] start = RangeOps.orEmpty(startKey);
+        byte[] end = RangeOps.orEmpty(endKey);
+        if (limit < 1) {
+            return invalid("scan limit must be at least 1, got " + limit);
+        }
+        String bad = checkRange(start, end);
+        if (bad != null) {
+            return invalid(bad);
+        }
+        if (isEmptyRange(start, end)) {
+            return CompletableFuture.completedFuture(List.of());
+        }
+        return ranges.scan(start, end, limit, reverse, keysOnly, readMode, deadline());
+    }
+
+    @Override
+    public KvIterator iterator(byte[] startKey, byte[] endKey, int pageSize) {
+        return iterator(startKey, endKey, pageSize, false);
+    }
+
+    @Override
+    public KvIterator reverseIterator(byte[] startKey, byte[] endKey, int pageSize) {
+        return iterator(startKey, endKey, pageSize, true);
+    }
+
+    private KvIterator iterator(byte[] startKey, byte[] endKey, int pageSize, boolean reverse) {
+        byte[] start = RangeOps.orEmpty(startKey);
+        byte[] end = RangeOps.orEmpty(endKey);
+        if (pageSize < 1) {
+            throw new KvException(ErrorCode.INVALID_ARGUMENT, "iterator page size must be at least 1, got " + pageSize);
+        }
+        String bad = checkRange(start, end);
+        if (bad != null) {
+            throw new KvException(ErrorCode.INVALID_ARGUMENT, bad);
+        }
+        return new KvIterator(ranges, start, end, pageSize, reverse, readMode, config.operationTimeoutMs());
+    }
+
+    @Override
+    public CompletableFuture<Void> deleteRange(byte[] startKey, byte[] endKey) {
+        byte[] start = RangeOps.orEmpty(startKey);
+        byte[] end = RangeOps.orEmpty(endKey);
+        String bad = checkRange(start, end);
+        if (bad != null) {
+            return invalid(bad);
+        }
+        if (isEmptyRange(start, end)) {
+            return CompletableFuture.completedFuture(null);
+        }
+        return ranges.deleteRange(start, end, deadline());
+    }
+
+    @Override
+    public KvClient withReadMode(ReadMode mode) {
+        if (mode == null || mode == ReadMode.UNRECOGNIZED) {
+            throw new KvException(ErrorCode.INVALID_ARGUMENT, "read mode must be one of READ_INDEX, LEADER_LEASE, FOLLOWER, STALE");
+        }
+        return new RoutingKvClient(root, mode);
+    }
+
+    @Override
+    public ReadMode readMode() {
+        return readMode;
     }
 
     @Override
@@ -105,7 +274,7 @@ final class RoutingKvClient implements KvClient {
         long deadline = deadline();
         List<CompletableFuture<Object>> parts = new ArrayList<>(keys.size());
         for (byte[] k : keys) {
-            parts.add(submit(PendingOp.read(k == null ? new byte[0] : k, deadline)));
+            parts.add(submit(PendingOp.read(k == null ? new byte[0] : k, readMode, deadline)));
         }
         return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> {
             List<byte[]> out = new ArrayList<>(parts.size());
@@ -129,6 +298,10 @@ final class RoutingKvClient implements KvClient {
 
     @Override
     public CompletableFuture<Boolean> compareAndPut(byte[] key, byte[] expect, byte[] update) {
+        return submit(PendingOp.write(casOp(key, expect, update), deadline())).thenApply(r -> (Boolean) r);
+    }
+
+    private static WriteOp casOp(byte[] key, byte[] expect, byte[] update) {
         WriteOp.Builder op = WriteOp.newBuilder().setType(WriteOpType.COMPARE_AND_PUT).setKey(bytes(key))
                 .setValue(bytes(update));
         if (expect == null) {
@@ -136,7 +309,7 @@ final class RoutingKvClient implements KvClient {
         } else {
             op.setExpect(ByteString.copyFrom(expect));
         }
-        return submit(PendingOp.write(op.build(), deadline())).thenApply(r -> (Boolean) r);
+        return op.build();
     }
 
     @Override
@@ -144,6 +317,7 @@ final class RoutingKvClient implements KvClient {
         return askAnyServer().thenApply(RegionsResponse::getRegionsList);
     }
 
+    /** Closes the client; a read-mode view closes the client it was made from. */
     @Override
     public void close() {
         timer.shutdownNow();
@@ -170,8 +344,13 @@ final class RoutingKvClient implements KvClient {
             failed(op, null, "", localError(ErrorCode.REGION_NOT_FOUND, "no region holds the key in the route table"), true);
             return;
         }
-        RegionBatcher batcher = batchers.computeIfAbsent(route.regionId(), id -> new RegionBatcher(id, this, transport,
-                config.batching(), readMode, config.requestTimeoutMs()));
+        if (op.group != null && !sameRoute(op.group, route)) {
+            op.result.completeExceptionally(new KvException(ErrorCode.INVALID_ARGUMENT,
+                    "compareAndPutAll: its keys are no longer in one region (region " + route.regionId() + " changed)"));
+            return;
+        }
+        RegionBatcher batcher = batchers.computeIfAbsent(route.regionId(), id -> new RegionBatcher(id, root, transport,
+                config.batching(), config.requestTimeoutMs()));
         if (!batcher.offer(op)) {
             op.result.completeExceptionally(new KvException(ErrorCode.BUSY, "region " + route.regionId()
                     + " has batching.maxPendingPerRegion operations queued"));
@@ -184,20 +363,10 @@ final class RoutingKvClient implements KvClient {
      */
     void failed(PendingOp op, Route route, String target, Error error, boolean unsent) {
         ErrorCode code = error.getCode();
-        String hint = error.getLeaderHint();
-        if (route != null) {
-            if (!hint.isEmpty() && !hint.equals(target)) {
-                route.leader(hint);
-            } else if (code != ErrorCode.BUSY) {
-                route.leaderUnknown(target);
-            }
-        }
         op.attempts++;
-        long now = System.nanoTime();
-        long delay = retry.delayNanos(code, op.attempts, !hint.isEmpty(), unsent || op.idempotent(), now,
-                op.deadlineNanos);
+        long delay = retryDelay(route, target, error, op.attempts, unsent || op.idempotent(), op.deadlineNanos);
         if (delay == RetryPolicy.NO_RETRY) {
-            op.result.completeExceptionally(new KvException(code, error.getDetail(), hint));
+            op.result.completeExceptionally(new KvException(code, error.getDetail(), error.getLeaderHint()));
             return;
         }
         if (RetryPolicy.refreshesRoute(code)) {
@@ -209,16 +378,62 @@ final class RoutingKvClient implements KvClient {
         }
     }
 
+    /**
+     * Learns from a failed request (the leader hint, or that {@code target} is not the leader) and says how
+     * long to wait before the next try, or {@link RetryPolicy#NO_RETRY}.
+     */
+    long retryDelay(Route route, String target, Error error, int attempts, boolean idempotent, long deadlineNanos) {
+        ErrorCode code = error.getCode();
+        String hint = error.getLeaderHint();
+        if (route != null) {
+            if (!hint.isEmpty() && !hint.equals(target)) {
+                route.leader(hint);
+            } else if (code != ErrorCode.BUSY) {
+                route.leaderUnknown(target);
+            }
+        }
+        return retry.delayNanos(code, attempts, !hint.isEmpty(), idempotent, System.nanoTime(), deadlineNanos);
+    }
+
     private void schedule(PendingOp op, long delayNanos) {
-        try {
-            timer.schedule(() -> dispatch(op), delayNanos, TimeUnit.NANOSECONDS);
-        } catch (java.util.concurrent.RejectedExecutionException closed) {
+        if (!later(() -> dispatch(op), delayNanos)) {
             op.result.completeExceptionally(new KvException(ErrorCode.UNAVAILABLE, "client closed"));
         }
     }
 
+    /** Runs {@code task} after {@code delayNanos} on the client's timer (at once when 0); false once closed. */
+    boolean later(Runnable task, long delayNanos) {
+        if (delayNanos == 0) {
+            task.run();
+            return true;
+        }
+        try {
+            timer.schedule(task, delayNanos, TimeUnit.NANOSECONDS);
+            return true;
+        } catch (java.util.concurrent.RejectedExecutionException closed) {
+            return false;
+        }
+    }
+
+    /** Where a request of {@code mode} goes: the believed leader, or any replica for FOLLOWER and STALE reads. */
+    static String target(Route route, ReadMode mode) {
+        return mode == ReadMode.FOLLOWER || mode == ReadMode.STALE ? route.anyReplica() : route.target();
+    }
+
+    Transport transport() {
+        return transport;
+    }
+
+    long requestTimeoutMs() {
+        return config.requestTimeoutMs();
+    }
+
     /** One refresh at a time; callers that arrive meanwhile share it. */
-    synchronized CompletableFuture<Void> refreshRoutes() {
+    CompletableFuture<Void> refreshRoutes() {
+        return root.refreshRootRoutes();
+    }
+
+    private synchronized CompletableFuture<Void> refreshRootRoutes() {
         if (refreshing != null && !refreshing.isDone()) {
             return refreshing;
         }
@@ -259,6 +474,43 @@ final class RoutingKvClient implements KvClient {
 
     Error localError(ErrorCode code, String detail) {
         return Error.newBuilder().setCode(code).setDetail(detail).build();
+    }
+
+    private static final int MAX_CAS_GROUP = 1000;
+
+    private boolean sameRoute(List<WriteOp> ops, Route route) {
+        for (WriteOp op : ops) {
+            if (routes.lookup(op.getKey().toByteArray()) != route) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Why [start, end) is not a range (null when it is): a bound too long to be a key's neighbour, or start above end. */
+    private static String checkRange(byte[] start, byte[] end) {
+        if (end.length > 0 && Arrays.compareUnsigned(start, end) > 0) {
+            return "range start " + printable(start) + " is above its end " + printable(end);
+        }
+        return null;
+    }
+
+    private static boolean isEmptyRange(byte[] start, byte[] end) {
+        return end.length > 0 && Arrays.compareUnsigned(start, end) >= 0;
+    }
+
+    private static <T> CompletableFuture<T> invalid(String why) {
+        return CompletableFuture.failedFuture(new KvException(ErrorCode.INVALID_ARGUMENT, why));
+    }
+
+    /** A key for an error message: text when it is printable ASCII, else hex. */
+    static String printable(byte[] key) {
+        for (byte b : key) {
+            if (b < 0x20 || b > 0x7e) {
+                return "0x" + java.util.HexFormat.of().formatHex(key);
+            }
+        }
+        return "'" + new String(key, java.nio.charset.StandardCharsets.US_ASCII) + "'";
     }
 
     private long deadline() {

@@ -155,6 +155,17 @@ class ReplicatorLoopTest {
         }
 
         @Override
+        public byte[] read(int region, byte[] key) {
+            return store.read(region, key);
+        }
+
+        @Override
+        public io.kvraft.server.store.ScanPage scan(int region, KeyRange range, boolean reverse,
+                                                    io.kvraft.server.store.ScanPage.Builder page) {
+            return store.scan(region, range, reverse, page);
+        }
+
+        @Override
         public void apply(int region, long appliedIndex, StoreBatch batch) {
             store.apply(region, appliedIndex, batch);
         }

@@ -11,7 +11,10 @@ import static java.util.Objects.requireNonNullElse;
  * @param servers            seed servers, host:port; the route table is learnt from them
  * @param requestTimeoutMs   the wait for one RPC's answer
  * @param operationTimeoutMs the deadline of one operation across all its retries
- * @param readMode           {@code read_index} (linearizable, default) or {@code leader_lease}
+ * @param readMode           the default of reads: {@code read_index} (linearizable, default), {@code leader_lease}
+ *                           (linearizable on the leader's lease), {@code follower} (linearizable, any replica
+ *                           serves after the leader's ReadIndex) or {@code stale} (any replica, no round, may be
+ *                           stale); a {@code KvClient.withReadMode} view overrides it per call
  * @param batching           per-region coalescing of operations into batch RPCs
  * @param tls                mutual TLS to the servers (off by default)
  */
@@ -40,10 +43,13 @@ public record ClientConfig(
             throw new IllegalArgumentException("operationTimeoutMs (" + operationTimeoutMs
                     + ") must be at least requestTimeoutMs (" + requestTimeoutMs + ")");
         }
-        if (!readMode.equals("read_index") && !readMode.equals("leader_lease")) {
-            throw new IllegalArgumentException("readMode must be read_index or leader_lease, got " + readMode);
+        if (!READ_MODES.contains(readMode)) {
+            throw new IllegalArgumentException("readMode must be one of " + String.join(", ", READ_MODES) + ", got " + readMode);
         }
     }
+
+    /** The values of {@code readMode}. */
+    public static final List<String> READ_MODES = List.of("read_index", "leader_lease", "follower", "stale");
 
     /** Without TLS. */
     public ClientConfig(List<String> servers, Long requestTimeoutMs, Long operationTimeoutMs, String readMode,

@@ -51,6 +51,21 @@ public final class RouteTable {
             return nextPeerGuess();
         }
 
+        /** A replica in turn (leader included), for reads any replica may serve: spreads them over all peers. */
+        public String anyReplica() {
+            return nextPeerGuess();
+        }
+
+        /** The region's start key: inclusive, empty = -inf. */
+        public byte[] startKey() {
+            return info.getStartKey().toByteArray();
+        }
+
+        /** The region's end key: exclusive, empty = +inf. */
+        public byte[] endKey() {
+            return info.getEndKey().toByteArray();
+        }
+
         public void leader(String hint) {
             this.leader = hint;
         }
@@ -104,6 +119,22 @@ public final class RouteTable {
         byte[] end = e.getValue().info.getEndKey().toByteArray();
         if (end.length > 0 && Arrays.compareUnsigned(key, end) >= 0) {
             return null;
+        }
+        return e.getValue();
+    }
+
+    /**
+     * The region holding the keys just below {@code key} (an empty key is +inf here: the last region), for
+     * walking the key space downwards; null when the table has none.
+     */
+    public Route lookupBefore(byte[] key) {
+        Map.Entry<byte[], Route> e = key.length == 0 ? byStart.lastEntry() : byStart.lowerEntry(key);
+        if (e == null) {
+            return null;
+        }
+        byte[] end = e.getValue().info.getEndKey().toByteArray();
+        if (end.length > 0 && (key.length == 0 || Arrays.compareUnsigned(key, end) > 0)) {
+            return null; // a gap below key
         }
         return e.getValue();
     }

@@ -90,6 +90,10 @@ public record ServerConfig(
         return new ServerConfig(endpoint, dataDir, cluster, newStore, raft, limits, balance, shutdown, logging, metrics, tls);
     }
 
+    public ServerConfig withLimits(LimitsConfig newLimits) {
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, newLimits, balance, shutdown, logging, metrics, tls);
+    }
+
     public ServerConfig withBalance(BalanceConfig newBalance) {
         return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, newBalance, shutdown, logging, metrics, tls);
     }
@@ -259,18 +263,25 @@ public record ServerConfig(
     /**
      * @param maxKeyBytes   keys longer than this are refused with INVALID_ARGUMENT
      * @param maxValueBytes values longer than this are refused with INVALID_ARGUMENT
-     * @param maxBatchOps   operations in one request at most
+     * @param maxBatchOps   operations in one request at most; also the most pairs one scan page returns
+     * @param maxScanBytes  key and value bytes one scan page returns at most (a page always holds at least one
+     *                      pair); larger scans come back in several pages
      */
-    public record LimitsConfig(Integer maxKeyBytes, Integer maxValueBytes, Integer maxBatchOps) {
-        public static final LimitsConfig DEFAULT = new LimitsConfig(null, null, null);
+    public record LimitsConfig(Integer maxKeyBytes, Integer maxValueBytes, Integer maxBatchOps, Integer maxScanBytes) {
+        public static final LimitsConfig DEFAULT = new LimitsConfig(null, null, null, null);
 
         public LimitsConfig {
             maxKeyBytes = requireNonNullElse(maxKeyBytes, 4096);
             maxValueBytes = requireNonNullElse(maxValueBytes, 1 << 20);
             maxBatchOps = requireNonNullElse(maxBatchOps, 10_000);
-            if (maxKeyBytes < 1 || maxValueBytes < 0 || maxBatchOps < 1) {
+            maxScanBytes = requireNonNullElse(maxScanBytes, 4 << 20);
+            if (maxKeyBytes < 1 || maxValueBytes < 0 || maxBatchOps < 1 || maxScanBytes < 1) {
                 throw new IllegalArgumentException("limits must be positive");
             }
+        }
+
+        public LimitsConfig(Integer maxKeyBytes, Integer maxValueBytes, Integer maxBatchOps) {
+            this(maxKeyBytes, maxValueBytes, maxBatchOps, null);
         }
     }
 

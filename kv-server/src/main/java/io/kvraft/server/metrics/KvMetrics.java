@@ -18,10 +18,12 @@ public final class KvMetrics {
     final Timer deleteLatency = new Timer();
     final Timer casLatency = new Timer();
     final Timer getLatency = new Timer();
+    final Timer scanLatency = new Timer();
     final Meter puts = new Meter();
     final Meter deletes = new Meter();
     final Meter cas = new Meter();
     final Meter gets = new Meter();
+    final Meter scannedPairs = new Meter();
     private final Meter[] errors = new Meter[ErrorCode.values().length];
 
     public KvMetrics() {
@@ -67,6 +69,16 @@ public final class KvMetrics {
         }
     }
 
+    /** A scan page request that returned {@code pairs} pairs was answered. */
+    public void scanned(long startNanos, int pairs, ErrorCode error) {
+        scanLatency.update(System.nanoTime() - startNanos, TimeUnit.NANOSECONDS);
+        if (error != null) {
+            error(error);
+        } else {
+            scannedPairs.mark(pairs);
+        }
+    }
+
     private void error(ErrorCode code) {
         int i = code.ordinal();
         if (i < errors.length) {
@@ -79,10 +91,12 @@ public final class KvMetrics {
         r.register("kv.request.delete", deleteLatency);
         r.register("kv.request.cas", casLatency);
         r.register("kv.request.get", getLatency);
+        r.register("kv.request.scan", scanLatency);
         r.register("kv.ops.put", puts);
         r.register("kv.ops.delete", deletes);
         r.register("kv.ops.cas", cas);
         r.register("kv.ops.get", gets);
+        r.register("kv.ops.scan.pairs", scannedPairs);
         for (ErrorCode c : ErrorCode.values()) {
             if (c != ErrorCode.OK && c != ErrorCode.UNRECOGNIZED) {
                 r.register("kv.errors." + c.name(), errors[c.ordinal()]);

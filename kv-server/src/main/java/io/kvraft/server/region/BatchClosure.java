@@ -7,7 +7,9 @@ import com.alipay.sofa.jraft.error.RaftError;
 import io.kvraft.client.proto.KvProto.Error;
 import io.kvraft.client.proto.KvProto.ErrorCode;
 import io.kvraft.client.proto.KvProto.WriteBatch;
+import io.kvraft.client.proto.KvProto.Value;
 import io.kvraft.client.proto.KvProto.WriteResponse;
+import com.google.protobuf.ByteString;
 import io.kvraft.server.rpc.Responses;
 
 import java.util.List;
@@ -24,7 +26,11 @@ final class BatchClosure implements Closure {
     private final Region region;
     /** Reads that arrived before this entry was proposed: answered once it is applied. */
     private final List<Region.PendingRead> reads;
+    /** Whether the answers carry the value each op found (the entry has a GET_AND_PUT or PUT_IF_ABSENT). */
+    final boolean returnsValues;
     boolean[] results;
+    /** Set by the state machine when {@link #returnsValues}: per op, the value it found (null = absent). */
+    byte[][] previous;
     private final long proposedNanos = System.nanoTime();
 
     BatchClosure(WriteBatch batch, List<WriteProposal> proposals, List<Region.PendingRead> reads, Region region,
@@ -34,6 +40,7 @@ final class BatchClosure implements Closure {
         this.reads = reads;
         this.region = region;
         this.coalescerDone = coalescerDone;
+        this.returnsValues = RegionStateMachine.returnsValues(batch);
     }
 
     @Override
@@ -44,8 +51,13 @@ final class BatchClosure implements Closure {
                 int at = 0;
                 for (WriteProposal p : proposals) {
                     WriteResponse.Builder b = WriteResponse.newBuilder();
-                    for (int i = 0; i < p.ops().size(); i++) {
-                        b.addSucceeded(results[at++]);
+                    for (int i = 0; i < p.ops().size(); i++, at++) {
+                        b.addSucceeded(results[at]);
+                        if (previous != null) {
+                            byte[] v = previous[at];
+                            b.addPrevious(v == null ? Value.getDefaultInstance()
+                                    : Value.newBuilder().setFound(true).setValue(ByteString.copyFrom(v)).build());
+                        }
                     }
                     p.reply().accept(b.build());
                 }

@@ -15,7 +15,9 @@ import io.kvraft.client.proto.KvProto.Error;
 import io.kvraft.client.proto.KvProto.ErrorCode;
 import io.kvraft.client.proto.KvProto.ReadMode;
 import io.kvraft.client.proto.KvProto.ReadResponse;
+import io.kvraft.client.proto.KvProto.Pair;
 import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.ScanResponse;
 import io.kvraft.client.proto.KvProto.Value;
 import io.kvraft.client.proto.KvProto.WriteBatch;
 import io.kvraft.client.proto.KvProto.WriteOp;
@@ -24,6 +26,7 @@ import io.kvraft.server.config.ServerConfig.RaftConfig;
 import io.kvraft.server.rpc.Responses;
 import io.kvraft.server.store.KeyRange;
 import io.kvraft.server.store.KvStore;
+import io.kvraft.server.store.ScanPage;
 import com.google.protobuf.ByteString;
 
 import java.nio.ByteBuffer;
@@ -51,6 +54,7 @@ public final class Region {
     private final Runnable onLeaderKnown;
     private final AtomicBoolean startupTimeoutCleared = new AtomicBoolean();
     private final io.kvraft.server.metrics.RegionMetrics metrics = new io.kvraft.server.metrics.RegionMetrics();
+
     private volatile Node node;
     private final Object readLock = new Object();
     /** Reads that arrived while an entry was in flight; they ride on the next one. Guarded by readLock. */
@@ -166,24 +170,86 @@ public final class Region {
 
     // ---- reads --------------------------------------------------------------------------------
 
-    /** A read waiting for a log entry proposed after it arrived, or for a ReadIndex. */
-    record PendingRead(List<ByteString> keys, KvStore store, Consumer<ReadResponse> reply) {
+    /** A read waiting for a log entry proposed after it arrived, or for a ReadIndex; then served from the store. */
+    public interface PendingRead {
+        /** Reads the store and answers; the caller has established that the store is fresh enough. */
+        void serve();
+
+        /** Answers with {@code error} instead. */
+        void fail(Error error);
+    }
+
+    /** Gets of {@code keys}, answered in their order. */
+    public PendingRead gets(List<ByteString> keys, KvStore store, Consumer<ReadResponse> reply) {
+        return new PendingRead() {
+            @Override
+            public void serve() {
+                ReadResponse.Builder b = ReadResponse.newBuilder();
+                for (ByteString key : keys) {
+                    byte[] v = store.read(id, key.toByteArray());
+                    b.addValues(v == null ? Value.getDefaultInstance()
+                            : Value.newBuilder().setFound(true).setValue(ByteString.copyFrom(v)).build());
+                }
+                readOps.add(keys.size());
+                reply.accept(b.build());
+            }
+
+            @Override
+            public void fail(Error error) {
+                reply.accept(ReadResponse.newBuilder().setError(error).build());
+            }
+        };
+    }
+
+    /** One page of the keys in {@code range} (which the caller checked lies in this region). */
+    public PendingRead scan(KeyRange range, boolean reverse, ScanPage.Builder page, KvStore store,
+                            Consumer<ScanResponse> reply) {
+        return new PendingRead() {
+            @Override
+            public void serve() {
+                ScanPage result = store.scan(id, range, reverse, page);
+                ScanResponse.Builder b = ScanResponse.newBuilder().setMore(result.more());
+                for (int i = 0; i < result.keys().size(); i++) {
+                    b.addPairs(Pair.newBuilder().setKey(ByteString.copyFrom(result.keys().get(i)))
+                            .setValue(ByteString.copyFrom(result.values().get(i))));
+                }
+                readOps.increment();
+                reply.accept(b.build());
+            }
+
+            @Override
+            public void fail(Error error) {
+                reply.accept(ScanResponse.newBuilder().setError(error).build());
+            }
+        };
     }
 
     /**
-     * A linearizable read of {@code keys}. With writes in flight, the read rides on the next log entry
-     * this leader proposes: once that entry is applied, a majority has accepted it in this leader's
-     * term after the read arrived, which proves what a ReadIndex round would (no newer leader had
-     * committed anything before the read arrived), and the store then holds every write acknowledged
-     * before it. So under a mixed load reads cost no Raft round of their own. Without writes in
-     * flight: ReadIndex (or the leader lease when asked for).
+     * Serves {@code read} as {@code mode} asks. READ_INDEX is linearizable: with writes in flight, the read
+     * rides on the next log entry this leader proposes; once that entry is applied, a majority has accepted
+     * it in this leader's term after the read arrived, which proves what a ReadIndex round would (no newer
+     * leader had committed anything before the read arrived), and the store then holds every write
+     * acknowledged before it. So under a mixed load reads cost no Raft round of their own. Without writes in
+     * flight: ReadIndex. LEADER_LEASE reads on the leader's lease; FOLLOWER on any replica after a ReadIndex
+     * the leader confirms (jraft waits until this replica has applied up to it); STALE at once, from
+     * whatever this replica has applied.
      */
-    public void read(List<ByteString> keys, ReadMode mode, KvStore store, Consumer<ReadResponse> reply) {
-        PendingRead read = new PendingRead(keys, store, reply);
-        if (mode == ReadMode.LEADER_LEASE) {
-            readIndex(List.of(read), ReadOnlyOption.ReadOnlyLeaseBased);
-            return;
+    public void read(PendingRead read, ReadMode mode) {
+        switch (mode) {
+            case LEADER_LEASE -> readIndex(List.of(read), ReadOnlyOption.ReadOnlyLeaseBased);
+            case STALE -> read.serve();
+            case FOLLOWER -> {
+                if (isLeader()) {
+                    readLinearizable(read);
+                } else {
+                    readIndex(List.of(read), ReadOnlyOption.ReadOnlySafe);
+                }
+            }
+            default -> readLinearizable(read);
         }
+    }
+
+    private void readLinearizable(PendingRead read) {
         if (READS_RIDE_WRITES) {
             synchronized (readLock) {
                 if (proposalsInFlight > 0) {
@@ -212,9 +278,8 @@ public final class Region {
                     // a read changes nothing, so whatever failed it may be tried again: only "not the leader" is kept
                     Error err = status.getRaftError() == RaftError.EPERM ? errorOf(status)
                             : Responses.error(ErrorCode.UNAVAILABLE, leaderHint(), "region " + id + ": read failed: " + status);
-                    ReadResponse error = ReadResponse.newBuilder().setError(err).build();
                     for (PendingRead r : reads) {
-                        r.reply().accept(error);
+                        r.fail(err);
                     }
                     return;
                 }
@@ -226,14 +291,7 @@ public final class Region {
     /** Answers {@code reads} from the store; the caller has established that the store is fresh enough. */
     void serve(List<PendingRead> reads) {
         for (PendingRead r : reads) {
-            ReadResponse.Builder b = ReadResponse.newBuilder();
-            for (ByteString key : r.keys()) {
-                byte[] v = r.store().get(key.toByteArray());
-                b.addValues(v == null ? Value.getDefaultInstance()
-                        : Value.newBuilder().setFound(true).setValue(ByteString.copyFrom(v)).build());
-            }
-            readOps.add(r.keys().size());
-            r.reply().accept(b.build());
+            r.serve();
         }
     }
 

@@ -13,6 +13,7 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import io.kvraft.client.proto.KvProto.WriteBatch;
 import io.kvraft.client.proto.KvProto.WriteOp;
 import io.kvraft.client.proto.KvProto.WriteOpType;
+import io.kvraft.server.store.KeyRange;
 import io.kvraft.server.store.KvStore;
 import io.kvraft.server.store.StoreBatch;
 import org.slf4j.Logger;
@@ -23,8 +24,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
-import java.util.HashMap;
-import java.util.Map;
 import java.util.stream.Stream;
 
 /**
@@ -84,9 +83,10 @@ final class RegionStateMachine extends StateMachineAdapter {
                 }
             }
             boolean[] results = new boolean[batch.getOpsCount()];
+            byte[][] previous = closure != null && closure.returnsValues ? new byte[batch.getOpsCount()][] : null;
             if (index > storeIndex) {
                 long start = System.nanoTime();
-                store.apply(region.id(), index, toStoreBatch(batch, results));
+                store.apply(region.id(), index, toStoreBatch(batch, results, previous));
                 region.metrics().applied(start);
                 storeIndex = index;
             }
@@ -96,6 +96,7 @@ final class RegionStateMachine extends StateMachineAdapter {
             raftIndex = index;
             if (closure != null) {
                 closure.results = results;
+                closure.previous = previous;
                 closure.run(Status.OK());
             } else if (done != null) {
                 done.run(Status.OK());
@@ -104,41 +105,77 @@ final class RegionStateMachine extends StateMachineAdapter {
         }
     }
 
-    /** Turns the ops into plain puts and deletes; reads the store only for CAS and delete results. */
-    private StoreBatch toStoreBatch(WriteBatch batch, boolean[] results) {
+    /**
+     * Turns the ops into plain puts, deletes and range deletes; reads the store (through the batch's own
+     * earlier writes) only for ops whose outcome depends on the current value. Fills {@code results} per op
+     * and, when not null, {@code previous} with the value each op found.
+     */
+    private StoreBatch toStoreBatch(WriteBatch batch, boolean[] results, byte[][] previous) {
         StoreBatch out = new StoreBatch(batch.getOpsCount());
-        Map<String, byte[]> overlay = null; // values written earlier in this batch, for later reads in it
+        BatchView view = null; // created on the first op that reads: plain puts need no reads
         for (int i = 0; i < batch.getOpsCount(); i++) {
             WriteOp op = batch.getOps(i);
             byte[] key = op.getKey().toByteArray();
+            if (op.getType() == WriteOpType.PUT) {
+                byte[] value = op.getValue().toByteArray();
+                out.put(key, value);
+                results[i] = true;
+                if (view != null) {
+                    view.put(key, value);
+                }
+                continue;
+            }
+            if (view == null) {
+                view = new BatchView(store, out);
+            }
             switch (op.getType()) {
-                case PUT -> {
+                case DELETE -> {
+                    results[i] = view.get(key) != null;
+                    out.delete(key);
+                    view.put(key, null);
+                }
+                case COMPARE_AND_PUT -> {
+                    int group = Math.max(1, op.getGroupSize());
+                    boolean all = i + group <= batch.getOpsCount();
+                    for (int j = i; all && j < i + group; j++) {
+                        all = matches(batch.getOps(j), view);
+                    }
+                    for (int j = i; j < Math.min(i + group, batch.getOpsCount()); j++) {
+                        results[j] = all;
+                        if (all) {
+                            WriteOp member = batch.getOps(j);
+                            byte[] k = member.getKey().toByteArray();
+                            byte[] value = member.getValue().toByteArray();
+                            out.put(k, value);
+                            view.put(k, value);
+                        }
+                    }
+                    i += group - 1;
+                }
+                case GET_AND_PUT -> {
                     byte[] value = op.getValue().toByteArray();
+                    setPrevious(previous, i, view.get(key));
                     out.put(key, value);
+                    view.put(key, value);
                     results[i] = true;
-                    if (overlay != null) {
-                        overlay.put(mapKey(key), value);
+                }
+                case PUT_IF_ABSENT -> {
+                    byte[] current = view.get(key);
+                    setPrevious(previous, i, current);
+                    results[i] = current == null;
+                    if (current == null) {
+                        byte[] value = op.getValue().toByteArray();
+                        out.put(key, value);
+                        view.put(key, value);
                     }
                 }
-                case DELETE, COMPARE_AND_PUT -> {
-                    if (overlay == null) {
-                        overlay = overlayOf(out);
-                    }
-                    String mk = mapKey(key);
-                    byte[] current = overlay.containsKey(mk) ? overlay.get(mk) : store.get(key);
-                    if (op.getType() == WriteOpType.DELETE) {
-                        results[i] = current != null;
-                        out.delete(key);
-                        overlay.put(mk, null);
-                    } else {
-                        boolean matches = op.getExpectAbsent() ? current == null
-                                : current != null && Arrays.equals(current, op.getExpect().toByteArray());
-                        results[i] = matches;
-                        if (matches) {
-                            byte[] value = op.getValue().toByteArray();
-                            out.put(key, value);
-                            overlay.put(mk, value);
-                        }
+                case DELETE_RANGE -> {
+                    KeyRange range = new KeyRange(key, op.getEndKey().toByteArray());
+                    // checked on the leader before proposing; checked again here, where every replica decides alike
+                    results[i] = region.range().covers(range);
+                    if (results[i]) {
+                        out.deleteRange(range.start(), range.end());
+                        view.deleteRange(range);
                     }
                 }
                 default -> throw new IllegalStateException("unknown op type " + op.getType());
@@ -147,16 +184,27 @@ final class RegionStateMachine extends StateMachineAdapter {
         return out;
     }
 
-    private static Map<String, byte[]> overlayOf(StoreBatch batch) {
-        Map<String, byte[]> overlay = new HashMap<>();
-        for (int i = 0; i < batch.size(); i++) {
-            overlay.put(mapKey(batch.key(i)), batch.value(i));
-        }
-        return overlay;
+    private static boolean matches(WriteOp cas, BatchView view) {
+        byte[] current = view.get(cas.getKey().toByteArray());
+        return cas.getExpectAbsent() ? current == null
+                : current != null && Arrays.equals(current, cas.getExpect().toByteArray());
     }
 
-    private static String mapKey(byte[] key) {
-        return new String(key, java.nio.charset.StandardCharsets.ISO_8859_1);
+    private static void setPrevious(byte[][] previous, int i, byte[] value) {
+        if (previous != null) {
+            previous[i] = value;
+        }
+    }
+
+    /** True when the batch has an op that answers with the value it found (GET_AND_PUT, PUT_IF_ABSENT). */
+    static boolean returnsValues(WriteBatch batch) {
+        for (int i = 0; i < batch.getOpsCount(); i++) {
+            WriteOpType t = batch.getOps(i).getType();
+            if (t == WriteOpType.GET_AND_PUT || t == WriteOpType.PUT_IF_ABSENT) {
+                return true;
+            }
+        }
+        return false;
     }
 
     @Override

@@ -9,10 +9,13 @@ import com.google.protobuf.ByteString;
 import io.kvraft.client.proto.KvProto.AdminResponse;
 import io.kvraft.client.proto.KvProto.Error;
 import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.ReadMode;
 import io.kvraft.client.proto.KvProto.ReadRequest;
 import io.kvraft.client.proto.KvProto.ReadResponse;
 import io.kvraft.client.proto.KvProto.RegionsRequest;
 import io.kvraft.client.proto.KvProto.RegionsResponse;
+import io.kvraft.client.proto.KvProto.ScanRequest;
+import io.kvraft.client.proto.KvProto.ScanResponse;
 import io.kvraft.client.proto.KvProto.TransferLeaderRequest;
 import io.kvraft.client.proto.KvProto.WriteOp;
 import io.kvraft.client.proto.KvProto.WriteOpType;
@@ -22,7 +25,9 @@ import io.kvraft.server.config.ServerConfig.LimitsConfig;
 import io.kvraft.server.metrics.KvMetrics;
 import io.kvraft.server.region.Region;
 import io.kvraft.server.region.RegionHost;
+import io.kvraft.server.store.KeyRange;
 import io.kvraft.server.store.KvStore;
+import io.kvraft.server.store.ScanPage;
 
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.LongAdder;
@@ -64,6 +69,7 @@ public final class KvHandlers {
     public void register(RpcServer server) {
         server.registerProcessor(processor(WriteRequest.class, this::write));
         server.registerProcessor(processor(ReadRequest.class, this::read));
+        server.registerProcessor(processor(ScanRequest.class, this::scan));
         server.registerProcessor(processor(RegionsRequest.class, this::regions));
         server.registerProcessor(processor(TransferLeaderRequest.class, this::transferLeader));
     }
@@ -91,6 +97,19 @@ public final class KvHandlers {
             } finally {
                 inFlight.decrement();
                 metrics.written(start, puts, deletes, cas, resp.hasError() ? resp.getError().getCode() : null);
+            }
+        };
+    }
+
+    private Consumer<ScanResponse> scanReply(RpcContext ctx) {
+        inFlight.increment();
+        long start = System.nanoTime();
+        return resp -> {
+            try {
+                ctx.sendResponse(resp);
+            } finally {
+                inFlight.decrement();
+                metrics.scanned(start, resp.getPairsCount(), resp.hasError() ? resp.getError().getCode() : null);
             }
         };
     }
@@ -133,8 +152,8 @@ public final class KvHandlers {
         int cas = 0;
         for (int i = 0; i < req.getOpsCount(); i++) {
             switch (req.getOps(i).getType()) {
-                case PUT -> puts++;
-                case DELETE -> deletes++;
+                case PUT, GET_AND_PUT, PUT_IF_ABSENT -> puts++;
+                case DELETE, DELETE_RANGE -> deletes++;
                 case COMPARE_AND_PUT -> cas++;
                 default -> { }
             }
@@ -153,15 +172,8 @@ public final class KvHandlers {
         }
         for (int i = 0; error == null && i < req.getOpsCount(); i++) {
             WriteOp op = req.getOps(i);
-            error = checkKey(region, op.getKey());
-            if (error == null && op.getType() != WriteOpType.DELETE && op.getValue().size() > limits.maxValueBytes()) {
-                error = Responses.error(ErrorCode.INVALID_ARGUMENT,
-                        "value of " + op.getValue().size() + " bytes exceeds limits.maxValueBytes " + limits.maxValueBytes());
-            }
-            if (error == null && op.getType() == WriteOpType.COMPARE_AND_PUT && op.getExpect().size() > limits.maxValueBytes()) {
-                error = Responses.error(ErrorCode.INVALID_ARGUMENT, "expected value exceeds limits.maxValueBytes");
-            }
-            bytes += op.getKey().size() + op.getValue().size() + op.getExpect().size();
+            error = checkOp(region, req, i);
+            bytes += op.getKey().size() + op.getValue().size() + op.getExpect().size() + op.getEndKey().size();
         }
         if (error == null) {
             error = checkLeader(region);
@@ -187,13 +199,37 @@ public final class KvHandlers {
             error = checkKey(region, req.getKeys(i));
         }
         if (error == null) {
-            error = checkLeader(region);
+            error = checkReadMode(region, req.getMode());
         }
         if (error != null) {
             reply.accept(ReadResponse.newBuilder().setError(error).build());
             return;
         }
-        region.read(req.getKeysList(), req.getMode(), store, reply);
+        region.read(region.gets(req.getKeysList(), store, reply), req.getMode());
+    }
+
+    private void scan(RpcContext ctx, ScanRequest req) {
+        Consumer<ScanResponse> reply = scanReply(ctx);
+        Region region = host.region(req.getRegionId());
+        Error error = checkRegion(region, req.getRegionId(), req.getRegionEpoch());
+        KeyRange range = new KeyRange(req.getStartKey().toByteArray(), req.getEndKey().toByteArray());
+        if (error == null) {
+            error = checkRange(region, range, req.getStartKey(), req.getEndKey());
+        }
+        if (error == null && req.getLimit() < 1) {
+            error = Responses.error(ErrorCode.INVALID_ARGUMENT, "scan limit must be at least 1, got " + req.getLimit());
+        }
+        if (error == null) {
+            error = checkReadMode(region, req.getMode());
+        }
+        if (error != null) {
+            reply.accept(ScanResponse.newBuilder().setError(error).build());
+            return;
+        }
+        // an unsigned limit above maxBatchOps (or above Integer.MAX_VALUE, negative here) is capped: the page ends early
+        int limit = req.getLimit() < 0 ? limits.maxBatchOps() : Math.min(req.getLimit(), limits.maxBatchOps());
+        ScanPage.Builder page = new ScanPage.Builder(limit, limits.maxScanBytes(), req.getKeysOnly());
+        region.read(region.scan(range, req.getReverse(), page, store, reply), req.getMode());
     }
 
     private void regions(RpcContext ctx, RegionsRequest req) {
@@ -267,6 +303,91 @@ public final class KvHandlers {
             return Responses.error(ErrorCode.KEY_OUT_OF_RANGE, "key is outside region " + region.id() + " " + region.range());
         }
         return null;
+    }
+
+    /** Checks op {@code i} of a write request: type, key or range, sizes, and compare-and-put groups. */
+    private Error checkOp(Region region, WriteRequest req, int i) {
+        WriteOp op = req.getOps(i);
+        switch (op.getType()) {
+            case PUT, GET_AND_PUT, PUT_IF_ABSENT, DELETE, COMPARE_AND_PUT -> {
+                Error error = checkKey(region, op.getKey());
+                if (error != null) {
+                    return error;
+                }
+            }
+            case DELETE_RANGE -> {
+                return checkRange(region, new KeyRange(op.getKey().toByteArray(), op.getEndKey().toByteArray()),
+                        op.getKey(), op.getEndKey());
+            }
+            default -> {
+                return Responses.error(ErrorCode.INVALID_ARGUMENT, "op " + i + " has an unknown type " + op.getTypeValue());
+            }
+        }
+        if (op.getType() != WriteOpType.DELETE && op.getValue().size() > limits.maxValueBytes()) {
+            return Responses.error(ErrorCode.INVALID_ARGUMENT,
+                    "value of " + op.getValue().size() + " bytes exceeds limits.maxValueBytes " + limits.maxValueBytes());
+        }
+        if (op.getType() == WriteOpType.COMPARE_AND_PUT && op.getExpect().size() > limits.maxValueBytes()) {
+            return Responses.error(ErrorCode.INVALID_ARGUMENT, "expected value exceeds limits.maxValueBytes");
+        }
+        if (op.getGroupSize() > 1) {
+            return checkGroup(req, i);
+        }
+        return null;
+    }
+
+    /** A compare-and-put group: all its ops follow in this request, are compare-and-puts, and name distinct keys. */
+    private static Error checkGroup(WriteRequest req, int first) {
+        WriteOp op = req.getOps(first);
+        int size = op.getGroupSize();
+        if (op.getType() != WriteOpType.COMPARE_AND_PUT) {
+            return Responses.error(ErrorCode.INVALID_ARGUMENT, "op " + first + ": only compare-and-puts form groups");
+        }
+        if ((long) first + size > req.getOpsCount()) {
+            return Responses.error(ErrorCode.INVALID_ARGUMENT, "op " + first + " opens a group of " + size
+                    + " ops, but the request has only " + (req.getOpsCount() - first) + " from there");
+        }
+        java.util.Set<ByteString> keys = new java.util.HashSet<>();
+        for (int j = first; j < first + size; j++) {
+            WriteOp member = req.getOps(j);
+            if (member.getType() != WriteOpType.COMPARE_AND_PUT || (j > first && member.getGroupSize() > 1)) {
+                return Responses.error(ErrorCode.INVALID_ARGUMENT, "op " + j + " in the group opened by op " + first
+                        + " is not a plain compare-and-put");
+            }
+            if (!keys.add(member.getKey())) {
+                return Responses.error(ErrorCode.INVALID_ARGUMENT, "the group opened by op " + first
+                        + " names a key twice");
+            }
+        }
+        return null;
+    }
+
+    /**
+     * A range in the region: bounds of legal size (one byte more than a key, to name the key just past one),
+     * start below end, and no bound past the region's.
+     */
+    private Error checkRange(Region region, KeyRange range, ByteString start, ByteString end) {
+        if (start.size() > limits.maxKeyBytes() + 1 || end.size() > limits.maxKeyBytes() + 1) {
+            return Responses.error(ErrorCode.INVALID_ARGUMENT, "a range bound exceeds limits.maxKeyBytes "
+                    + limits.maxKeyBytes() + " + 1");
+        }
+        if (range.isEmpty()) {
+            return Responses.error(ErrorCode.INVALID_ARGUMENT, "range start is not below its end: " + range);
+        }
+        if (!region.range().covers(range)) {
+            return Responses.error(ErrorCode.KEY_OUT_OF_RANGE, "range " + range + " is not inside region "
+                    + region.id() + " " + region.range());
+        }
+        return null;
+    }
+
+    /** Leader-only modes need this node to lead; FOLLOWER and STALE are served by any replica. */
+    private static Error checkReadMode(Region region, ReadMode mode) {
+        return switch (mode) {
+            case READ_INDEX, LEADER_LEASE -> checkLeader(region);
+            case FOLLOWER, STALE -> null;
+            default -> Responses.error(ErrorCode.INVALID_ARGUMENT, "unknown read mode " + mode);
+        };
     }
 
     private static Error checkLeader(Region region) {

@@ -19,6 +19,22 @@ public record KeyRange(byte[] start, byte[] end) {
         return Arrays.compareUnsigned(key, start) >= 0 && (end.length == 0 || Arrays.compareUnsigned(key, end) < 0);
     }
 
+    /** True when every key of {@code inner} is in this range (an empty inner range is in every range). */
+    public boolean covers(KeyRange inner) {
+        if (inner.isEmpty()) {
+            return true;
+        }
+        boolean startInside = Arrays.compareUnsigned(inner.start, start) >= 0;
+        boolean endInside = end.length == 0
+                || (inner.end.length > 0 && Arrays.compareUnsigned(inner.end, end) <= 0);
+        return startInside && endInside;
+    }
+
+    /** True when no key lies in the range: the end is at or below the start. */
+    public boolean isEmpty() {
+        return end.length > 0 && Arrays.compareUnsigned(start, end) >= 0;
+    }
+
     @Override
     public boolean equals(Object o) {
         return o instanceof KeyRange r && Arrays.equals(start, r.start) && Arrays.equals(end, r.end);

@@ -14,7 +14,7 @@ public interface KvStore extends Closeable {
     /** The engine name as written in YAML: {@code memory} or {@code rocksdb}. */
     String engine();
 
-    /** The value of {@code key}, or null when absent. */
+    /** The value of {@code key}, or null when absent (for the state machine; client reads use {@link #read}). */
     byte[] get(byte[] key);
 
     /**
@@ -38,6 +38,20 @@ public interface KvStore extends Closeable {
      * refused with {@link CorruptSnapshotException} and leaves the store unchanged.
      */
     void loadSnapshot(int regionId, long appliedIndex, KeyRange range, Path dir) throws IOException;
+
+    /**
+     * A page of the keys in {@code range}, ascending or descending, consistent with whole applied batches
+     * (never half of one). Reads only: a long scan is many calls, none holding anything open between them.
+     */
+    ScanPage scan(int regionId, KeyRange range, boolean reverse, ScanPage.Builder page);
+
+    /**
+     * The value of {@code key} in the region, never a state inside one applied batch (engines whose
+     * {@link #get} already gives that need not override).
+     */
+    default byte[] read(int regionId, byte[] key) {
+        return get(key);
+    }
 
     /** Number of keys in {@code range} (exact for memory, an estimate is allowed for disk engines). */
     long approximateCount(KeyRange range);

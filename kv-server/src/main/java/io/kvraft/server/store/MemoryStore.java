@@ -14,10 +14,12 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.NavigableMap;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentNavigableMap;
 import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.locks.StampedLock;
 import java.util.zip.CRC32C;
 import java.util.zip.CheckedInputStream;
 import java.util.zip.CheckedOutputStream;
@@ -39,6 +41,11 @@ public final class MemoryStore implements KvStore {
 
     private final ConcurrentSkipListMap<byte[], byte[]> data = new ConcurrentSkipListMap<>(Arrays::compareUnsigned);
     private final Map<Integer, Long> appliedIndexByRegion = new ConcurrentHashMap<>();
+    /**
+     * Per region: a batch of several writes is applied under the write lock, so client reads (optimistic
+     * first) and scans never see half of one, e.g. one key of an all-or-nothing compare-and-put group.
+     */
+    private final Map<Integer, StampedLock> regionLocks = new ConcurrentHashMap<>();
 
     @Override
     public String engine() {
@@ -51,20 +58,77 @@ public final class MemoryStore implements KvStore {
     }
 
     @Override
+    public byte[] read(int regionId, byte[] key) {
+        StampedLock lock = lock(regionId);
+        long stamp = lock.tryOptimisticRead();
+        byte[] value = data.get(key);
+        if (lock.validate(stamp)) {
+            return value;
+        }
+        stamp = lock.readLock();
+        try {
+            return data.get(key);
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    @Override
+    public ScanPage scan(int regionId, KeyRange range, boolean reverse, ScanPage.Builder page) {
+        StampedLock lock = lock(regionId);
+        long stamp = lock.readLock();
+        try {
+            NavigableMap<byte[], byte[]> view = reverse ? view(range).descendingMap() : view(range);
+            for (Map.Entry<byte[], byte[]> e : view.entrySet()) {
+                if (!page.hasRoom()) {
+                    return page.build(true);
+                }
+                page.add(e.getKey(), e.getValue());
+            }
+            return page.build(false);
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    private StampedLock lock(int regionId) {
+        return regionLocks.computeIfAbsent(regionId, id -> new StampedLock());
+    }
+
+    @Override
     public void apply(int regionId, long appliedIndex, StoreBatch batch) {
-        if (batch.size() == 1) {
+        if (batch.size() == 1 && !batch.hasRangeDeletes()) {
             write(batch.key(0), batch.value(0));
-        } else if (batch.size() > 1) {
-            // Collapse to the last write per key first, so a concurrent reader never sees a value that a
-            // later write of the same batch overrides (e.g. put then delete of one key). Readers may still
-            // see some keys of the batch before others: reads are single-key, so that is a valid order.
+        } else if (batch.size() > 0) {
+            StampedLock lock = lock(regionId);
+            long stamp = lock.writeLock();
+            try {
+                applyMany(batch);
+            } finally {
+                lock.unlockWrite(stamp);
+            }
+        }
+        appliedIndexByRegion.put(regionId, appliedIndex);
+    }
+
+    private void applyMany(StoreBatch batch) {
+        if (batch.hasRangeDeletes()) {
+            for (int i = 0; i < batch.size(); i++) {
+                byte[] rangeEnd = batch.rangeEnd(i);
+                if (rangeEnd != null) {
+                    view(new KeyRange(batch.key(i), rangeEnd)).clear();
+                } else {
+                    write(batch.key(i), batch.value(i));
+                }
+            }
+        } else {
+            // Collapse to the last write per key first: fewer map writes when a batch writes a key twice.
             TreeMap<byte[], byte[]> lastWrites = new TreeMap<>(Arrays::compareUnsigned);
             for (int i = 0; i < batch.size(); i++) {
                 lastWrites.put(batch.key(i), batch.value(i));
             }
             lastWrites.forEach(this::write);
         }
-        appliedIndexByRegion.put(regionId, appliedIndex);
     }
 
     /** A put, or a delete when {@code value} is null. */
@@ -108,9 +172,15 @@ public final class MemoryStore implements KvStore {
     public void loadSnapshot(int regionId, long appliedIndex, KeyRange range, Path dir) throws IOException {
         // Parse and verify the whole file before touching the map; a refused snapshot changes nothing.
         List<byte[]> pairs = readVerified(dir.resolve(SNAPSHOT_FILE), range);
-        view(range).clear();
-        for (int i = 0; i < pairs.size(); i += 2) {
-            data.put(pairs.get(i), pairs.get(i + 1));
+        StampedLock lock = lock(regionId);
+        long stamp = lock.writeLock();
+        try {
+            view(range).clear();
+            for (int i = 0; i < pairs.size(); i += 2) {
+                data.put(pairs.get(i), pairs.get(i + 1));
+            }
+        } finally {
+            lock.unlockWrite(stamp);
         }
         appliedIndexByRegion.put(regionId, appliedIndex);
     }

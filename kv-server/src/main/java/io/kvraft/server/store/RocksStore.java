@@ -174,7 +174,10 @@ public final class RocksStore implements KvStore {
         try (WriteBatch writes = new WriteBatch()) {
             for (int i = 0; i < batch.size(); i++) {
                 byte[] value = batch.value(i);
-                if (value == null) {
+                byte[] rangeEnd = batch.rangeEnd(i);
+                if (rangeEnd != null) {
+                    deleteRange(writes, batch.key(i), rangeEnd, batch, i);
+                } else if (value == null) {
                     writes.delete(dataFamily, batch.key(i));
                 } else {
                     writes.put(dataFamily, batch.key(i), value);
@@ -184,6 +187,62 @@ public final class RocksStore implements KvStore {
             db.write(writeOptions, writes);
         } catch (RocksDBException e) {
             throw failure("apply of region " + regionId + " at index " + appliedIndex, e);
+        }
+    }
+
+    /**
+     * Adds a delete of [start, end) to {@code writes}: one range tombstone, however many keys. An empty end
+     * is +inf, which no finite key bounds (k < k + 0x00), so the tombstone then ends just past the largest
+     * key at or above start, in the store or put earlier in this batch, plus nothing: only the region that
+     * owns the top of the key space writes there.
+     */
+    private void deleteRange(WriteBatch writes, byte[] start, byte[] end, StoreBatch batch, int before)
+            throws RocksDBException {
+        if (end.length == 0) {
+            byte[] last = lastKey(new KeyRange(start, end));
+            for (int j = 0; j < before; j++) {
+                byte[] k = batch.key(j);
+                if (batch.value(j) != null && Arrays.compareUnsigned(k, start) >= 0
+                        && (last == null || Arrays.compareUnsigned(k, last) > 0)) {
+                    last = k;
+                }
+            }
+            if (last == null) {
+                return;
+            }
+            end = Arrays.copyOf(last, last.length + 1); // the smallest key above last
+        }
+        if (Arrays.compareUnsigned(start, end) < 0) {
+            writes.deleteRange(dataFamily, start, end);
+        }
+    }
+
+    @Override
+    public ScanPage scan(int regionId, KeyRange range, boolean reverse, ScanPage.Builder page) {
+        ensureOpen();
+        // the iterator reads one implicit snapshot, so the page never holds half of a WriteBatch
+        try (RangeScan scan = new RangeScan(range, null, true)) {
+            RocksIterator it = scan.iterator();
+            if (reverse) {
+                it.seekToLast();
+            } else {
+                it.seekToFirst();
+            }
+            while (it.isValid()) {
+                if (!page.hasRoom()) {
+                    return page.build(true);
+                }
+                page.add(it.key(), page.keysOnly() ? null : it.value());
+                if (reverse) {
+                    it.prev();
+                } else {
+                    it.next();
+                }
+            }
+            it.status();
+            return page.build(false);
+        } catch (RocksDBException e) {
+            throw failure("scan of " + range, e);
         }
     }
 
@@ -449,8 +508,12 @@ public final class RocksStore implements KvStore {
         private final RocksIterator iterator;
 
         RangeScan(KeyRange range, Snapshot snapshot) {
-            // Scans are one-off (snapshots, counts): keep them from evicting hot blocks.
-            readOptions = new ReadOptions().setFillCache(false);
+            this(range, snapshot, false);
+        }
+
+        /** @param fillCache false for one-off scans (snapshots, counts), to keep them from evicting hot blocks */
+        RangeScan(KeyRange range, Snapshot snapshot, boolean fillCache) {
+            readOptions = new ReadOptions().setFillCache(fillCache);
             // An empty start or end is unbounded on that side, which is ReadOptions' default.
             lowerBound = range.start().length == 0 ? null : new Slice(range.start());
             upperBound = range.end().length == 0 ? null : new Slice(range.end());

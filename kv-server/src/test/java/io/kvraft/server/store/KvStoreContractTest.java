@@ -383,6 +383,144 @@ abstract class KvStoreContractTest {
         return copy;
     }
 
+    // ---- scans and range deletes -----------------------------------------------------------------
+
+    @Test
+    void when_scanned_then_keysComeInUnsignedOrderWithinBounds() throws IOException {
+        KvStore store = newStore();
+        for (String k : List.of("00", "10", "7f", "80", "ff", "ff00")) {
+            putRaw(store, k);
+        }
+
+        assertThat(keys(store.scan(REGION, range("10", "ff"), false, page(100)))).containsExactly("10", "7f", "80");
+        assertThat(keys(store.scan(REGION, range("", ""), false, page(100)))).containsExactly("00", "10", "7f", "80", "ff", "ff00");
+        assertThat(keys(store.scan(REGION, range("80", ""), false, page(100)))).containsExactly("80", "ff", "ff00");
+        assertThat(keys(store.scan(REGION, range("", "10"), false, page(100)))).containsExactly("00");
+    }
+
+    @Test
+    void when_scannedInReverse_then_keysComeDescendingWithinBounds() throws IOException {
+        KvStore store = newStore();
+        for (String k : List.of("00", "10", "7f", "80", "ff", "ff00")) {
+            putRaw(store, k);
+        }
+
+        assertThat(keys(store.scan(REGION, range("10", "ff"), true, page(100)))).containsExactly("80", "7f", "10");
+        assertThat(keys(store.scan(REGION, range("", ""), true, page(2)))).containsExactly("ff00", "ff");
+        assertThat(keys(store.scan(REGION, range("", "80"), true, page(100)))).containsExactly("7f", "10", "00");
+    }
+
+    @Test
+    void when_pageFillsByCountOrBytes_then_moreIsSetOnlyWhenKeysRemain() throws IOException {
+        KvStore store = newStore();
+        for (String k : List.of("01", "02", "03")) {
+            putRaw(store, k);
+        }
+
+        ScanPage two = store.scan(REGION, KeyRange.ALL, false, page(2));
+        assertThat(keys(two)).containsExactly("01", "02");
+        assertThat(two.more()).isTrue();
+        ScanPage three = store.scan(REGION, KeyRange.ALL, false, page(3));
+        assertThat(three.more()).as("exactly the remaining keys fill the page").isFalse();
+        // every pair is 1 + 5 bytes ("v:01"... is 4 bytes + key 1): a 1-byte budget still returns one pair
+        ScanPage byBytes = store.scan(REGION, KeyRange.ALL, false, new ScanPage.Builder(100, 1, false));
+        assertThat(keys(byBytes)).containsExactly("01");
+        assertThat(byBytes.more()).isTrue();
+        assertThat(new String(byBytes.values().get(0), StandardCharsets.UTF_8)).isEqualTo("v:01");
+    }
+
+    @Test
+    void when_keysOnly_then_valuesAreEmpty() throws IOException {
+        KvStore store = newStore();
+        putRaw(store, "01");
+
+        ScanPage page = store.scan(REGION, KeyRange.ALL, false, new ScanPage.Builder(10, 1 << 20, true));
+
+        assertThat(keys(page)).containsExactly("01");
+        assertThat(page.values().get(0)).isEmpty();
+    }
+
+    @Test
+    void when_deletedKeysExist_then_scanNeverReturnsThem() throws IOException {
+        KvStore store = newStore();
+        putAll(store, "a", "b", "c");
+        delete(store, 2, "b");
+
+        assertThat(keys(store.scan(REGION, KeyRange.ALL, false, page(10)))).containsExactly(hex("a"), hex("c"));
+        assertThat(keys(store.scan(REGION, KeyRange.ALL, true, page(10)))).containsExactly(hex("c"), hex("a"));
+    }
+
+    @Test
+    void when_rangeDeleted_then_onlyKeysInsideAreGone() throws IOException {
+        KvStore store = newStore();
+        for (String k : List.of("00", "10", "7f", "80", "ff")) {
+            putRaw(store, k);
+        }
+        StoreBatch batch = new StoreBatch(1);
+        batch.deleteRange(HexFormat.of().parseHex("10"), HexFormat.of().parseHex("80"));
+        store.apply(REGION, 5, batch);
+
+        assertThat(keys(store.scan(REGION, KeyRange.ALL, false, page(10)))).containsExactly("00", "80", "ff");
+        assertThat(dump(store)).containsOnlyKeys("00", "80", "ff");
+        assertThat(store.appliedIndex(REGION)).isIn(0L, 5L);
+    }
+
+    @Test
+    void when_rangeWithUnboundedEndDeleted_then_everyHigherKeyIsGoneIncludingOnesPutEarlierInTheBatch() throws IOException {
+        KvStore store = newStore();
+        for (String k : List.of("00", "10", "ff", "ffff")) {
+            putRaw(store, k);
+        }
+        StoreBatch batch = new StoreBatch(3);
+        batch.put(remember(HexFormat.of().parseHex("ffffff01")), bytes("in batch"));
+        batch.deleteRange(HexFormat.of().parseHex("10"), new byte[0]);
+        batch.put(remember(HexFormat.of().parseHex("20")), bytes("after the range delete"));
+        store.apply(REGION, 2, batch);
+
+        assertThat(keys(store.scan(REGION, KeyRange.ALL, false, page(10)))).containsExactly("00", "20");
+        assertThat(store.get(HexFormat.of().parseHex("20"))).isEqualTo(bytes("after the range delete"));
+    }
+
+    @Test
+    void when_rangeDeleteIsFollowedByPutOfAKeyInIt_then_thePutSurvives() throws IOException {
+        KvStore store = newStore();
+        putAll(store, "a", "b");
+        StoreBatch batch = new StoreBatch(2);
+        batch.deleteRange(bytes("a"), bytes("c"));
+        batch.put(remember(bytes("b")), bytes("again"));
+        store.apply(REGION, 3, batch);
+
+        assertThat(dump(store)).containsExactly(Map.entry(hex("b"), "again"));
+    }
+
+    @Test
+    void when_regionsHoldDisjointRanges_then_scanOfOneSeesOnlyItsRange() throws IOException {
+        KvStore store = newStore();
+        put(store, REGION, 1, "a", "1");
+        put(store, OTHER_REGION, 1, "m", "2");
+
+        assertThat(keys(store.scan(REGION, new KeyRange(bytes("a"), bytes("m")), false, page(10)))).containsExactly(hex("a"));
+        assertThat(keys(store.scan(OTHER_REGION, new KeyRange(bytes("m"), new byte[0]), false, page(10))))
+                .containsExactly(hex("m"));
+    }
+
+    @Test
+    void when_readThroughRegion_then_itMatchesGet() throws IOException {
+        KvStore store = newStore();
+        put(store, 1, "k", "v");
+
+        assertThat(store.read(REGION, bytes("k"))).isEqualTo(bytes("v"));
+        assertThat(store.read(REGION, bytes("absent"))).isNull();
+    }
+
+    private static ScanPage.Builder page(int limit) {
+        return new ScanPage.Builder(limit, 1 << 20, false);
+    }
+
+    private static List<String> keys(ScanPage page) {
+        return page.keys().stream().map(HexFormat.of()::formatHex).toList();
+    }
+
     private static void flipByte(Path file, long position) throws IOException {
         try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
             raf.seek(position);

@@ -1,0 +1,209 @@
+package io.kvraft.client;
+
+import com.google.protobuf.ByteString;
+import com.google.protobuf.Message;
+import io.kvraft.client.proto.KvProto.Error;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.Pair;
+import io.kvraft.client.proto.KvProto.ReadMode;
+import io.kvraft.client.proto.KvProto.ScanRequest;
+import io.kvraft.client.proto.KvProto.ScanResponse;
+import io.kvraft.client.proto.KvProto.WriteOp;
+import io.kvraft.client.proto.KvProto.WriteOpType;
+import io.kvraft.client.proto.KvProto.WriteRequest;
+import io.kvraft.client.proto.KvProto.WriteResponse;
+import io.kvraft.client.route.RetryPolicy;
+import io.kvraft.client.route.RouteTable.Route;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Function;
+
+/**
+ * Operations on key ranges, composed region by region: a scan page, a whole scan, a range delete. Each
+ * step asks the route table afresh for the region holding its cursor and clips the range to that
+ * region, so a region that splits or moves mid-way costs a retry, never a missed or repeated key. Across
+ * regions nothing is atomic or one snapshot.
+ */
+final class RangeOps {
+
+    /** A page of pairs, and where the range goes on: null when it is exhausted. */
+    record Page(List<KeyValue> pairs, byte[] resumeKey) {
+    }
+
+    private static final byte[] NONE = new byte[0];
+
+    private final RoutingKvClient client;
+
+    RangeOps(RoutingKvClient client) {
+        this.client = client;
+    }
+
+    /**
+     * Up to {@code limit} pairs of [start, end) from one region's part of it, forward from {@code start} or
+     * backward from {@code end}; {@code resumeKey} is where the next page starts (forward: its start; reverse:
+     * its exclusive end). Empty bounds are unbounded.
+     */
+    CompletableFuture<Page> page(byte[] start, byte[] end, int limit, boolean reverse, boolean keysOnly, ReadMode mode,
+                                 long deadlineNanos) {
+        Attempt<ScanResponse> attempt = new Attempt<>(reverse ? end : start, reverse, true, mode, deadlineNanos, route -> {
+            KeyRangeBytes part = clip(start, end, route);
+            return ScanRequest.newBuilder().setRegionId(route.regionId()).setRegionEpoch(route.epoch())
+                    .setStartKey(ByteString.copyFrom(part.start)).setEndKey(ByteString.copyFrom(part.end))
+                    .setLimit(limit).setReverse(reverse).setKeysOnly(keysOnly).setMode(mode).build();
+        }, ScanResponse::getError);
+        return attempt.run().thenApply(answer -> {
+            ScanResponse resp = answer.response;
+            List<KeyValue> pairs = new ArrayList<>(resp.getPairsCount());
+            for (Pair p : resp.getPairsList()) {
+                pairs.add(new KeyValue(p.getKey().toByteArray(), keysOnly ? null : p.getValue().toByteArray()));
+            }
+            return new Page(pairs, resume(start, end, reverse, answer.route, resp.getMore(), pairs));
+        });
+    }
+
+    /** Where the scan goes on after a page from {@code route}'s part of the range; null when done. */
+    private static byte[] resume(byte[] start, byte[] end, boolean reverse, Route route, boolean more, List<KeyValue> pairs) {
+        if (more && !pairs.isEmpty()) {
+            byte[] last = pairs.get(pairs.size() - 1).key();
+            return reverse ? last : successor(last);
+        }
+        if (reverse) {
+            byte[] regionStart = route.startKey();
+            return regionStart.length == 0 || Arrays.compareUnsigned(regionStart, start) <= 0 ? null : regionStart;
+        }
+        byte[] regionEnd = route.endKey();
+        return regionEnd.length == 0 || (end.length > 0 && Arrays.compareUnsigned(regionEnd, end) >= 0) ? null : regionEnd;
+    }
+
+    /** Every pair of [start, end) up to {@code limit}, page by page. */
+    CompletableFuture<List<KeyValue>> scan(byte[] start, byte[] end, int limit, boolean reverse, boolean keysOnly,
+                                           ReadMode mode, long deadlineNanos) {
+        List<KeyValue> out = new ArrayList<>();
+        return scanFrom(start, end, limit, reverse, keysOnly, mode, deadlineNanos, out).thenApply(v -> out);
+    }
+
+    private CompletableFuture<Void> scanFrom(byte[] start, byte[] end, int limit, boolean reverse, boolean keysOnly,
+                                             ReadMode mode, long deadlineNanos, List<KeyValue> out) {
+        return page(start, end, limit - out.size(), reverse, keysOnly, mode, deadlineNanos).thenCompose(page -> {
+            out.addAll(page.pairs());
+            if (page.resumeKey() == null || out.size() >= limit) {
+                return CompletableFuture.completedFuture(null);
+            }
+            return reverse ? scanFrom(start, page.resumeKey(), limit, true, keysOnly, mode, deadlineNanos, out)
+                    : scanFrom(page.resumeKey(), end, limit, false, keysOnly, mode, deadlineNanos, out);
+        });
+    }
+
+    /** One DELETE_RANGE per region [start, end) touches, one region after the other. */
+    CompletableFuture<Void> deleteRange(byte[] start, byte[] end, long deadlineNanos) {
+        Attempt<WriteResponse> attempt = new Attempt<>(start, false, false, null, deadlineNanos, route -> {
+            KeyRangeBytes part = clip(start, end, route);
+            return WriteRequest.newBuilder().setRegionId(route.regionId()).setRegionEpoch(route.epoch())
+                    .addOps(WriteOp.newBuilder().setType(WriteOpType.DELETE_RANGE)
+                            .setKey(ByteString.copyFrom(part.start)).setEndKey(ByteString.copyFrom(part.end)))
+                    .build();
+        }, WriteResponse::getError);
+        return attempt.run().thenCompose(answer -> {
+            byte[] next = resume(start, end, false, answer.route, false, List.of());
+            return next == null ? CompletableFuture.completedFuture(null) : deleteRange(next, end, deadlineNanos);
+        });
+    }
+
+    /** [start, end) cut to the region's range. */
+    private static KeyRangeBytes clip(byte[] start, byte[] end, Route route) {
+        byte[] rs = route.startKey();
+        byte[] re = route.endKey();
+        byte[] s = Arrays.compareUnsigned(start, rs) >= 0 ? start : rs;
+        byte[] e;
+        if (end.length == 0) {
+            e = re;
+        } else if (re.length == 0) {
+            e = end;
+        } else {
+            e = Arrays.compareUnsigned(end, re) <= 0 ? end : re;
+        }
+        return new KeyRangeBytes(s, e);
+    }
+
+    private record KeyRangeBytes(byte[] start, byte[] end) {
+    }
+
+    /** The smallest key above {@code key}. */
+    static byte[] successor(byte[] key) {
+        return Arrays.copyOf(key, key.length + 1);
+    }
+
+    private record Answer<R>(Route route, R response) {
+    }
+
+    /**
+     * One request to the region holding {@code cursor} (or, when {@code before}, the keys just below it; an
+     * empty cursor is then +inf), rebuilt from the current route on every try and retried by error code until
+     * the deadline, as single-key operations are. A write whose outcome is unknown is not retried.
+     */
+    private final class Attempt<R extends Message> {
+        private final byte[] cursor;
+        private final boolean before;
+        private final boolean idempotent;
+        private final ReadMode mode;
+        private final long deadlineNanos;
+        private final Function<Route, Message> request;
+        private final Function<R, Error> errorOf;
+        private final CompletableFuture<Answer<R>> result = new CompletableFuture<>();
+        private int attempts;
+
+        Attempt(byte[] cursor, boolean before, boolean idempotent, ReadMode mode, long deadlineNanos,
+                Function<Route, Message> request, Function<R, Error> errorOf) {
+            this.cursor = cursor;
+            this.before = before;
+            this.idempotent = idempotent;
+            this.mode = mode;
+            this.deadlineNanos = deadlineNanos;
+            this.request = request;
+            this.errorOf = errorOf;
+        }
+
+        CompletableFuture<Answer<R>> run() {
+            send();
+            return result;
+        }
+
+        private void send() {
+            Route route = before ? client.routes().lookupBefore(cursor) : client.routes().lookup(cursor);
+            if (route == null) {
+                retry(null, "", client.localError(ErrorCode.REGION_NOT_FOUND, "no region holds the range in the route table"),
+                        true);
+                return;
+            }
+            String target = RoutingKvClient.target(route, mode);
+            long timeoutMs = Math.max(1, Math.min(client.requestTimeoutMs(), (deadlineNanos - System.nanoTime()) / 1_000_000L));
+            client.transport().<R>call(target, request.apply(route), timeoutMs).whenComplete((resp, err) -> {
+                Error error = err != null ? client.transportError(err) : errorOf.apply(resp);
+                if (err == null && error.getCode() == ErrorCode.OK) {
+                    result.complete(new Answer<>(route, resp));
+                } else {
+                    retry(route, target, error, err != null && KvException.unwrap(err).unsent());
+                }
+            });
+        }
+
+        private void retry(Route route, String target, Error error, boolean unsent) {
+            attempts++;
+            long delay = client.retryDelay(route, target, error, attempts, unsent || idempotent, deadlineNanos);
+            if (delay == RetryPolicy.NO_RETRY) {
+                result.completeExceptionally(new KvException(error.getCode(), error.getDetail(), error.getLeaderHint()));
+            } else if (RetryPolicy.refreshesRoute(error.getCode())) {
+                client.refreshRoutes().whenComplete((v, e) -> client.later(this::send, delay));
+            } else {
+                client.later(this::send, delay);
+            }
+        }
+    }
+
+    static byte[] orEmpty(byte[] b) {
+        return b == null ? NONE : b;
+    }
+}
