@@ -25,7 +25,8 @@ import java.util.concurrent.Callable;
  */
 @Command(name = "kv-client", mixinStandardHelpOptions = true, version = "kv-client 0.1.0",
         description = "Admin CLI of the replicated key-value store.",
-        subcommands = {KvCtl.Put.class, KvCtl.Get.class, KvCtl.Delete.class, RegionsCommand.class,
+        subcommands = {KvCtl.Put.class, KvCtl.Get.class, KvCtl.Delete.class, DataCommands.Scan.class,
+                DataCommands.DeleteRange.class, DataCommands.Cas.class, DataCommands.PutIfAbsent.class, RegionsCommand.class,
                 TransferLeaderCommand.class, RebalanceCommand.class, HealthCommand.class, StatusCommand.class})
 public final class KvCtl {
 
@@ -58,6 +59,10 @@ public final class KvCtl {
             if (t instanceof ConfigException) {
                 err.println("error: " + t.getMessage());
                 return 2;
+            }
+            if (t instanceof java.io.UncheckedIOException || t instanceof java.io.IOException) {
+                err.println("error: " + t.getMessage());
+                return 1;
             }
             if (t instanceof KvException kv) {
                 err.println("error: " + kv.getMessage());
@@ -127,18 +132,22 @@ public final class KvCtl {
         }
     }
 
-    @Command(name = "get", description = "Prints the value of KEY (linearizable read); exit code 1 if absent.")
+    @Command(name = "get", description = "Prints the value of KEY (a linearizable read by default); exit code 1 if absent.")
     static final class Get implements Callable<Integer> {
         @ParentCommand
         KvCtl parent;
         @CommandLine.Parameters(index = "0", paramLabel = "KEY")
         String key;
+        @Option(names = "--read-mode", paramLabel = "MODE", description = "read_index, leader_lease, follower or stale (default: the config's readMode)")
+        String readMode;
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
 
         @Override
         public Integer call() {
-            try (KvClient c = parent.connect()) {
+            io.kvraft.client.proto.KvProto.ReadMode mode = DataCommands.readMode(readMode);
+            try (KvClient root = parent.connect()) {
+                KvClient c = mode == null ? root : root.withReadMode(mode);
                 byte[] v = c.get(parent.bytes(key)).join();
                 if (v == null) {
                     spec.commandLine().getErr().println("error: key not found");
