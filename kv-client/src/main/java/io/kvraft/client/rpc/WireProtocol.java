@@ -29,6 +29,8 @@ public final class WireProtocol {
             KvProto.WriteResponse.class.getName(), KvProto.WriteResponse.parser(),
             KvProto.ReadRequest.class.getName(), KvProto.ReadRequest.parser(),
             KvProto.ReadResponse.class.getName(), KvProto.ReadResponse.parser(),
+            KvProto.ScanRequest.class.getName(), KvProto.ScanRequest.parser(),
+            KvProto.ScanResponse.class.getName(), KvProto.ScanResponse.parser(),
             KvProto.RegionsRequest.class.getName(), KvProto.RegionsRequest.parser(),
             KvProto.RegionsResponse.class.getName(), KvProto.RegionsResponse.parser(),
             KvProto.TransferLeaderRequest.class.getName(), KvProto.TransferLeaderRequest.parser(),

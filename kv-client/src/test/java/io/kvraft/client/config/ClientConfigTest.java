@@ -243,7 +243,7 @@ class ClientConfigTest {
             # yaml appended to a valid file               | words of the message
             requestTimeoutMs: 0                           | requestTimeoutMs must be positive
             operationTimeoutMs: 1000                      | operationTimeoutMs (1000) must be at least requestTimeoutMs (5000)
-            readMode: eventual                            | readMode must be read_index or leader_lease
+            readMode: eventual                            | readMode must be one of read_index, leader_lease, follower, stale
             batching: {maxBatchSize: 0}                   | batching limits must be positive
             batching: {maxPendingPerRegion: -5}           | batching limits must be positive
             """)

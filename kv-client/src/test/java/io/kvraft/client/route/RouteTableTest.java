@@ -85,6 +85,26 @@ class RouteTableTest {
         assertThat(t.lookup(hex("80")).regionId()).isEqualTo(3);
     }
 
+    @ParameterizedTest(name = "keys just below {0} are in region {1}")
+    @CsvSource({"'', 3", "81, 3", "80, 1", "40, 1", "01, 1"})
+    void when_walkingDownwards_then_lookupBeforeFindsTheRegionOfTheKeysJustBelow(String keyHex, int region) {
+        RouteTable t = new RouteTable();
+        t.update(List.of(region(1, "", "80", 1, ""), region(3, "80", "", 1, "")));
+
+        assertThat(t.lookupBefore(hex(keyHex)).regionId()).isEqualTo(region);
+    }
+
+    @Test
+    void when_keysJustBelowFallInAGapOrBelowEverything_then_lookupBeforeReturnsNull() {
+        RouteTable t = new RouteTable();
+        t.update(List.of(region(1, "10", "40", 1, ""), region(3, "80", "c0", 1, "")));
+
+        assertThat(t.lookupBefore(hex("70"))).as("gap between 40 and 80").isNull();
+        assertThat(t.lookupBefore(new byte[0])).as("above the last region's end").isNull();
+        assertThat(t.lookupBefore(hex("10"))).as("below the first start").isNull();
+        assertThat(t.lookupBefore(hex("40")).regionId()).isEqualTo(1);
+    }
+
     @Test
     void when_keyIsBelowTheFirstStart_then_lookupReturnsNull() {
         RouteTable t = new RouteTable();

@@ -14,7 +14,10 @@ import io.kvraft.client.proto.KvProto.AdminResponse;
 import io.kvraft.client.proto.KvProto.Error;
 import io.kvraft.client.proto.KvProto.ErrorCode;
 import io.kvraft.client.proto.KvProto.ReadMode;
+import io.kvraft.client.proto.KvProto.Pair;
 import io.kvraft.client.proto.KvProto.ReadRequest;
+import io.kvraft.client.proto.KvProto.ScanRequest;
+import io.kvraft.client.proto.KvProto.ScanResponse;
 import io.kvraft.client.proto.KvProto.ReadResponse;
 import io.kvraft.client.proto.KvProto.RegionInfo;
 import io.kvraft.client.proto.KvProto.RegionsRequest;
@@ -70,6 +73,18 @@ class WireProtocolTest {
                         .addKeys(bytes("a")).addKeys(ByteString.EMPTY).addKeys(ByteString.copyFrom(new byte[]{(byte) 0x80}))
                         .setMode(ReadMode.LEADER_LEASE)
                         .build(),
+                ScanRequest.newBuilder().setRegionId(3).setRegionEpoch(2).setStartKey(bytes("a"))
+                        .setEndKey(ByteString.copyFrom(new byte[]{(byte) 0xff, 0})).setLimit(1000).setReverse(true)
+                        .setKeysOnly(true).setMode(ReadMode.FOLLOWER).build(),
+                WriteRequest.newBuilder().setRegionId(2).setRegionEpoch(1)
+                        .addOps(WriteOp.newBuilder().setType(WriteOpType.DELETE_RANGE).setKey(bytes("a")).setEndKey(bytes("b")))
+                        .addOps(WriteOp.newBuilder().setType(WriteOpType.COMPARE_AND_PUT).setKey(bytes("c"))
+                                .setExpectAbsent(true).setValue(bytes("x")).setGroupSize(2))
+                        .addOps(WriteOp.newBuilder().setType(WriteOpType.COMPARE_AND_PUT).setKey(bytes("d"))
+                                .setExpect(bytes("y")).setValue(bytes("z")))
+                        .addOps(WriteOp.newBuilder().setType(WriteOpType.GET_AND_PUT).setKey(bytes("e")).setValue(bytes("1")))
+                        .addOps(WriteOp.newBuilder().setType(WriteOpType.PUT_IF_ABSENT).setKey(bytes("f")).setValue(bytes("2")))
+                        .build(),
                 RegionsRequest.getDefaultInstance(),
                 TransferLeaderRequest.newBuilder().setRegionId(5).setTarget("10.0.0.3:8183").build());
     }
@@ -84,6 +99,12 @@ class WireProtocolTest {
                         .addValues(Value.newBuilder().setFound(true).setValue(ByteString.EMPTY))
                         .build(),
                 ReadResponse.newBuilder().setError(error()).build(),
+                ScanResponse.newBuilder().addPairs(Pair.newBuilder().setKey(bytes("a")).setValue(bytes("1")))
+                        .addPairs(Pair.newBuilder().setKey(ByteString.copyFrom(new byte[]{(byte) 0x80}))).setMore(true).build(),
+                ScanResponse.newBuilder().setError(error()).build(),
+                WriteResponse.newBuilder().addSucceeded(false).addSucceeded(true)
+                        .addPrevious(Value.newBuilder().setFound(true).setValue(bytes("old")))
+                        .addPrevious(Value.getDefaultInstance()).build(),
                 RegionsResponse.newBuilder().setNode("10.0.0.1:8181").setWriteOps(123_456_789_012L).setReadOps(42)
                         .addRegions(RegionInfo.newBuilder().setId(1).setEndKey(ByteString.copyFrom(new byte[]{0x0a, (byte) 0xaa}))
                                 .setEpoch(2).addPeers("10.0.0.1:8181").addPeers("10.0.0.2:8182").setLeader("10.0.0.1:8181")
