@@ -109,6 +109,7 @@ final class DataCommands {
 
     @Command(name = "delete-range", description = {
             "Removes every key in [START, END): one log entry per region the range touches, not atomic across regions.",
+            "Prints OK and the time it took.",
             "An empty START or END (\"\") is unbounded; delete-range \"\" \"\" empties the store and needs --yes."})
     static final class DeleteRange implements Callable<Integer> {
         @ParentCommand
@@ -128,8 +129,9 @@ final class DataCommands {
                 throw new IllegalArgumentException("delete-range \"\" \"\" deletes every key in the store; add --yes to do it");
             }
             try (KvClient c = parent.connect()) {
+                long t0 = System.nanoTime();
                 KvClient.sync(c.deleteRange(parent.bytes(start), parent.bytes(end)));
-                spec.commandLine().getOut().println("OK");
+                spec.commandLine().getOut().printf("OK (%d ms)%n", (System.nanoTime() - t0) / 1_000_000);
                 return 0;
             }
         }
