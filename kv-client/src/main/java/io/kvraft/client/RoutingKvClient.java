@@ -174,7 +174,7 @@ final class RoutingKvClient implements KvClient {
             Route r = routes.lookup(e.key());
             if (first == null) {
                 first = r;
-            } else if (r != first) {
+            } else if (r == null || r.regionId() != first.regionId()) {
                 elsewhere.add(printable(e.key()));
             }
             ops.add(op);
@@ -480,7 +480,8 @@ final class RoutingKvClient implements KvClient {
 
     private boolean sameRoute(List<WriteOp> ops, Route route) {
         for (WriteOp op : ops) {
-            if (routes.lookup(op.getKey().toByteArray()) != route) {
+            Route r = routes.lookup(op.getKey().toByteArray());
+            if (r == null || r.regionId() != route.regionId()) {
                 return false;
             }
         }
