@@ -67,7 +67,7 @@ for p in "${pids[@]}"; do idle+=("$(rss_kib "$p")"); done
   done ) &
 sampler=$!
 t0=$(date +%s.%N)
-count=$(kvc scan "" --keys-only --page-size 1000 --hex | wc -l)
+count=$(kvc --hex scan "" --keys-only --page-size 1000 | wc -l)
 t1=$(date +%s.%N)
 kill "$sampler"; wait "$sampler" 2>/dev/null || true; sampler=""
 python3 - "$work/rss.txt" "${idle[@]}" "$count" "$keys" "$t0" "$t1" <<'PY'
@@ -95,7 +95,7 @@ in_region=$(kvc --hex scan "$start" "$end" --keys-only --page-size 1000 | wc -l)
 before=$(java -jar kv-client/target/kv-client.jar --servers "$leader" regions --json | region5 | cut -d' ' -f4)
 out=$(kvc --hex delete-range "$start" "$end")
 after=$(java -jar kv-client/target/kv-client.jar --servers "$leader" regions --json | region5 | cut -d' ' -f4)
-left=$(kvc scan "" --keys-only --page-size 1000 --hex | wc -l)
+left=$(kvc --hex scan "" --keys-only --page-size 1000 | wc -l)
 echo "deleteRange: region 5 [$start, $end) held $in_region keys; CLI: $out; log entries: $((after - before)) (applied index $before -> $after on $leader)"
 echo "after deleteRange: $left keys left, expected $((keys - in_region))"
 [ "$left" -eq $((keys - in_region)) ] || { echo "FAIL: $left keys left" >&2; exit 1; }
