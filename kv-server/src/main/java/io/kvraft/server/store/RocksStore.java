@@ -58,6 +58,8 @@ public final class RocksStore implements KvStore {
     private static final double BLOOM_BITS_PER_KEY = 10;
     private static final long MAX_INFO_LOG_BYTES = 8L << 20;
     private static final int KEPT_INFO_LOGS = 3;
+    /** A scan page of this many pairs or more is a bulk read: it does not fill the block cache. */
+    static final int BULK_SCAN_PAIRS = 1000;
 
     static {
         RocksDB.loadLibrary();
@@ -220,8 +222,9 @@ public final class RocksStore implements KvStore {
     @Override
     public ScanPage scan(int regionId, KeyRange range, boolean reverse, ScanPage.Builder page) {
         ensureOpen();
-        // the iterator reads one implicit snapshot, so the page never holds half of a WriteBatch
-        try (RangeScan scan = new RangeScan(range, null, true)) {
+        // the iterator reads one implicit snapshot, so the page never holds half of a WriteBatch; pages of a bulk
+        // read (an iterator's, a large scan's) leave the block cache alone, as RocksDB advises for bulk scans
+        try (RangeScan scan = new RangeScan(range, null, page.limit() < BULK_SCAN_PAIRS)) {
             RocksIterator it = scan.iterator();
             if (reverse) {
                 it.seekToLast();

@@ -41,6 +41,11 @@ public record ScanPage(List<byte[]> keys, List<byte[]> values, boolean more) {
             return keys.size() < limit && bytes < maxBytes;
         }
 
+        /** The most pairs the page may hold. */
+        public int limit() {
+            return limit;
+        }
+
         public boolean keysOnly() {
             return keysOnly;
         }
