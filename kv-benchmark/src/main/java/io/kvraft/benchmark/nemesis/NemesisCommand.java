@@ -42,7 +42,8 @@ import java.util.regex.Pattern;
 @Command(name = "nemesis", mixinStandardHelpOptions = true, sortOptions = false, usageHelpAutoWidth = true,
         exitCodeListHeading = "%nExit codes:%n",
         exitCodeList = {"0:no violation, no lost write, every key decided, the cluster recovered",
-                "1:a violation, a lost acknowledged write, an undecided key, or no recovery after the last heal",
+                "1:a violation, a lost acknowledged write, an undecided key, a malformed scan, or no recovery after the"
+                        + " last heal",
                 "2:bad usage, or a fault this machine cannot inject"},
         description = {"Fault-injection run with a linearizability check, against a local 3-node cluster it starts:"
                 + " get, put, compare-and-put, scans and range deletes on register keys in every region, checked key by"
