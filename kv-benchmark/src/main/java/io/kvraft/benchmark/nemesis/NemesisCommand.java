@@ -17,8 +17,6 @@ import picocli.CommandLine.ParentCommand;
 
 import java.io.PrintStream;
 import java.lang.reflect.RecordComponent;
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -37,16 +35,19 @@ import java.util.regex.Pattern;
 
 /**
  * {@code kv-benchmark nemesis}: starts a local 3-node, 24-region cluster of real processes, runs a
- * register workload (get, put, compare-and-put with unique values) while a nemesis injects and
- * heals faults, then checks the recorded history for linearizability key by key and reads back every
+ * register workload (get, put, compare-and-put with unique values, scan, range delete) while a nemesis
+ * injects and heals faults, then checks the recorded history for linearizability key by key and reads back every
  * acknowledged write to a fresh key.
  */
 @Command(name = "nemesis", mixinStandardHelpOptions = true, sortOptions = false, usageHelpAutoWidth = true,
         exitCodeListHeading = "%nExit codes:%n",
         exitCodeList = {"0:no violation, no lost write, every key decided, the cluster recovered",
-                "1:a violation, a lost acknowledged write, an undecided key, or no recovery after the last heal",
+                "1:a violation, a lost acknowledged write, an undecided key, a malformed scan, or no recovery after the"
+                        + " last heal",
                 "2:bad usage, or a fault this machine cannot inject"},
-        description = {"Fault-injection run with a linearizability check, against a local 3-node cluster it starts.",
+        description = {"Fault-injection run with a linearizability check, against a local 3-node cluster it starts:"
+                + " get, put, compare-and-put, scans and range deletes on register keys in every region, checked key by"
+                + " key, and puts to fresh keys read back at the end.",
                 "partition and loss need root, iproute2 and iptables (nodes run in network namespaces);"
                         + " clock needs libfaketime (Debian: faketime)."})
 public final class NemesisCommand implements Callable<Integer> {
@@ -81,7 +82,8 @@ public final class NemesisCommand implements Callable<Integer> {
     String engine;
 
     @Option(names = "--keys-per-region", defaultValue = "10", paramLabel = "N",
-            description = "Register keys per region; 24 regions (default: ${DEFAULT-VALUE}).")
+            description = "Register keys per region; 24 regions (default: ${DEFAULT-VALUE}). A range delete stays within"
+                    + " the upper half of one region's keys and the lower half of the next region's, clear of the fresh keys.")
     int keysPerRegion;
 
     @Option(names = "--threads", defaultValue = "8", paramLabel = "N",
@@ -168,15 +170,10 @@ public final class NemesisCommand implements Callable<Integer> {
             cluster = ProcessCluster.start(files, dataRoot, serverJvmArgs, Duration.ofSeconds(120), launch);
             client = parent.connector().apply(new ClientConfig(endpoints, 2_000L, 8_000L, null, null, null));
             List<RegionInfo> regions = client.regions().join();
-            List<byte[]> keys = new ArrayList<>();
-            List<byte[]> freshPrefixes = new ArrayList<>();
-            for (RegionInfo r : regions) {
-                byte[] start = r.getStartKey().toByteArray();
-                for (int k = 0; k < keysPerRegion; k++) {
-                    keys.add(concat(start, ("\0nem-" + k).getBytes(StandardCharsets.UTF_8)));
-                }
-                freshPrefixes.add(concat(start, "\0fresh-".getBytes(StandardCharsets.UTF_8)));
-            }
+            KeySpace space = KeySpace.place(regions.stream().map(r -> r.getStartKey().toByteArray())
+                    .sorted(Arrays::compareUnsigned).toList(), keysPerRegion);
+            List<byte[]> keys = space.keys();
+            List<byte[]> freshPrefixes = space.freshPrefixes();
             long origin = System.nanoTime();
             Map<Nemesis.Fault, List<Double>> recoveries = new java.util.EnumMap<>(Nemesis.Fault.class);
             Nemesis nemesis = new Nemesis(cluster, lab, clockFiles, kinds, holdMs, new Random(s), log, origin);
@@ -445,10 +442,6 @@ public final class NemesisCommand implements Callable<Integer> {
         }
         throw new UsageException("the clock fault needs libfaketime (Debian: apt-get install faketime);"
                 + " or leave clock out of --faults");
-    }
-
-    private static byte[] concat(byte[] a, byte[] b) {
-        return ByteBuffer.allocate(a.length + b.length).put(a).put(b).array();
     }
 
     private static void sleepUntil(long nanoTime) throws InterruptedException {

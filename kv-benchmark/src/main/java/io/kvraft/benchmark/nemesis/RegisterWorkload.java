@@ -1,5 +1,6 @@
 package io.kvraft.benchmark.nemesis;
 
+import io.kvraft.client.KeyValue;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.KvException;
 import io.kvraft.client.route.RetryPolicy;
@@ -7,6 +8,7 @@ import org.HdrHistogram.Recorder;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Queue;
 import java.util.Random;
@@ -20,9 +22,11 @@ import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * Client threads doing get, put and compare-and-put on a fixed set of keys, one operation at a time
- * per thread, with unique written values, recording every operation for the checker. A share of the
- * puts go to fresh keys instead; those acknowledged are read back at the end (lost-write check).
+ * Client threads doing get, put, compare-and-put, scan and range delete on a fixed set of keys, one
+ * operation at a time per thread, with unique put values, recording every operation for the checker
+ * (a scan or range delete as one read or delete per register key it covered). A share of the puts go to
+ * fresh keys instead; those acknowledged are read back at the end (lost-write check). Where the keys and
+ * ranges lie: {@link KeySpace}.
  */
 final class RegisterWorkload {
 
@@ -30,6 +34,7 @@ final class RegisterWorkload {
     private static final long HARD_CAP_SECONDS = 30;
 
     private final KvClient client;
+    private final KeySpace space;
     private final List<byte[]> keys;
     private final List<String> labels;
     private final List<byte[]> freshPrefixes;
@@ -48,6 +53,14 @@ final class RegisterWorkload {
     final AtomicLong failed = new AtomicLong();
     final AtomicLong unknown = new AtomicLong();
     final AtomicLong lastErrorNs = new AtomicLong();
+    final AtomicLong scansOk = new AtomicLong();
+    final AtomicLong scansFailed = new AtomicLong();
+    /** Scans whose answer broke the contract itself (a key outside the range, out of order, past the limit). */
+    final AtomicLong scansMalformed = new AtomicLong();
+    final AtomicLong rangeDeletesOk = new AtomicLong();
+    /** Failed with an error saying the last part tried was not applied; an earlier region's part may have been. */
+    final AtomicLong rangeDeletesFailed = new AtomicLong();
+    final AtomicLong rangeDeletesUnknown = new AtomicLong();
     final Recorder latency = new Recorder(3);
     private final List<Thread> workers = new ArrayList<>();
     private volatile boolean running;
@@ -55,9 +68,10 @@ final class RegisterWorkload {
     RegisterWorkload(KvClient client, List<byte[]> keys, List<byte[]> freshPrefixes, int threads, double rate,
                      long seed, long originNs) {
         this.client = client;
-        this.keys = keys;
+        this.keys = keys.stream().sorted(Arrays::compareUnsigned).toList();
+        this.space = new KeySpace(this.keys, freshPrefixes);
         this.freshPrefixes = freshPrefixes;
-        this.labels = keys.stream().map(RegisterWorkload::hex).toList();
+        this.labels = this.keys.stream().map(RegisterWorkload::hex).toList();
         this.threads = threads;
         this.ratePerThread = rate / threads;
         this.seed = seed;
@@ -91,15 +105,19 @@ final class RegisterWorkload {
             int roll = rnd.nextInt(100);
             if (roll < 5) {
                 freshPut(rnd);
-            } else {
+            } else if (roll < 78) {
                 int k = rnd.nextInt(keys.size());
-                if (roll < 50) {
+                if (roll < 40) {
                     read(k);
-                } else if (roll < 75) {
+                } else if (roll < 60) {
                     write(k);
                 } else {
                     cas(k);
                 }
+            } else if (roll < 93) {
+                scan(space.scan(rnd));
+            } else {
+                deleteRange(space.deleteRange(rnd));
             }
             long wait = next - System.nanoTime();
             if (wait > 0) {
@@ -180,6 +198,64 @@ final class RegisterWorkload {
             lastErrorNs.accumulateAndGet(inv, Math::max);
         } else {
             failed.incrementAndGet();
+            lastErrorNs.accumulateAndGet(inv, Math::max);
+        }
+    }
+
+    /** Per register key the scan covered, a read of what it found there (absent when it passed over the key). */
+    private void scan(KeySpace.Range range) {
+        long scanId = ids.getAndIncrement();
+        long inv = System.nanoTime();
+        Outcome<List<KeyValue>> r = await(range.reverse()
+                ? client.reverseScan(range.start(), range.end(), range.limit(), false)
+                : client.scan(range.start(), range.end(), range.limit(), false));
+        long done = System.nanoTime();
+        if (r.error != null) {
+            scansFailed.incrementAndGet();
+            failed.incrementAndGet();
+            lastErrorNs.accumulateAndGet(inv, Math::max);
+            return;
+        }
+        long[] seen = space.readBy(range, r.value);
+        if (seen == null) {
+            scansMalformed.incrementAndGet();
+            return;
+        }
+        for (int i = 0; i < seen.length; i++) {
+            if (seen[i] != KeySpace.NOT_COVERED) {
+                int k = range.first() + i;
+                history.add(Op.read(ids.getAndIncrement(), labels.get(k), seen[i], inv, done).partOf(scanId));
+                lastSeen.set(k, seen[i]);
+            }
+        }
+        scansOk.incrementAndGet();
+        succeeded(inv, done);
+    }
+
+    /**
+     * Per register key in the range, a delete; if the call failed in any way, an indeterminate one, since the
+     * regions before the one that failed may have done their part.
+     */
+    private void deleteRange(KeySpace.Range range) {
+        long deleteId = ids.getAndIncrement();
+        long inv = System.nanoTime();
+        Outcome<Void> r = await(client.deleteRange(range.start(), range.end()));
+        long done = System.nanoTime();
+        for (int k = range.first(); k <= range.last(); k++) {
+            long id = ids.getAndIncrement();
+            if (r.error == null) {
+                history.add(Op.delete(id, labels.get(k), inv, done).partOf(deleteId));
+                lastSeen.set(k, 0);
+            } else {
+                history.add(Op.unknown(id, Op.Kind.DELETE, labels.get(k), 0, 0, inv).partOf(deleteId));
+            }
+        }
+        if (r.error == null) {
+            rangeDeletesOk.incrementAndGet();
+            succeeded(inv, done);
+        } else {
+            (r.unknown() ? rangeDeletesUnknown : rangeDeletesFailed).incrementAndGet();
+            unknown.incrementAndGet();
             lastErrorNs.accumulateAndGet(inv, Math::max);
         }
     }

@@ -53,7 +53,8 @@ final class Report {
     }
 
     boolean passed() {
-        return check.ok() && fresh[1] == 0 && fresh[2] == 0 && unreadKeys == 0 && recovery.recovered();
+        return check.ok() && fresh[1] == 0 && fresh[2] == 0 && unreadKeys == 0 && recovery.recovered()
+                && load.scansMalformed.get() == 0;
     }
 
     String text() {
@@ -64,6 +65,10 @@ final class Report {
                 engine, keys);
         w.printf(Locale.ROOT, "operations      %,d ok, %,d failed (not applied), %,d indeterminate (may have applied)%n",
                 load.ok.get(), load.failed.get(), load.unknown.get());
+        w.printf(Locale.ROOT, "ranges          scans %,d ok, %,d failed, %,d malformed; range deletes %,d ok, %,d failed,"
+                        + " %,d indeterminate (a failed one is checked as indeterminate: some regions may have done it)%n",
+                load.scansOk.get(), load.scansFailed.get(), load.scansMalformed.get(), load.rangeDeletesOk.get(),
+                load.rangeDeletesFailed.get(), load.rangeDeletesUnknown.get());
         w.printf(Locale.ROOT, "faults          %d injected: %s%n", nemesis.events.size(), counts.entrySet().stream()
                 .map(e -> e.getKey().name().toLowerCase(Locale.ROOT) + " " + e.getValue()).collect(Collectors.joining(", ")));
         w.printf(Locale.ROOT, "linearizability %,d operations on %d keys checked in %.2f s: %d violations, %d undecided%n",

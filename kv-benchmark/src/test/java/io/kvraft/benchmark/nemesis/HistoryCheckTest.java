@@ -35,7 +35,7 @@ class HistoryCheckTest {
         for (int k = 0; k < 20; k++) {
             for (Op o : RegisterCheckerTest.simulate(new java.util.Random(k), 200, 4, true)) {
                 h.add(new Op(k * 1000L + o.id(), o.kind(), "key-" + k, o.value(), o.expect(), o.invokeNs(),
-                        o.completeNs(), o.outcome(), o.casApplied()));
+                        o.completeNs(), o.outcome(), o.casApplied(), o.partOf()));
             }
         }
         HistoryCheck.Summary s = HistoryCheck.check(h, TimeUnit.SECONDS.toNanos(60));

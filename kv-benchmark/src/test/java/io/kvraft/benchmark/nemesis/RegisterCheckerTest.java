@@ -38,6 +38,20 @@ class RegisterCheckerTest {
         return Op.unknown(ids++, Kind.CAS, K, expect, v, from);
     }
 
+    /** A key's part of a scan that returned it with {@code v}, or did not return it although it covered it (0). */
+    private Op scanned(long v, long from, long to) {
+        return Op.read(ids++, K, v, from, to).partOf(1000 + ids);
+    }
+
+    /** A key's part of an acknowledged range delete. */
+    private Op del(long from, long to) {
+        return Op.delete(ids++, K, from, to).partOf(2000 + ids);
+    }
+
+    private Op lostDelete(long from) {
+        return Op.unknown(ids++, Kind.DELETE, K, 0, 0, from).partOf(2000 + ids);
+    }
+
     private static Verdict verdict(Op... ops) {
         return RegisterChecker.check(List.of(ops), System.nanoTime() + TimeUnit.SECONDS.toNanos(30)).verdict();
     }
@@ -174,12 +188,119 @@ class RegisterCheckerTest {
         assertThat(RegisterChecker.check(corrupted, deadline).verdict()).isEqualTo(Verdict.VIOLATION);
     }
 
+    @Test
+    void when_aScanMissesAnAcknowledgedKey_then_violation() {
+        assertThat(verdict(w(1, 0, 1), scanned(1, 2, 3), scanned(0, 4, 5))).isEqualTo(Verdict.VIOLATION);
+    }
+
+    @Test
+    void when_aScanReturnsAKeyACompletedRangeDeleteRemoved_then_violation() {
+        assertThat(verdict(w(1, 0, 1), del(2, 3), scanned(1, 4, 5))).isEqualTo(Verdict.VIOLATION);
+        ids = 0;
+        assertThat(verdict(w(1, 0, 1), del(2, 3), scanned(0, 4, 5), w(2, 6, 7), scanned(2, 8, 9)))
+                .as("absent after it, then the next write").isEqualTo(Verdict.LINEARIZABLE);
+    }
+
+    @Test
+    void when_aScanShowsAValueOlderThanACompletedReadReturned_then_violation() {
+        // the write of 2 is still in flight, so the read may see either value, but once it saw 2 nothing later sees 1
+        assertThat(verdict(w(1, 0, 1), w(2, 2, 100), r(2, 3, 4), scanned(1, 5, 6))).isEqualTo(Verdict.VIOLATION);
+        ids = 0;
+        assertThat(verdict(w(1, 0, 1), w(2, 2, 100), scanned(1, 3, 4), r(2, 5, 6)))
+                .as("old then new is fine").isEqualTo(Verdict.LINEARIZABLE);
+    }
+
+    @Test
+    void when_aScanOverlapsARangeDelete_then_presentOrAbsentIsFine() {
+        assertThat(verdict(w(1, 0, 1), del(2, 10), scanned(1, 3, 4), scanned(0, 5, 6))).isEqualTo(Verdict.LINEARIZABLE);
+        ids = 0;
+        assertThat(verdict(w(1, 0, 1), del(2, 10), scanned(0, 3, 4), scanned(1, 5, 6)))
+                .as("but not absent then back").isEqualTo(Verdict.VIOLATION);
+    }
+
+    @Test
+    void when_theKeyIsDeletedAndWrittenManyTimes_then_eachDeleteMakesItAbsentOnce() {
+        assertThat(verdict(w(1, 0, 1), del(2, 3), r(0, 4, 5), w(2, 6, 7), r(2, 8, 9), del(10, 11), scanned(0, 12, 13),
+                cas(0, 3, true, 14, 15), del(16, 17), cas(3, 4, false, 18, 19), r(0, 20, 21)))
+                .isEqualTo(Verdict.LINEARIZABLE);
+        ids = 0;
+        assertThat(verdict(w(1, 0, 1), del(2, 3), w(2, 6, 7), cas(0, 3, true, 14, 15)))
+                .as("a CAS expecting absent after a later write").isEqualTo(Verdict.VIOLATION);
+    }
+
+    @Test
+    void when_aTimedOutRangeDeleteShowsUpLaterOrNever_then_linearizable() {
+        assertThat(verdict(w(1, 0, 1), lostDelete(2), r(1, 50, 51), scanned(0, 100, 101), r(0, 200, 201)))
+                .isEqualTo(Verdict.LINEARIZABLE);
+        ids = 0;
+        assertThat(verdict(w(1, 0, 1), lostDelete(2), r(1, 50, 51), w(2, 60, 61), scanned(2, 100, 101)))
+                .isEqualTo(Verdict.LINEARIZABLE);
+    }
+
+    @Test
+    void when_oneTimedOutRangeDeleteWouldHaveToApplyTwice_then_violation() {
+        assertThat(verdict(w(1, 0, 1), lostDelete(2), scanned(0, 5, 6), w(2, 10, 11), r(0, 20, 21)))
+                .isEqualTo(Verdict.VIOLATION);
+        ids = 0;
+        assertThat(verdict(w(1, 0, 1), lostDelete(2), scanned(0, 5, 6), w(2, 10, 11), lostDelete(12), r(0, 20, 21)))
+                .as("two of them may").isEqualTo(Verdict.LINEARIZABLE);
+        ids = 0;
+        assertThat(verdict(w(1, 0, 1), lostDelete(2), scanned(0, 5, 6), scanned(1, 7, 8)))
+                .as("nor may the value come back after it").isEqualTo(Verdict.VIOLATION);
+    }
+
+    @Test
+    void when_aTimedOutRangeDeleteExplainsAFailedCas_then_linearizable() {
+        // nobody saw the key absent; only the CAS's failure says the delete applied
+        assertThat(verdict(w(1, 0, 1), lostDelete(2), cas(1, 5, false, 10, 11))).isEqualTo(Verdict.LINEARIZABLE);
+        ids = 0;
+        assertThat(verdict(w(1, 0, 1), cas(1, 5, false, 10, 11))).isEqualTo(Verdict.VIOLATION);
+    }
+
+    @ParameterizedTest
+    @ValueSource(longs = {1, 2, 3, 4, 5, 6, 7, 8})
+    void when_historiesWithDeletesComeFromAnAtomicRegister_then_linearizable_and_aReadOfADeletedValueIsCaught(long seed) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        List<Op> ops = simulate(new Random(seed), 300, 6, true, true);
+        assertThat(ops).anyMatch(o -> o.kind() == Kind.DELETE && o.outcome() == Op.Outcome.UNKNOWN);
+        assertThat(RegisterChecker.check(ops, deadline).verdict()).isEqualTo(Verdict.LINEARIZABLE);
+
+        // a read returning the value of an acknowledged write that an acknowledged delete followed, both
+        // before the read was invoked: put values are unique, so nothing can have brought it back
+        ops = simulate(new Random(seed), 300, 6, false, true);
+        assertThat(RegisterChecker.check(ops, deadline).verdict()).isEqualTo(Verdict.LINEARIZABLE);
+        List<Op> corrupted = new ArrayList<>(ops);
+        boolean done = false;
+        for (int i = corrupted.size() / 2; i < corrupted.size() && !done; i++) {
+            Op read = corrupted.get(i);
+            for (Op d : ops) {
+                if (done || read.kind() != Kind.READ || d.kind() != Kind.DELETE || d.completeNs() >= read.invokeNs()) {
+                    continue;
+                }
+                for (Op w : ops) {
+                    if (w.kind() == Kind.WRITE && w.completeNs() < d.invokeNs() && w.value() != read.value()) {
+                        corrupted.set(i, Op.read(read.id(), K, w.value(), read.invokeNs(), read.completeNs()));
+                        done = true;
+                        break;
+                    }
+                }
+            }
+        }
+        assertThat(done).isTrue();
+        assertThat(RegisterChecker.check(corrupted, deadline).verdict()).isEqualTo(Verdict.VIOLATION);
+    }
+
     /**
      * A history of {@code count} operations by {@code clients} clients on an atomic register: each
      * operation takes effect at one instant inside its interval, some writes and CASes time out
      * (and apply or not).
      */
     static List<Op> simulate(Random rnd, int count, int clients, boolean withUnknown) {
+        return simulate(rnd, count, clients, withUnknown, false);
+    }
+
+    /** As above; with {@code withDeletes}, a share of the writes are deletes (absent, written many times). */
+    static List<Op> simulate(Random rnd, int count, int clients, boolean withUnknown, boolean withDeletes) {
         long value = 0;
         long nextValue = 1;
         long[] clientFree = new long[clients];
@@ -195,7 +316,17 @@ class RegisterCheckerTest {
             long complete = now + 1 + rnd.nextInt(20);
             clientFree[c] = complete + 1;
             int kind = rnd.nextInt(10);
-            if (kind < 5) {
+            if (withDeletes && kind >= 5 && rnd.nextInt(3) == 0) {
+                if (withUnknown && rnd.nextInt(5) == 0) {
+                    if (rnd.nextBoolean()) {
+                        value = 0;
+                    }
+                    ops.add(Op.unknown(i, Kind.DELETE, K, 0, 0, invoke));
+                } else {
+                    value = 0;
+                    ops.add(Op.delete(i, K, invoke, complete));
+                }
+            } else if (kind < 5) {
                 ops.add(Op.read(i, K, value, invoke, complete));
             } else if (kind < 8) {
                 long v = nextValue++;
