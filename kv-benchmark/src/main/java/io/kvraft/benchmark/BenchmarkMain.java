@@ -13,6 +13,7 @@ import picocli.CommandLine.Option;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.function.Function;
@@ -39,13 +40,14 @@ public final class BenchmarkMain implements Callable<Integer> {
     public static final int EXIT_FAILED = 1;
     public static final int EXIT_USAGE = 2;
 
-    @Option(names = "--duration", defaultValue = "30", paramLabel = "SECONDS",
-            description = "Measured time (default: ${DEFAULT-VALUE}).")
-    double duration;
+    @Option(names = "--duration", defaultValue = "30", paramLabel = "TIME", converter = DurationConverter.class,
+            description = "Measured time: " + DurationConverter.HELP + " (default: ${DEFAULT-VALUE}).")
+    Duration duration;
 
-    @Option(names = "--warmup", defaultValue = "30", paramLabel = "SECONDS",
-            description = "Time before the measurement, excluded from the results (default: ${DEFAULT-VALUE}).")
-    double warmup;
+    @Option(names = "--warmup", defaultValue = "30", paramLabel = "TIME", converter = DurationConverter.class,
+            description = "Time before the measurement, excluded from the results: " + DurationConverter.HELP
+                    + " (default: ${DEFAULT-VALUE}).")
+    Duration warmup;
 
     @Mixin
     LoadOptions load;
@@ -107,6 +109,12 @@ public final class BenchmarkMain implements Callable<Integer> {
         CommandLine cmd = new CommandLine(new BenchmarkMain(out, err, connector));
         cmd.setOut(new PrintWriter(out, true));
         cmd.setErr(new PrintWriter(err, true));
+        // a bad option value is one line naming the option, as a bad value caught later is; no usage dump
+        cmd.setParameterExceptionHandler((ex, args1) -> {
+            err.println(ex.getMessage());
+            err.flush();
+            return EXIT_USAGE;
+        });
         cmd.setExecutionExceptionHandler((thrown, commandLine, parseResult) -> {
             Throwable ex = thrown;
             while (ex instanceof java.util.concurrent.CompletionException && ex.getCause() != null) {
@@ -126,6 +134,8 @@ public final class BenchmarkMain implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        double duration = DurationConverter.seconds(this.duration);
+        double warmup = DurationConverter.seconds(this.warmup);
         load.validate(duration, warmup);
         try (ClusterSession session = ClusterSession.open(cluster, load.readMode, load.batching, connector, stderr)) {
             ClientConfig cc = session.clientConfig();

@@ -3,6 +3,7 @@ package io.kvraft.benchmark;
 import picocli.CommandLine.Option;
 
 import java.net.InetAddress;
+import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
 
 /** picocli mixin: the workload options shared by the run and the sweep. */
@@ -63,10 +64,10 @@ public final class LoadOptions {
             description = "Seed of keys, values and the put/get mix (default: random; the report shows it).")
     Long seed;
 
-    @Option(names = "--drain-timeout", defaultValue = "35", paramLabel = "SECONDS",
+    @Option(names = "--drain-timeout", defaultValue = "35", paramLabel = "TIME", converter = DurationConverter.class,
             description = "After the end, how long to wait for operations still in flight; those left count as"
-                    + " UNFINISHED errors (default: ${DEFAULT-VALUE}).")
-    double drainTimeout;
+                    + " UNFINISHED errors: " + DurationConverter.HELP + " (default: ${DEFAULT-VALUE}).")
+    Duration drainTimeout;
 
     /** The workload; {@code readMode} and {@code batching} are the client's effective settings. */
     WorkloadOptions toWorkload(double durationSeconds, double warmupSeconds, String effectiveReadMode,
@@ -79,7 +80,7 @@ public final class LoadOptions {
         }
         return new WorkloadOptions(threads, inflight, durationSeconds, warmupSeconds, readRatio, keySize, valueSize,
                 keys, keyDistribution, rate, effectiveReadMode, effectiveBatching, maxErrorRate, clientId, seed,
-                drainTimeout);
+                DurationConverter.seconds(drainTimeout));
     }
 
     /** Checks the options before any cluster is started (the result is thrown away). */

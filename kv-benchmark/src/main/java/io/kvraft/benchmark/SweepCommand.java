@@ -8,6 +8,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParentCommand;
 
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Callable;
 
@@ -36,13 +37,13 @@ final class SweepCommand implements Callable<Integer> {
         List<Double> rates;
     }
 
-    @Option(names = "--step-duration", defaultValue = "10", paramLabel = "SECONDS",
-            description = "Measured time per step (default: ${DEFAULT-VALUE}).")
-    double stepDuration;
+    @Option(names = "--step-duration", defaultValue = "10", paramLabel = "TIME", converter = DurationConverter.class,
+            description = "Measured time per step: " + DurationConverter.HELP + " (default: ${DEFAULT-VALUE}).")
+    Duration stepDuration;
 
-    @Option(names = "--step-warmup", defaultValue = "2", paramLabel = "SECONDS",
-            description = "Warm-up per step, excluded (default: ${DEFAULT-VALUE}).")
-    double stepWarmup;
+    @Option(names = "--step-warmup", defaultValue = "2", paramLabel = "TIME", converter = DurationConverter.class,
+            description = "Warm-up per step, excluded: " + DurationConverter.HELP + " (default: ${DEFAULT-VALUE}).")
+    Duration stepWarmup;
 
     @Option(names = "--out", paramLabel = "DIR",
             description = "Write " + Sweep.JSON_FILE + " and " + Sweep.HTML_FILE + " (chart) into DIR.")
@@ -56,6 +57,8 @@ final class SweepCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        double stepDuration = DurationConverter.seconds(this.stepDuration);
+        double stepWarmup = DurationConverter.seconds(this.stepWarmup);
         Sweep.Plan plan = ladder.threads != null
                 ? new Sweep.Plan(Sweep.Kind.THREADS, ladder.threads.stream().map(Integer::doubleValue).toList(),
                 stepDuration, stepWarmup)
