@@ -30,8 +30,9 @@ import java.util.function.Function;
         sortOptions = false, usageHelpAutoWidth = true,
         subcommands = {MergeCommand.class, SweepCommand.class, VerifyCommand.class,
                 io.kvraft.benchmark.nemesis.NemesisCommand.class},
-        description = "Load generator for the kv cluster: puts and gets, the SOFAJRaft reference report"
-                + " (Dropwizard timers), HdrHistogram percentiles, result files that merge across clients.",
+        description = "Load generator for the kv cluster: puts, gets and scans in a mix (--workload), in any read"
+                + " mode; the SOFAJRaft reference report (Dropwizard timers), HdrHistogram percentiles, a table per"
+                + " operation type, result files that merge across clients.",
         exitCodeListHeading = "%nExit codes:%n",
         exitCodeList = {"0:ok", "1:error rate over --max-error-rate, or the run failed", "2:bad usage or configuration"})
 public final class BenchmarkMain implements Callable<Integer> {

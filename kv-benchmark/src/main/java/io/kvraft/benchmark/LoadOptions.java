@@ -79,7 +79,7 @@ public final class LoadOptions {
     String clientId;
 
     @Option(names = "--seed", paramLabel = "N",
-            description = "Seed of keys, values and the put/get mix (default: random; the report shows it).")
+            description = "Seed of keys, values and the operation mix (default: random; the report shows it).")
     Long seed;
 
     @Option(names = "--drain-timeout", defaultValue = "35", paramLabel = "TIME", converter = DurationConverter.class,

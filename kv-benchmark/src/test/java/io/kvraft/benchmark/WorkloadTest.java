@@ -288,6 +288,17 @@ class WorkloadTest {
         assertThat(e).doesNotContain("\n").endsWith(message);
     }
 
+    @Test
+    void when_theScanScenariosArgsFileIsGiven_then_itMakesTheYcsbEWorkload() {
+        java.nio.file.Path args = java.nio.file.Path.of("..", "conf", "scenarios", "e-memory-scan", "benchmark.args");
+        WorkloadOptions o = options("@" + args);
+        assertThat(o.workload()).isEqualTo("e");
+        assertThat(o.scanRatio()).isEqualTo(0.95);
+        assertThat(o.putRatio()).isCloseTo(0.05, within(1e-9));
+        assertThat(o.scanLength()).isEqualTo(100);
+        assertThat(o.keyDistribution()).isEqualTo(KeyDistribution.ZIPFIAN);
+    }
+
     /** The workload the CLI options make, as a run would get it. */
     private static WorkloadOptions options(String... args) {
         LoadOptions load = new LoadOptions();
