@@ -13,6 +13,7 @@ import picocli.CommandLine.Option;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.function.Function;
@@ -29,8 +30,9 @@ import java.util.function.Function;
         sortOptions = false, usageHelpAutoWidth = true,
         subcommands = {MergeCommand.class, SweepCommand.class, VerifyCommand.class,
                 io.kvraft.benchmark.nemesis.NemesisCommand.class},
-        description = "Load generator for the kv cluster: puts and gets, the SOFAJRaft reference report"
-                + " (Dropwizard timers), HdrHistogram percentiles, result files that merge across clients.",
+        description = "Load generator for the kv cluster: puts, gets and scans in a mix (--workload), in any read"
+                + " mode; the SOFAJRaft reference report (Dropwizard timers), HdrHistogram percentiles, a table per"
+                + " operation type, result files that merge across clients.",
         exitCodeListHeading = "%nExit codes:%n",
         exitCodeList = {"0:ok", "1:error rate over --max-error-rate, or the run failed", "2:bad usage or configuration"})
 public final class BenchmarkMain implements Callable<Integer> {
@@ -39,13 +41,14 @@ public final class BenchmarkMain implements Callable<Integer> {
     public static final int EXIT_FAILED = 1;
     public static final int EXIT_USAGE = 2;
 
-    @Option(names = "--duration", defaultValue = "30", paramLabel = "SECONDS",
-            description = "Measured time (default: ${DEFAULT-VALUE}).")
-    double duration;
+    @Option(names = "--duration", defaultValue = "30", paramLabel = "TIME", converter = DurationConverter.class,
+            description = "Measured time: " + DurationConverter.HELP + " (default: ${DEFAULT-VALUE}).")
+    Duration duration;
 
-    @Option(names = "--warmup", defaultValue = "30", paramLabel = "SECONDS",
-            description = "Time before the measurement, excluded from the results (default: ${DEFAULT-VALUE}).")
-    double warmup;
+    @Option(names = "--warmup", defaultValue = "30", paramLabel = "TIME", converter = DurationConverter.class,
+            description = "Time before the measurement, excluded from the results: " + DurationConverter.HELP
+                    + " (default: ${DEFAULT-VALUE}).")
+    Duration warmup;
 
     @Mixin
     LoadOptions load;
@@ -107,6 +110,12 @@ public final class BenchmarkMain implements Callable<Integer> {
         CommandLine cmd = new CommandLine(new BenchmarkMain(out, err, connector));
         cmd.setOut(new PrintWriter(out, true));
         cmd.setErr(new PrintWriter(err, true));
+        // a bad option value is one line naming the option, as a bad value caught later is; no usage dump
+        cmd.setParameterExceptionHandler((ex, args1) -> {
+            err.println(ex.getMessage());
+            err.flush();
+            return EXIT_USAGE;
+        });
         cmd.setExecutionExceptionHandler((thrown, commandLine, parseResult) -> {
             Throwable ex = thrown;
             while (ex instanceof java.util.concurrent.CompletionException && ex.getCause() != null) {
@@ -126,6 +135,8 @@ public final class BenchmarkMain implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        double duration = DurationConverter.seconds(this.duration);
+        double warmup = DurationConverter.seconds(this.warmup);
         load.validate(duration, warmup);
         try (ClusterSession session = ClusterSession.open(cluster, load.readMode, load.batching, connector, stderr)) {
             ClientConfig cc = session.clientConfig();

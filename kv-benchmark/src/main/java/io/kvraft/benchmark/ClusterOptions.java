@@ -29,7 +29,8 @@ public final class ClusterOptions {
                     + " s2 (RocksDB, batching, pipeline), s3 (MemoryDB, no batching: one RPC and one log entry per"
                     + " put), s4 (as s3, no pipeline: a leader keeps 2 AppendEntries outstanding per follower, not 257),"
                     + " s3b (as s3, but the leader still coalesces requests into"
-                    + " log entries); the same as --conf-dir <conf-dir>/scenarios/<s1-...>.")
+                    + " log entries), e (s1's servers for the scan-heavy YCSB E workload: add its options with"
+                    + " @conf/scenarios/e-memory-scan/benchmark.args); the same as --conf-dir <conf-dir>/scenarios/<s1-...>.")
     String scenario;
 
     @Option(names = "--server-jvm-arg", paramLabel = "ARG",
@@ -49,7 +50,7 @@ public final class ClusterOptions {
             List<Path> match = dirs.filter(d -> d.getFileName().toString().startsWith(scenario.toLowerCase() + "-")
                     || d.getFileName().toString().equals(scenario)).toList();
             if (match.size() != 1) {
-                throw new UsageException("--scenario " + scenario + ": expected one of s1, s2, s3, s4, s3b (directories in "
+                throw new UsageException("--scenario " + scenario + ": expected one of s1, s2, s3, s4, s3b, e (directories in "
                         + root + ")");
             }
             return match.get(0);

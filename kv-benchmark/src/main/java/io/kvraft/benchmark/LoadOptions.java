@@ -3,6 +3,7 @@ package io.kvraft.benchmark;
 import picocli.CommandLine.Option;
 
 import java.net.InetAddress;
+import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
 
 /** picocli mixin: the workload options shared by the run and the sweep. */
@@ -16,9 +17,26 @@ public final class LoadOptions {
             description = "Operations in flight per thread at most (default: ${DEFAULT-VALUE}).")
     int inflight;
 
-    @Option(names = "--read-ratio", defaultValue = "0.1", paramLabel = "R",
-            description = "Share of gets; the rest are puts (default: ${DEFAULT-VALUE}).")
-    double readRatio;
+    @Option(names = "--workload", paramLabel = "NAME", converter = WorkloadPreset.Converter.class,
+            completionCandidates = WorkloadPreset.Candidates.class,
+            description = "A named mix instead of --read-ratio/--scan-ratio: default (90% put, 10% get, the SOFAJRaft"
+                    + " reference), a (50% get, 50% put: YCSB A), b (95% get, 5% put), c (100% get), e (95% scan,"
+                    + " 5% put: YCSB E). A put writes a key of the key space; a scan reads up to --scan-length keys"
+                    + " from a start key drawn by --key-distribution (default: default).")
+    WorkloadPreset workload;
+
+    @Option(names = "--read-ratio", paramLabel = "R",
+            description = "Share of gets; puts are what gets and scans leave (default: 0.1).")
+    Double readRatio;
+
+    @Option(names = "--scan-ratio", paramLabel = "R",
+            description = "Share of scans: scan(start, end of key space, --scan-length), the start key drawn as a get's"
+                    + " key is (default: 0).")
+    Double scanRatio;
+
+    @Option(names = "--scan-length", defaultValue = "" + WorkloadOptions.DEFAULT_SCAN_LENGTH, paramLabel = "N",
+            description = "Keys per scan at most (the scan's limit) (default: ${DEFAULT-VALUE}).")
+    int scanLength;
 
     @Option(names = "--key-size", defaultValue = "16", paramLabel = "BYTES",
             description = "Key size; at least 8 for uniform and zipfian keys (default: ${DEFAULT-VALUE}).")
@@ -44,7 +62,8 @@ public final class LoadOptions {
     double rate;
 
     @Option(names = "--read-mode", paramLabel = "MODE",
-            description = "read_index or leader_lease (default: the client config's, else read_index).")
+            description = "How gets and scans read: read_index, leader_lease, follower or stale; overrides the client"
+                    + " YAML's readMode (default: the client config's, else read_index).")
     String readMode;
 
     @Option(names = "--batching", arity = "1", paramLabel = "true|false",
@@ -60,13 +79,13 @@ public final class LoadOptions {
     String clientId;
 
     @Option(names = "--seed", paramLabel = "N",
-            description = "Seed of keys, values and the put/get mix (default: random; the report shows it).")
+            description = "Seed of keys, values and the operation mix (default: random; the report shows it).")
     Long seed;
 
-    @Option(names = "--drain-timeout", defaultValue = "35", paramLabel = "SECONDS",
+    @Option(names = "--drain-timeout", defaultValue = "35", paramLabel = "TIME", converter = DurationConverter.class,
             description = "After the end, how long to wait for operations still in flight; those left count as"
-                    + " UNFINISHED errors (default: ${DEFAULT-VALUE}).")
-    double drainTimeout;
+                    + " UNFINISHED errors: " + DurationConverter.HELP + " (default: ${DEFAULT-VALUE}).")
+    Duration drainTimeout;
 
     /** The workload; {@code readMode} and {@code batching} are the client's effective settings. */
     WorkloadOptions toWorkload(double durationSeconds, double warmupSeconds, String effectiveReadMode,
@@ -77,9 +96,17 @@ public final class LoadOptions {
         if (seed == null) {
             seed = ThreadLocalRandom.current().nextLong();
         }
-        return new WorkloadOptions(threads, inflight, durationSeconds, warmupSeconds, readRatio, keySize, valueSize,
+        if (workload != null && (readRatio != null || scanRatio != null)) {
+            throw new UsageException("--workload " + workload + " sets the mix: leave out --read-ratio and --scan-ratio,"
+                    + " or --workload");
+        }
+        WorkloadPreset preset = workload == null ? WorkloadPreset.DEFAULT : workload;
+        double reads = readRatio != null ? readRatio : preset.readRatio();
+        double scans = scanRatio != null ? scanRatio : preset.scanRatio();
+        return new WorkloadOptions(threads, inflight, durationSeconds, warmupSeconds,
+                workload == null ? null : workload.cliName(), reads, scans, scanLength, keySize, valueSize,
                 keys, keyDistribution, rate, effectiveReadMode, effectiveBatching, maxErrorRate, clientId, seed,
-                drainTimeout);
+                DurationConverter.seconds(drainTimeout));
     }
 
     /** Checks the options before any cluster is started (the result is thrown away). */

@@ -45,7 +45,8 @@ public final class LoadRunner {
     public LoadRunner(WorkloadOptions options, KvClient client, KeySpace keySpace, NanoClock clock,
                       PrintStream progress, String progressPrefix) {
         this.options = options;
-        this.client = client;
+        // the run's read mode, on a view of the shared client: a sweep's steps may each read another way
+        this.client = options.readMode() == null ? client : client.withReadMode(options.readModeValue());
         this.keySpace = keySpace;
         this.clock = clock;
         this.progress = progress;
@@ -74,7 +75,8 @@ public final class LoadRunner {
         double interval = options.openLoop() ? SECOND / options.rate() : 0;
         Worker[] workers = new Worker[options.threads()];
         for (int j = 0; j < workers.length; j++) {
-            Workload w = new Workload(keySpace, options.readRatio(), options.valueSize(), seeds.split());
+            Workload w = new Workload(keySpace, options.readRatio(), options.scanRatio(), options.valueSize(),
+                    seeds.split());
             workers[j] = new Worker(j, w, results, t0, end, drainDeadline, interval, running, ticker);
         }
         for (Worker w : workers) {
@@ -147,6 +149,15 @@ public final class LoadRunner {
             // unknown
         }
         return -1;
+    }
+
+    /** What {@link Results#record} counts besides latency: a get's hit (1) or miss (0), a scan's keys. */
+    private static long items(OpType op, Object answer) {
+        return switch (op) {
+            case PUT -> 0;
+            case GET -> answer != null ? 1 : 0;
+            case SCAN -> answer instanceof java.util.List<?> l ? l.size() : 0;
+        };
     }
 
     /** One load thread and its slots. */
@@ -270,26 +281,30 @@ public final class LoadRunner {
         }
 
         private void issue(long start) {
-            boolean read = workload.nextIsRead();
+            OpType op = workload.nextOp();
             AckedRecorder rec = recorder;
-            byte[] key = read || rec == null ? workload.nextKey() : rec.uniqueKey();
-            byte[] value = read ? null : workload.nextValue();
+            byte[] key = op != OpType.PUT || rec == null ? workload.nextKey() : rec.uniqueKey();
+            byte[] value = op == OpType.PUT ? workload.nextValue() : null;
             CompletableFuture<?> f;
             try {
-                f = read ? client.get(key) : client.put(key, value);
+                f = switch (op) {
+                    case PUT -> client.put(key, value);
+                    case GET -> client.get(key);
+                    case SCAN -> client.scan(key, null, options.scanLength(), false);
+                };
             } catch (RuntimeException e) {
                 f = CompletableFuture.failedFuture(e);
             }
             f.whenComplete((r, error) -> {
-                if (rec != null && !read && error == null) {
+                if (rec != null && op == OpType.PUT && error == null) {
                     rec.record(key, value);
                 }
-                complete(read, start, error);
+                complete(op, start, error, items(op, r));
             });
         }
 
-        private void complete(boolean read, long start, Throwable error) {
-            results.record(read, start, clock.nanoTime(), error);
+        private void complete(OpType op, long start, Throwable error, long items) {
+            results.record(op, start, clock.nanoTime(), error, items);
             free.incrementAndGet();
             if (waiting) {
                 LockSupport.unpark(thread);

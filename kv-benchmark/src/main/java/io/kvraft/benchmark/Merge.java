@@ -27,7 +27,7 @@ public final class Merge {
     }
 
     /** The merged figures and the histograms behind them. */
-    public record Merged(ResultJson result, Histogram put, Histogram get, Histogram total) {
+    public record Merged(ResultJson result, Histogram put, Histogram get, Histogram scan, Histogram total) {
     }
 
     /** Reads every client's files in {@code dirs} (a directory given twice counts once) and merges them. */
@@ -46,12 +46,20 @@ public final class Merge {
     public static Merged merge(Iterable<ResultFiles.ClientData> clients) {
         Histogram put = new Histogram(Results.DIGITS);
         Histogram get = new Histogram(Results.DIGITS);
+        Histogram scan = new Histogram(Results.DIGITS);
         Map<String, Long> errors = new TreeMap<>();
         List<String> ids = new ArrayList<>();
         double putRate = 0;
         double getRate = 0;
+        double scanRate = 0;
         long putErrors = 0;
         long getErrors = 0;
+        long scanErrors = 0;
+        Long hits = null;
+        Long misses = null;
+        Long scanKeys = null;
+        double keysPerSec = 0;
+        boolean scans = false;
         long warmup = 0;
         long unfinished = 0;
         long unsent = 0;
@@ -62,11 +70,25 @@ public final class Merge {
             ResultJson r = c.result();
             put.add(c.put());
             get.add(c.get());
+            scan.add(c.scan());
             ids.add(r.clientId());
             putRate += rate(r, "put");
             getRate += rate(r, "get");
+            scanRate += rate(r, "scan");
             putErrors += errorsOf(r, "put");
             getErrors += errorsOf(r, "get");
+            scanErrors += errorsOf(r, "scan");
+            ResultJson.OpStats g = r.ops() == null ? null : r.op("get");
+            if (g != null && g.hits() != null) {
+                hits = sum(hits, g.hits());
+                misses = sum(misses, g.misses());
+            }
+            ResultJson.OpStats sc = r.ops() == null ? null : r.op("scan");
+            if (sc != null) {
+                scans = true;
+                scanKeys = sum(scanKeys, sc.keys() == null ? 0 : sc.keys());
+                keysPerSec += sc.keysPerSec() == null ? 0 : sc.keysPerSec();
+            }
             if (r.errors() != null) {
                 r.errors().forEach((k, v) -> errors.merge(k, v, Long::sum));
             }
@@ -82,15 +104,25 @@ public final class Merge {
         }
         Histogram total = put.copy();
         total.add(get);
+        total.add(scan);
         long errorCount = errors.values().stream().mapToLong(Long::longValue).sum();
         long all = total.getTotalCount() + errorCount;
         Map<String, ResultJson.OpStats> ops = new LinkedHashMap<>();
         ops.put("put", ResultJson.OpStats.of(put, putErrors, putRate));
-        ops.put("get", ResultJson.OpStats.of(get, getErrors, getRate));
-        ops.put("total", ResultJson.OpStats.of(total, errorCount, putRate + getRate));
+        ResultJson.OpStats gets = ResultJson.OpStats.of(get, getErrors, getRate);
+        ops.put("get", hits == null ? gets : gets.withHits(hits, misses));
+        if (scans || scan.getTotalCount() > 0) {
+            ops.put("scan", ResultJson.OpStats.of(scan, scanErrors, scanRate)
+                    .withKeys(scanKeys == null ? 0 : scanKeys, keysPerSec));
+        }
+        ops.put("total", ResultJson.OpStats.of(total, errorCount, putRate + getRate + scanRate));
         ResultJson merged = new ResultJson("merged", ids.size(), ids, str(start), str(end), duration, null, ops,
                 errors, errorCount, all == 0 ? 0 : (double) errorCount / all, warmup, unfinished, unsent, null);
-        return new Merged(merged, put, get, total);
+        return new Merged(merged, put, get, scan, total);
+    }
+
+    private static Long sum(Long a, Long b) {
+        return a == null ? b : b == null ? a : a + b;
     }
 
     /** The merged latency table, errors, and the number of clients. */
@@ -98,10 +130,16 @@ public final class Merge {
         ResultJson r = m.result();
         out.println("kv-benchmark merge of " + r.clients() + " client results: " + String.join(", ", r.clientIds()));
         out.println();
-        ReportPrinter.printLatencyTable(out, List.of(
+        List<ReportPrinter.Row> rows = new ArrayList<>(List.of(
                 new ReportPrinter.Row("put", m.put(), r.op("put").opsPerSec()),
-                new ReportPrinter.Row("get", m.get(), r.op("get").opsPerSec()),
-                new ReportPrinter.Row("total", m.total(), r.op("total").opsPerSec())));
+                new ReportPrinter.Row("get", m.get(), r.op("get").opsPerSec())));
+        if (r.op("scan") != null) {
+            rows.add(new ReportPrinter.Row("scan", m.scan(), r.op("scan").opsPerSec()));
+        }
+        rows.add(new ReportPrinter.Row("total", m.total(), r.op("total").opsPerSec()));
+        ReportPrinter.printLatencyTable(out, rows);
+        out.println();
+        ReportPrinter.printOperations(out, r.ops());
         out.println();
         ReportPrinter.printErrors(out, r.errors(), m.total().getTotalCount() + r.errorCount(), maxErrorRate);
         out.println();

@@ -16,14 +16,17 @@ import java.util.function.ToLongFunction;
 
 /**
  * The text reports: the Dropwizard Metrics console block in the SOFAJRaft reference's format
- * (timers {@code benchmark_timer}, {@code get_benchmark_timer}, {@code put_benchmark_timer}, in
- * milliseconds), then an HdrHistogram percentile table, then errors by code.
+ * (timers {@code benchmark_timer}, {@code get_benchmark_timer}, {@code put_benchmark_timer}, and
+ * {@code scan_benchmark_timer} when scans ran, in milliseconds), then an HdrHistogram percentile
+ * table, a per-type table (memtier's: count, rate, percentiles, gets' hits and misses, scans' keys),
+ * then errors by code.
  */
 public final class ReportPrinter {
 
     public static final String TOTAL_TIMER = "benchmark_timer";
     public static final String PUT_TIMER = "put_benchmark_timer";
     public static final String GET_TIMER = "get_benchmark_timer";
+    public static final String SCAN_TIMER = "scan_benchmark_timer";
 
     private static final int WIDTH = 80;
 
@@ -39,16 +42,28 @@ public final class ReportPrinter {
         out.println("kv-benchmark: " + r.options().describe());
         out.println();
         printDropwizard(out, r);
-        printLatencyTable(out, List.of(
+        List<Row> rows = new ArrayList<>(List.of(
                 new Row("put", r.putHistogram(), r.putRate()),
-                new Row("get", r.getHistogram(), r.getRate()),
-                new Row("total", r.totalHistogram(), r.opsRate())));
+                new Row("get", r.getHistogram(), r.getRate())));
+        if (r.ran(OpType.SCAN)) {
+            rows.add(new Row("scan", r.histogram(OpType.SCAN), r.rate(OpType.SCAN)));
+        }
+        rows.add(new Row("total", r.totalHistogram(), r.opsRate()));
+        printLatencyTable(out, rows);
+        out.println();
+        printOperations(out, ResultFiles.toJson(r).ops());
         out.println();
         printErrors(out, r.errors(), r.ops() + r.errorCount(), r.options().maxErrorRate());
         out.println();
         out.println(header("Run"));
         out.printf(Locale.ROOT, "measured %.1f s from %s to %s; %,d warm-up operations not counted%n",
                 r.durationSeconds(), r.start(), r.end(), r.warmupOps());
+        WorkloadOptions o = r.options();
+        out.printf(Locale.ROOT, "client: read mode %s, batching %s; workload %s (%s)%s%n",
+                o.readMode() == null ? "of the client config" : o.readMode(),
+                o.batching() == null ? "of the client config" : o.batching() ? "on" : "off",
+                o.workload() == null ? "by ratios" : o.workload(), o.mix(),
+                o.scanRatio() > 0 ? ", " + o.scanLength() + " keys per scan at most" : "");
         if (r.cpuMillisPer1kOps() >= 0) {
             out.printf(Locale.ROOT, "client CPU: %.2f ms per 1k operations (%.2f cores on average)%n",
                     r.cpuMillisPer1kOps(), r.cpuNanos() / 1e9 / (r.durationSeconds() + r.options().warmupSeconds()));
@@ -71,9 +86,13 @@ public final class ReportPrinter {
     public static void printDropwizard(PrintStream out, RunResult r) {
         long window = LoadRunner.toNanos(r.durationSeconds());
         MetricRegistry registry = new MetricRegistry();
-        registry.register(TOTAL_TIMER, HdrTimer.of(r.totalHistogram(), counts(r, c -> c.puts() + c.gets()), window));
+        registry.register(TOTAL_TIMER, HdrTimer.of(r.totalHistogram(), counts(r, Results.IntervalCount::all), window));
         registry.register(PUT_TIMER, HdrTimer.of(r.putHistogram(), counts(r, Results.IntervalCount::puts), window));
         registry.register(GET_TIMER, HdrTimer.of(r.getHistogram(), counts(r, Results.IntervalCount::gets), window));
+        if (r.ran(OpType.SCAN)) {
+            registry.register(SCAN_TIMER, HdrTimer.of(r.histogram(OpType.SCAN), counts(r, Results.IntervalCount::scans),
+                    window));
+        }
         long endMillis = r.end().toEpochMilli();
         Clock wall = new Clock() {
             @Override
@@ -119,6 +138,30 @@ public final class ReportPrinter {
                     row.name(), ms(h, 50), ms(h, 90), ms(h, 99), ms(h, 99.9), ms(h, 99.99), maxMs(h),
                     h.getTotalCount(), row.opsPerSecond());
         }
+    }
+
+    /**
+     * One row per operation type that ran (succeeded or failed) and a total row, as memtier's per-command
+     * table: count, ops/s, p50/p99/p99.9 ms, errors; hits and misses for gets; keys per second and per scan
+     * for scans ("---" where a column does not apply).
+     */
+    public static void printOperations(PrintStream out, Map<String, ResultJson.OpStats> ops) {
+        out.println(header("Operations by type (ms)"));
+        out.printf(Locale.ROOT, "%-6s %12s %12s %9s %9s %9s %9s %12s %12s %12s %10s%n",
+                "op", "count", "ops/s", "p50", "p99", "p99.9", "errors", "hits", "misses", "keys/s", "keys/scan");
+        ops.forEach((name, st) -> {
+            if (st.count() + st.errors() == 0 && !name.equals("total")) {
+                return;
+            }
+            out.printf(Locale.ROOT, "%-6s %12d %12.2f %9.3f %9.3f %9.3f %9d %12s %12s %12s %10s%n", name, st.count(),
+                    st.opsPerSec(), st.p50Ms(), st.p99Ms(), st.p999Ms(), st.errors(), orDash(st.hits()),
+                    orDash(st.misses()), st.keysPerSec() == null ? "---" : String.format(Locale.ROOT, "%.2f", st.keysPerSec()),
+                    st.keysPerScan() == null ? "---" : String.format(Locale.ROOT, "%.2f", st.keysPerScan()));
+        });
+    }
+
+    private static String orDash(Long v) {
+        return v == null ? "---" : Long.toString(v);
     }
 
     /** Errors by code, then the total and the error rate against the limit. */

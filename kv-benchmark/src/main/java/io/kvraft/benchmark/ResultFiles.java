@@ -23,7 +23,7 @@ import java.util.stream.Stream;
 /**
  * A client's result files in an output directory: {@code result-<client-id>.json} (figures, config,
  * errors) and {@code histogram-<client-id>.hlog} (HdrHistogram interval log, microseconds, tags
- * {@code put} and {@code get}), which merge adds up.
+ * {@code put}, {@code get} and {@code scan}), which merge adds up.
  */
 public final class ResultFiles {
 
@@ -38,7 +38,7 @@ public final class ResultFiles {
     }
 
     /** A client's data read back: its JSON and its histograms summed over all intervals. */
-    public record ClientData(Path jsonFile, ResultJson result, Histogram put, Histogram get) {
+    public record ClientData(Path jsonFile, ResultJson result, Histogram put, Histogram get, Histogram scan) {
     }
 
     /** The client id as a file-name part: anything but letters, digits, dot, dash and underscore becomes '_'. */
@@ -70,7 +70,12 @@ public final class ResultFiles {
     public static ResultJson toJson(RunResult r) {
         Map<String, ResultJson.OpStats> ops = new LinkedHashMap<>();
         ops.put("put", ResultJson.OpStats.of(r.putHistogram(), r.putErrors(), r.putRate()));
-        ops.put("get", ResultJson.OpStats.of(r.getHistogram(), r.getErrors(), r.getRate()));
+        ops.put("get", ResultJson.OpStats.of(r.getHistogram(), r.getErrors(), r.getRate())
+                .withHits(r.getHits(), r.getMisses()));
+        if (r.ran(OpType.SCAN) || r.options().scanRatio() > 0) {
+            ops.put("scan", ResultJson.OpStats.of(r.histogram(OpType.SCAN), r.errors(OpType.SCAN), r.rate(OpType.SCAN))
+                    .withKeys(r.scanKeys(), r.scanKeys() / r.durationSeconds()));
+        }
         ops.put("total", ResultJson.OpStats.of(r.totalHistogram(), r.errorCount(), r.opsRate()));
         double cpu = r.cpuMillisPer1kOps();
         return new ResultJson(r.clientId(), 1, List.of(r.clientId()), r.start().toString(), r.end().toString(),
@@ -124,7 +129,8 @@ public final class ResultFiles {
             Path hlog = dir.resolve(HLOG_PREFIX + id + ".hlog");
             Map<String, Histogram> byTag = readHlog(hlog);
             out.add(new ClientData(json, readJson(json), byTag.getOrDefault("put", new Histogram(Results.DIGITS)),
-                    byTag.getOrDefault("get", new Histogram(Results.DIGITS))));
+                    byTag.getOrDefault("get", new Histogram(Results.DIGITS)),
+                    byTag.getOrDefault("scan", new Histogram(Results.DIGITS))));
         }
         return out;
     }

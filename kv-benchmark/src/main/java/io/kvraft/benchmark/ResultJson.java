@@ -32,8 +32,14 @@ public record ResultJson(
         long unsent,
         Double clientCpuMsPer1kOps) {
 
-    /** Figures of one operation type ({@code put}, {@code get}, {@code total}). */
-    @JsonPropertyOrder({"count", "errors", "opsPerSec", "mean", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max"})
+    /**
+     * Figures of one operation type ({@code put}, {@code get}, {@code scan}, {@code total}). {@code hits} and
+     * {@code misses} (gets that found a value or none) are set for gets, {@code keys} (returned in all),
+     * {@code keysPerSec} and {@code keysPerScan} for scans; null otherwise, and absent from the file.
+     */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    @JsonPropertyOrder({"count", "errors", "opsPerSec", "mean", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max",
+            "hits", "misses", "keys", "keysPerSec", "keysPerScan"})
     public record OpStats(
             long count,
             long errors,
@@ -45,14 +51,32 @@ public record ResultJson(
             @JsonProperty("p99") double p99Ms,
             @JsonProperty("p99.9") double p999Ms,
             @JsonProperty("p99.99") double p9999Ms,
-            @JsonProperty("max") double maxMs) {
+            @JsonProperty("max") double maxMs,
+            Long hits,
+            Long misses,
+            Long keys,
+            Double keysPerSec,
+            Double keysPerScan) {
 
         /** Stats of successful operations whose latencies (microseconds) are in {@code h}. */
         public static OpStats of(Histogram h, long errors, double opsPerSec) {
             double mean = h.getTotalCount() == 0 ? 0 : h.getMean() / 1000.0;
             return new OpStats(h.getTotalCount(), errors, round(opsPerSec, 2), round(mean, 3),
                     ReportPrinter.ms(h, 50), ReportPrinter.ms(h, 90), ReportPrinter.ms(h, 95), ReportPrinter.ms(h, 99),
-                    ReportPrinter.ms(h, 99.9), ReportPrinter.ms(h, 99.99), ReportPrinter.maxMs(h));
+                    ReportPrinter.ms(h, 99.9), ReportPrinter.ms(h, 99.99), ReportPrinter.maxMs(h),
+                    null, null, null, null, null);
+        }
+
+        /** These stats with a get's hits and misses. */
+        public OpStats withHits(long hitCount, long missCount) {
+            return new OpStats(count, errors, opsPerSec, meanMs, p50Ms, p90Ms, p95Ms, p99Ms, p999Ms, p9999Ms, maxMs,
+                    hitCount, missCount, keys, keysPerSec, keysPerScan);
+        }
+
+        /** These stats with the keys scans returned in all, at {@code perSec} keys per second. */
+        public OpStats withKeys(long keyCount, double perSec) {
+            return new OpStats(count, errors, opsPerSec, meanMs, p50Ms, p90Ms, p95Ms, p99Ms, p999Ms, p9999Ms, maxMs,
+                    hits, misses, keyCount, round(perSec, 2), count == 0 ? 0.0 : round((double) keyCount / count, 2));
         }
 
         private static double round(double v, int decimals) {

@@ -15,8 +15,9 @@ import java.util.TreeMap;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * The latencies and errors of one run. Any thread calls {@link #record}: a lock-free HdrHistogram
- * {@link Recorder} write for a success, a {@link LongAdder} increment for an error. Only operations
+ * The latencies and errors of one run, per operation type. Any thread calls {@link #record}: a
+ * lock-free HdrHistogram {@link Recorder} write for a success (and a {@link LongAdder} bump for a
+ * get's hit or miss, a scan's keys), a {@link LongAdder} increment for an error. Only operations
  * that <em>started</em> (open loop: were due) inside the measurement window count; earlier ones are
  * the warm-up and only feed the progress line. One thread (the runner's ticker) calls {@link #tick}
  * once a second to take the interval histograms, add them up, and log them for the hlog file.
@@ -38,19 +39,21 @@ public final class Results {
     private final long measureEnd;
     private final long wallT0Millis;
 
-    private final Recorder putRec = newRecorder();
-    private final Recorder getRec = newRecorder();
+    private static final OpType[] TYPES = OpType.values();
+
+    private final Recorder[] recs = new Recorder[TYPES.length];
     private final Recorder warmRec = newRecorder();
-    private final LongAdder[][] errors = new LongAdder[2][CODES.length];
+    private final LongAdder[][] errors = new LongAdder[TYPES.length][CODES.length];
     private final LongAdder warmErrors = new LongAdder();
+    private final LongAdder getHits = new LongAdder();
+    private final LongAdder getMisses = new LongAdder();
+    private final LongAdder scanKeys = new LongAdder();
     private volatile boolean closed;
 
     // owned by the ticker thread
-    private Histogram putInterval;
-    private Histogram getInterval;
+    private final Histogram[] intervalHist = new Histogram[TYPES.length];
     private Histogram warmInterval;
-    private final Histogram putTotal = newHistogram();
-    private final Histogram getTotal = newHistogram();
+    private final Histogram[] totals = new Histogram[TYPES.length];
     private final Histogram allTotal = newHistogram();
     private final Histogram warmTotal = newHistogram();
     private long lastTick;
@@ -60,7 +63,18 @@ public final class Results {
     private final HistogramLogWriter hlog;
 
     /** Completions in one tick interval, for the Dropwizard rates. {@code endNanos} is relative to the window start. */
-    public record IntervalCount(long endNanos, long puts, long gets) {
+    public record IntervalCount(long endNanos, long puts, long gets, long scans) {
+        public long all() {
+            return puts + gets + scans;
+        }
+
+        public long of(OpType op) {
+            return switch (op) {
+                case PUT -> puts;
+                case GET -> gets;
+                case SCAN -> scans;
+            };
+        }
     }
 
     /** What the progress line shows after a tick. */
@@ -79,6 +93,10 @@ public final class Results {
         this.measureEnd = measureEnd;
         this.wallT0Millis = wallT0Millis;
         this.lastTick = t0;
+        for (int i = 0; i < TYPES.length; i++) {
+            recs[i] = newRecorder();
+            totals[i] = newHistogram();
+        }
         for (LongAdder[] row : errors) {
             for (int i = 0; i < row.length; i++) {
                 row[i] = new LongAdder();
@@ -86,7 +104,7 @@ public final class Results {
         }
         hlog = new HistogramLogWriter(hlogBytes);
         long base = wallMillis(measureStart);
-        hlog.outputComment("kv-benchmark client " + clientId + ": latencies in microseconds, tags put and get,"
+        hlog.outputComment("kv-benchmark client " + clientId + ": latencies in microseconds, tags put, get and scan,"
                 + " measured operations only");
         hlog.outputLogFormatVersion();
         hlog.outputStartTime(base);
@@ -110,8 +128,11 @@ public final class Results {
         return us < 0 ? 0 : Math.min(us, HIGHEST_US);
     }
 
-    /** One completed operation. {@code error} null for success. Wait-free except for HdrHistogram's phaser. */
-    public void record(boolean read, long startNanos, long endNanos, Throwable error) {
+    /**
+     * One completed operation. {@code error} null for success. {@code items}: for a get 1 if it found a value,
+     * 0 if not; for a scan the keys it returned; ignored for a put. Wait-free except for HdrHistogram's phaser.
+     */
+    public void record(OpType op, long startNanos, long endNanos, Throwable error, long items) {
         if (closed) {
             return;
         }
@@ -127,9 +148,14 @@ public final class Results {
             return;
         }
         if (error == null) {
-            (read ? getRec : putRec).recordValue(toMicros(endNanos - startNanos));
+            recs[op.ordinal()].recordValue(toMicros(endNanos - startNanos));
+            if (op == OpType.GET) {
+                (items > 0 ? getHits : getMisses).increment();
+            } else if (op == OpType.SCAN) {
+                scanKeys.add(items);
+            }
         } else {
-            errors[read ? 1 : 0][KvException.unwrap(error).code().ordinal()].increment();
+            errors[op.ordinal()][KvException.unwrap(error).code().ordinal()].increment();
         }
     }
 
@@ -148,25 +174,29 @@ public final class Results {
 
     /** Ticker thread only: takes the interval since the last tick, adds it up and logs it. */
     public Progress tick(long now) {
-        putInterval = putRec.getIntervalHistogram(putInterval);
-        getInterval = getRec.getIntervalHistogram(getInterval);
+        long measured = 0;
+        for (int i = 0; i < TYPES.length; i++) {
+            intervalHist[i] = recs[i].getIntervalHistogram(intervalHist[i]);
+            totals[i].add(intervalHist[i]);
+            allTotal.add(intervalHist[i]);
+            measured += intervalHist[i].getTotalCount();
+        }
         warmInterval = warmRec.getIntervalHistogram(warmInterval);
-        putTotal.add(putInterval);
-        getTotal.add(getInterval);
-        allTotal.add(putInterval);
-        allTotal.add(getInterval);
         warmTotal.add(warmInterval);
-        long measured = putInterval.getTotalCount() + getInterval.getTotalCount();
         if (now > measureStart && (lastTick < measureEnd || measured > 0)) {
             long from = Math.max(lastTick, measureStart);
             double startSec = (wallMillis(from) - hlog.getBaseTime()) / 1000.0;
             double endSec = (wallMillis(now) - hlog.getBaseTime()) / 1000.0;
-            putInterval.setTag("put");
-            getInterval.setTag("get");
-            hlog.outputIntervalHistogram(startSec, endSec, putInterval, 1000.0);
-            hlog.outputIntervalHistogram(startSec, endSec, getInterval, 1000.0);
-            intervals.add(new IntervalCount(Math.min(now, measureEnd) - measureStart,
-                    putInterval.getTotalCount(), getInterval.getTotalCount()));
+            for (int i = 0; i < TYPES.length; i++) {
+                Histogram h = intervalHist[i];
+                // put and get always (the reference's two timers); scan once a scan ran, so put/get runs log as before
+                if (TYPES[i] != OpType.SCAN || totals[i].getTotalCount() > 0) {
+                    h.setTag(TYPES[i].label());
+                    hlog.outputIntervalHistogram(startSec, endSec, h, 1000.0);
+                }
+            }
+            intervals.add(new IntervalCount(Math.min(now, measureEnd) - measureStart, count(OpType.PUT),
+                    count(OpType.GET), count(OpType.SCAN)));
         }
         long errorsNow = errorCount() + warmErrors.sum();
         long done = measured + warmInterval.getTotalCount() + (errorsNow - lastErrors);
@@ -177,6 +207,10 @@ public final class Results {
         Histogram shown = warm ? warmTotal : allTotal;
         double p99 = shown.getTotalCount() == 0 ? 0 : shown.getValueAtPercentile(99.0) / 1000.0;
         return new Progress((now - t0) / 1e9, seconds > 0 ? done / seconds : 0, errorsNow, p99, now <= measureStart);
+    }
+
+    private long count(OpType op) {
+        return intervalHist[op.ordinal()].getTotalCount();
     }
 
     /** Measured errors so far, all codes. */
@@ -198,16 +232,21 @@ public final class Results {
     /** Ticker thread, after the last tick: the immutable result. */
     RunResult toResult(WorkloadOptions options, long unfinished, long unsent, long cpuNanos) {
         Map<String, Long> byCode = new TreeMap<>();
-        long putErrors = 0;
-        long getErrors = 0;
+        long[] errorsByOp = new long[TYPES.length];
         for (int i = 0; i < CODES.length; i++) {
-            long p = errors[0][i].sum();
-            long g = errors[1][i].sum();
-            putErrors += p;
-            getErrors += g;
-            if (p + g > 0) {
-                byCode.put(CODES[i].name(), p + g);
+            long n = 0;
+            for (int t = 0; t < TYPES.length; t++) {
+                long e = errors[t][i].sum();
+                errorsByOp[t] += e;
+                n += e;
             }
+            if (n > 0) {
+                byCode.put(CODES[i].name(), n);
+            }
+        }
+        Histogram[] copies = new Histogram[TYPES.length];
+        for (int t = 0; t < TYPES.length; t++) {
+            copies[t] = totals[t].copy();
         }
         if (unfinished > 0) {
             byCode.put(UNFINISHED, unfinished);
@@ -215,8 +254,8 @@ public final class Results {
         hlog.close();
         return new RunResult(options, Instant.ofEpochMilli(wallMillis(measureStart)),
                 Instant.ofEpochMilli(wallMillis(measureEnd)), (measureEnd - measureStart) / 1e9,
-                putTotal.copy(), getTotal.copy(), byCode, putErrors, getErrors, warmupCompleted(), unfinished,
-                unsent, List.copyOf(intervals), hlogBytes.toByteArray(), cpuNanos);
+                copies, byCode, errorsByOp, getHits.sum(), getMisses.sum(), scanKeys.sum(), warmupCompleted(),
+                unfinished, unsent, List.copyOf(intervals), hlogBytes.toByteArray(), cpuNanos);
     }
 
     private long wallMillis(long nanos) {

@@ -9,8 +9,9 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * The outcome of one measured run: cumulative latency histograms (microseconds) of successful puts
- * and gets, measured errors by code, and what the reports and files need. Only operations started
+ * The outcome of one measured run: cumulative latency histograms (microseconds) of successful puts,
+ * gets and scans, measured errors by code and by type, gets' hits and misses, scans' keys, and what
+ * the reports and files need. Only operations started
  * inside the window [start, end) are in it.
  */
 public final class RunResult {
@@ -19,11 +20,12 @@ public final class RunResult {
     private final Instant start;
     private final Instant end;
     private final double durationSeconds;
-    private final Histogram put;
-    private final Histogram get;
+    private final Histogram[] byOp;
     private final Map<String, Long> errors;
-    private final long putErrors;
-    private final long getErrors;
+    private final long[] errorsByOp;
+    private final long getHits;
+    private final long getMisses;
+    private final long scanKeys;
     private final long warmupOps;
     private final long unfinished;
     private final long unsent;
@@ -31,18 +33,23 @@ public final class RunResult {
     private final byte[] hlog;
     private final long cpuNanos;
 
-    RunResult(WorkloadOptions options, Instant start, Instant end, double durationSeconds, Histogram put,
-              Histogram get, Map<String, Long> errors, long putErrors, long getErrors, long warmupOps,
+    /**
+     * @param byOp       latencies per {@link OpType}, indexed by ordinal
+     * @param errorsByOp measured errors per {@link OpType}, indexed by ordinal
+     */
+    RunResult(WorkloadOptions options, Instant start, Instant end, double durationSeconds, Histogram[] byOp,
+              Map<String, Long> errors, long[] errorsByOp, long getHits, long getMisses, long scanKeys, long warmupOps,
               long unfinished, long unsent, List<Results.IntervalCount> intervals, byte[] hlog, long cpuNanos) {
         this.options = options;
         this.start = start;
         this.end = end;
         this.durationSeconds = durationSeconds;
-        this.put = put;
-        this.get = get;
+        this.byOp = byOp.clone();
         this.errors = Map.copyOf(errors);
-        this.putErrors = putErrors;
-        this.getErrors = getErrors;
+        this.errorsByOp = errorsByOp.clone();
+        this.getHits = getHits;
+        this.getMisses = getMisses;
+        this.scanKeys = scanKeys;
         this.warmupOps = warmupOps;
         this.unfinished = unfinished;
         this.unsent = unsent;
@@ -73,41 +80,91 @@ public final class RunResult {
         return durationSeconds;
     }
 
+    /** Latencies of successful measured operations of type {@code op}, microseconds. A copy. */
+    public Histogram histogram(OpType op) {
+        return byOp[op.ordinal()].copy();
+    }
+
     /** Latencies of successful measured puts, microseconds. A copy. */
     public Histogram putHistogram() {
-        return put.copy();
+        return histogram(OpType.PUT);
     }
 
     public Histogram getHistogram() {
-        return get.copy();
+        return histogram(OpType.GET);
     }
 
-    /** Puts and gets together. */
+    /** Every type together. */
     public Histogram totalHistogram() {
-        Histogram h = put.copy();
-        h.add(get);
+        Histogram h = byOp[0].copy();
+        for (int i = 1; i < byOp.length; i++) {
+            h.add(byOp[i]);
+        }
         return h;
     }
 
+    /** Successful measured operations of type {@code op}. */
+    public long count(OpType op) {
+        return byOp[op.ordinal()].getTotalCount();
+    }
+
     public long puts() {
-        return put.getTotalCount();
+        return count(OpType.PUT);
     }
 
     public long gets() {
-        return get.getTotalCount();
+        return count(OpType.GET);
+    }
+
+    public long scans() {
+        return count(OpType.SCAN);
     }
 
     /** Successful measured operations. */
     public long ops() {
-        return puts() + gets();
+        long n = 0;
+        for (Histogram h : byOp) {
+            n += h.getTotalCount();
+        }
+        return n;
+    }
+
+    /** Successful measured operations of type {@code op} per second. */
+    public double rate(OpType op) {
+        return count(op) / durationSeconds;
     }
 
     public double putRate() {
-        return puts() / durationSeconds;
+        return rate(OpType.PUT);
     }
 
     public double getRate() {
-        return gets() / durationSeconds;
+        return rate(OpType.GET);
+    }
+
+    /** Whether operations of type {@code op} ran in the window (succeeded or failed). */
+    public boolean ran(OpType op) {
+        return count(op) + errors(op) > 0;
+    }
+
+    /** Measured errors of type {@code op}. */
+    public long errors(OpType op) {
+        return errorsByOp[op.ordinal()];
+    }
+
+    /** Successful measured gets that found a value. */
+    public long getHits() {
+        return getHits;
+    }
+
+    /** Successful measured gets that found none. */
+    public long getMisses() {
+        return getMisses;
+    }
+
+    /** Keys returned by all successful measured scans. */
+    public long scanKeys() {
+        return scanKeys;
     }
 
     /** Successful measured operations per second. */
@@ -125,11 +182,11 @@ public final class RunResult {
     }
 
     public long putErrors() {
-        return putErrors;
+        return errors(OpType.PUT);
     }
 
     public long getErrors() {
-        return getErrors;
+        return errors(OpType.GET);
     }
 
     /** Errors over all measured operations (successes plus errors); 0 when there were none. */
@@ -157,7 +214,7 @@ public final class RunResult {
         return intervals;
     }
 
-    /** The interval log (HdrHistogram log format), tags put and get. */
+    /** The interval log (HdrHistogram log format), tags put, get and (once a scan ran) scan. */
     public byte[] hlog() {
         return hlog.clone();
     }

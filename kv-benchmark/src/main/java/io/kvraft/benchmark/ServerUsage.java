@@ -46,7 +46,8 @@ final class ServerUsage {
         out.println("peak RSS per node (MiB): " + String.join(" / ", rss));
     }
 
-    private static long cpuNanos(List<Long> pids) {
+    /** The processes' CPU time so far, user and system, all threads (the sweep reads it per step). */
+    static long cpuNanos(List<Long> pids) {
         long total = 0;
         for (long pid : pids) {
             total += ProcessHandle.of(pid).flatMap(h -> h.info().totalCpuDuration()).map(Duration::toNanos).orElse(0L);

@@ -15,11 +15,14 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
+import java.util.function.LongSupplier;
 
 /**
  * A ladder of short runs on one cluster, raising either the thread count (closed loop, or open loop
  * at a fixed --rate) or the open-loop target rate, to find the peak throughput and show how latency
- * grows on the way (NuRaft's "latency by thread" and "latency by ops" tables).
+ * grows on the way (NuRaft's "latency by thread" and "latency by ops" tables). With read modes given,
+ * every level runs once per mode (on {@code withReadMode} views of the one client), so the read paths
+ * are compared at rising load; with a local cluster each step also reports the servers' CPU per op.
  */
 public final class Sweep {
 
@@ -43,10 +46,22 @@ public final class Sweep {
         }
     }
 
-    /** What to sweep: each ladder value is one step of {@code stepDuration} seconds after {@code stepWarmup}. */
-    public record Plan(Kind kind, List<Double> ladder, double stepDuration, double stepWarmup) {
+    /**
+     * What to sweep: each ladder value is one step of {@code stepDuration} seconds after {@code stepWarmup}, or,
+     * with {@code readModes}, one step per read mode at each value (empty: the base workload's mode).
+     */
+    public record Plan(Kind kind, List<Double> ladder, double stepDuration, double stepWarmup, List<String> readModes) {
+
+        public Plan(Kind kind, List<Double> ladder, double stepDuration, double stepWarmup) {
+            this(kind, ladder, stepDuration, stepWarmup, List.of());
+        }
+
         public Plan {
             ladder = List.copyOf(ladder);
+            readModes = List.copyOf(readModes == null ? List.of() : readModes);
+            if (new java.util.HashSet<>(readModes).size() != readModes.size()) {
+                throw new UsageException("--read-modes names a mode twice: " + String.join(",", readModes));
+            }
             if (ladder.isEmpty()) {
                 throw new UsageException("the ladder needs at least one step");
             }
@@ -62,16 +77,33 @@ public final class Sweep {
             WorkloadOptions o = base.withTimes(stepDuration, stepWarmup);
             return kind == Kind.THREADS ? o.withThreads((int) value) : o.withRate(value);
         }
+
+        /** The step at {@code value} in read mode {@code readMode} (null: the base's). */
+        WorkloadOptions stepOptions(WorkloadOptions base, double value, String readMode) {
+            WorkloadOptions o = stepOptions(base, value);
+            return readMode == null ? o : o.toBuilder().readMode(readMode).build();
+        }
+
+        /** The read modes of each level: the laddered ones, or one null (the base's mode). */
+        List<String> modesPerLevel() {
+            return readModes.isEmpty() ? java.util.Collections.singletonList(null) : readModes;
+        }
     }
 
-    /** One step's figures (latencies in ms, successful operations only). */
-    @JsonPropertyOrder({"step", "threads", "inflight", "targetOpsPerSec", "opsPerSec", "count", "p50", "p95", "p99",
-            "p99.9", "p99.99", "max", "errors", "errorRate", "unsent"})
+    /**
+     * One step's figures (latencies in ms, successful operations only). {@code serverCpuUsPerOp}: the local
+     * cluster's CPU over the step (warm-up and drain included) per operation completed in it; null when the
+     * servers are not local.
+     */
+    @com.fasterxml.jackson.annotation.JsonInclude(com.fasterxml.jackson.annotation.JsonInclude.Include.NON_NULL)
+    @JsonPropertyOrder({"step", "threads", "inflight", "targetOpsPerSec", "readMode", "opsPerSec", "count", "p50",
+            "p95", "p99", "p99.9", "p99.99", "max", "errors", "errorRate", "unsent", "serverCpuUsPerOp"})
     public record Step(
             String step,
             int threads,
             int inflight,
             double targetOpsPerSec,
+            String readMode,
             double opsPerSec,
             long count,
             @com.fasterxml.jackson.annotation.JsonProperty("p50") double p50,
@@ -82,22 +114,35 @@ public final class Sweep {
             @com.fasterxml.jackson.annotation.JsonProperty("max") double max,
             long errors,
             double errorRate,
-            long unsent) {
+            long unsent,
+            Double serverCpuUsPerOp) {
 
-        static Step of(String label, RunResult r) {
+        static Step of(String label, RunResult r, Double serverCpuUsPerOp) {
             Histogram h = r.totalHistogram();
             return new Step(label, r.options().threads(), r.options().inflight(), r.options().rate(),
-                    Math.round(r.opsRate() * 100) / 100.0, r.ops(), ReportPrinter.ms(h, 50), ReportPrinter.ms(h, 95),
-                    ReportPrinter.ms(h, 99), ReportPrinter.ms(h, 99.9), ReportPrinter.ms(h, 99.99),
-                    ReportPrinter.maxMs(h), r.errorCount(), r.errorRate(), r.unsent());
+                    r.options().readMode(), Math.round(r.opsRate() * 100) / 100.0, r.ops(), ReportPrinter.ms(h, 50),
+                    ReportPrinter.ms(h, 95), ReportPrinter.ms(h, 99), ReportPrinter.ms(h, 99.9),
+                    ReportPrinter.ms(h, 99.99), ReportPrinter.maxMs(h), r.errorCount(), r.errorRate(), r.unsent(),
+                    serverCpuUsPerOp);
         }
     }
 
-    /** The whole sweep, as written to sweep.json. */
-    @JsonPropertyOrder({"kind", "startTime", "stepDurationSeconds", "stepWarmupSeconds", "config", "steps",
+    /** The whole sweep, as written to sweep.json; {@code readModes} empty unless the read mode was laddered. */
+    @JsonPropertyOrder({"kind", "startTime", "stepDurationSeconds", "stepWarmupSeconds", "readModes", "config", "steps",
             "peakStep", "peakOpsPerSec"})
     public record Result(String kind, String startTime, double stepDurationSeconds, double stepWarmupSeconds,
-                         WorkloadOptions config, List<Step> steps, String peakStep, double peakOpsPerSec) {
+                         List<String> readModes, WorkloadOptions config, List<Step> steps, String peakStep,
+                         double peakOpsPerSec) {
+
+        public Result {
+            readModes = readModes == null ? List.of() : List.copyOf(readModes);
+        }
+
+        /** The step with the highest throughput among those in {@code readMode}. */
+        public Optional<Step> peakOf(String readMode) {
+            return steps.stream().filter(s -> java.util.Objects.equals(s.readMode(), readMode))
+                    .max(java.util.Comparator.comparingDouble(Step::opsPerSec));
+        }
 
         /** Why the sweep fails the error-rate limit: the first step over it. */
         public Optional<String> errorRateViolation(double maxErrorRate) {
@@ -115,26 +160,40 @@ public final class Sweep {
      * Preloads once, then runs each step on {@code client}; progress lines go to {@code progress}.
      */
     public static Result run(Plan plan, WorkloadOptions base, KvClient client, PrintStream progress) {
+        return run(plan, base, client, progress, null);
+    }
+
+    /** As above; {@code serverCpuNanos} (null: not known) reads the servers' CPU time so far, for CPU per op. */
+    public static Result run(Plan plan, WorkloadOptions base, KvClient client, PrintStream progress,
+                             LongSupplier serverCpuNanos) {
         KeySpace keys = BenchmarkRun.prepare(base, client, progress);
-        return run(plan, base, client, keys, progress, NanoClock.SYSTEM);
+        return run(plan, base, client, keys, progress, NanoClock.SYSTEM, serverCpuNanos);
     }
 
     static Result run(Plan plan, WorkloadOptions base, KvClient client, KeySpace keys, PrintStream progress,
-                      NanoClock clock) {
+                      NanoClock clock, LongSupplier serverCpuNanos) {
         String started = Instant.now().toString();
         List<Step> steps = new ArrayList<>();
-        int n = plan.ladder().size();
-        for (int i = 0; i < n; i++) {
-            double v = plan.ladder().get(i);
-            String label = plan.kind().label() + "=" + fmt(v);
-            WorkloadOptions o = plan.stepOptions(base, v);
-            String prefix = "[step " + (i + 1) + "/" + n + " " + label + "] ";
-            RunResult r = new LoadRunner(o, client, keys, clock, progress, prefix).run();
-            Step s = Step.of(label, r);
-            steps.add(s);
-            if (progress != null) {
-                progress.printf(Locale.ROOT, "%sdone: %.0f ops/s, p99 %.3f ms, errors %d%n", prefix, s.opsPerSec(),
-                        s.p99(), s.errors());
+        List<String> modes = plan.modesPerLevel();
+        int n = plan.ladder().size() * modes.size();
+        int i = 0;
+        for (double v : plan.ladder()) {
+            for (String mode : modes) {
+                String label = plan.kind().label() + "=" + fmt(v) + (mode == null ? "" : " read-mode=" + mode);
+                WorkloadOptions o = plan.stepOptions(base, v, mode);
+                String prefix = "[step " + (++i) + "/" + n + " " + label + "] ";
+                long cpu0 = serverCpuNanos == null ? -1 : serverCpuNanos.getAsLong();
+                RunResult r = new LoadRunner(o, client, keys, clock, progress, prefix).run();
+                long completed = r.ops() + r.errorCount() + r.warmupOps();
+                Double cpuPerOp = serverCpuNanos == null || completed == 0 ? null
+                        : Math.round((serverCpuNanos.getAsLong() - cpu0) / 1000.0 / completed * 100) / 100.0;
+                Step s = Step.of(label, r, cpuPerOp);
+                steps.add(s);
+                if (progress != null) {
+                    progress.printf(Locale.ROOT, "%sdone: %.0f ops/s, p99 %.3f ms, errors %d%s%n", prefix,
+                            s.opsPerSec(), s.p99(), s.errors(),
+                            cpuPerOp == null ? "" : String.format(Locale.ROOT, ", server CPU %.1f us/op", cpuPerOp));
+                }
             }
         }
         Step peak = steps.get(0);
@@ -143,24 +202,38 @@ public final class Sweep {
                 peak = s;
             }
         }
-        return new Result(plan.kind().label(), started, plan.stepDuration(), plan.stepWarmup(), base, List.copyOf(steps),
-                peak.step(), peak.opsPerSec());
+        return new Result(plan.kind().label(), started, plan.stepDuration(), plan.stepWarmup(), plan.readModes(), base,
+                List.copyOf(steps), peak.step(), peak.opsPerSec());
     }
 
-    /** The latency table and the peak line. */
+    /**
+     * The latency table and the peak line; a read-mode column when the modes were laddered (and a peak line per
+     * mode), a server CPU column when the servers were local.
+     */
     public static void print(PrintStream out, Result r) {
         boolean threads = r.kind().equals(Kind.THREADS.label());
+        boolean modes = !r.readModes().isEmpty();
+        boolean cpu = r.steps().stream().anyMatch(s -> s.serverCpuUsPerOp() != null);
         out.println(ReportPrinter.header(threads ? "latency by thread (ms)" : "latency by ops (ms)"));
-        out.printf(Locale.ROOT, "%-8s %12s %12s %10s %10s %10s %10s %10s %10s %10s%n",
-                "threads", "target", "ops/s", "p50", "p95", "p99", "p99.9", "p99.99", "max",
-                "errors");
+        out.printf(Locale.ROOT, "%-8s %12s" + (modes ? " %-13s" : "%s") + " %12s %10s %10s %10s %10s %10s %10s %10s"
+                        + (cpu ? " %14s" : "%s") + "%n",
+                "threads", "target", modes ? "read-mode" : "", "ops/s", "p50", "p95", "p99", "p99.9", "p99.99", "max",
+                "errors", cpu ? "srv-cpu-us/op" : "");
         for (Step s : r.steps()) {
-            out.printf(Locale.ROOT, "%-8s %12s %12.2f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %10d%n",
+            out.printf(Locale.ROOT, "%-8s %12s" + (modes ? " %-13s" : "%s")
+                            + " %12.2f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %10d" + (cpu ? " %14s" : "%s") + "%n",
                     Integer.toString(s.threads()),
                     s.targetOpsPerSec() > 0 ? fmt(s.targetOpsPerSec()) : "closed",
-                    s.opsPerSec(), s.p50(), s.p95(), s.p99(), s.p999(), s.p9999(), s.max(), s.errors());
+                    modes ? s.readMode() : "",
+                    s.opsPerSec(), s.p50(), s.p95(), s.p99(), s.p999(), s.p9999(), s.max(), s.errors(),
+                    !cpu ? "" : s.serverCpuUsPerOp() == null ? "?" : String.format(Locale.ROOT, "%.1f",
+                            s.serverCpuUsPerOp()));
         }
         out.println();
+        for (String mode : r.readModes()) {
+            r.peakOf(mode).ifPresent(p -> out.printf(Locale.ROOT, "peak with %s reads: %.0f ops/s at step %s%n", mode,
+                    p.opsPerSec(), p.step()));
+        }
         out.printf(Locale.ROOT, "peak throughput: %.0f ops/s at step %s%n", r.peakOpsPerSec(), r.peakStep());
         out.flush();
     }

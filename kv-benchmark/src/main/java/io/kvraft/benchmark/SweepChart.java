@@ -16,6 +16,7 @@ public final class SweepChart {
     private static final int RIGHT = 30;
     private static final int TOP = 40;
     private static final int BOTTOM = 60;
+    private static final String[] PALETTE = {"#c33", "#36c", "#393", "#c90", "#909", "#099"};
 
     private SweepChart() {
     }
@@ -39,14 +40,17 @@ public final class SweepChart {
         b.append(svg(r.steps())).append('\n');
         b.append("<table>\n<tr><th>step</th><th>threads</th><th>target ops/s</th><th>ops/s</th><th>p50 ms</th>")
                 .append("<th>p95 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>p99.99 ms</th><th>max ms</th>")
-                .append("<th>errors</th></tr>\n");
+                .append("<th>errors</th><th>read mode</th><th>server CPU us/op</th></tr>\n");
         for (Sweep.Step s : r.steps()) {
             b.append(s.step().equals(r.peakStep()) ? "<tr class=\"peak\">" : "<tr>")
                     .append(td(s.step())).append(td(Integer.toString(s.threads())))
                     .append(td(s.targetOpsPerSec() > 0 ? Sweep.fmt(s.targetOpsPerSec()) : "closed"))
                     .append(td(f2(s.opsPerSec()))).append(td(f3(s.p50()))).append(td(f3(s.p95())))
                     .append(td(f3(s.p99()))).append(td(f3(s.p999()))).append(td(f3(s.p9999())))
-                    .append(td(f3(s.max()))).append(td(Long.toString(s.errors()))).append("</tr>\n");
+                    .append(td(f3(s.max()))).append(td(Long.toString(s.errors())))
+                    .append(td(s.readMode() == null ? "" : s.readMode()))
+                    .append(td(s.serverCpuUsPerOp() == null ? "" : String.format(Locale.ROOT, "%.1f", s.serverCpuUsPerOp())))
+                    .append("</tr>\n");
         }
         b.append("</table>\n</body>\n</html>\n");
         return b.toString();
@@ -86,12 +90,28 @@ public final class SweepChart {
                 LEFT + pw / 2.0, H - 14));
         b.append(String.format(Locale.ROOT, "<text x=\"16\" y=\"%.1f\" text-anchor=\"middle\""
                 + " transform=\"rotate(-90 16 %.1f)\">latency (ms)</text>%n", TOP + ph / 2.0, TOP + ph / 2.0));
-        series(b, steps, Sweep.Step::p50, maxX, maxY, "#9ab", false);
-        series(b, steps, Sweep.Step::p99, maxX, maxY, "#c33", true);
-        b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" fill=\"#c33\">&#9679; p99</text>%n",
-                LEFT + pw - 110, TOP + 14));
-        b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" fill=\"#9ab\">&#9679; p50</text>%n",
-                LEFT + pw - 55, TOP + 14));
+        java.util.Map<String, List<Sweep.Step>> byMode = new java.util.LinkedHashMap<>();
+        for (Sweep.Step s : steps) {
+            byMode.computeIfAbsent(String.valueOf(s.readMode()), k -> new java.util.ArrayList<>()).add(s);
+        }
+        if (byMode.size() > 1) {
+            // read modes laddered: one p99 line per mode
+            int k = 0;
+            for (java.util.Map.Entry<String, List<Sweep.Step>> e : byMode.entrySet()) {
+                String color = PALETTE[k % PALETTE.length];
+                series(b, e.getValue(), Sweep.Step::p99, maxX, maxY, color, false);
+                b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" fill=\"%s\">&#9679; p99 %s</text>%n",
+                        LEFT + 10, TOP + 14 + 16 * k, color, esc(e.getKey())));
+                k++;
+            }
+        } else {
+            series(b, steps, Sweep.Step::p50, maxX, maxY, "#9ab", false);
+            series(b, steps, Sweep.Step::p99, maxX, maxY, "#c33", true);
+            b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" fill=\"#c33\">&#9679; p99</text>%n",
+                    LEFT + pw - 110, TOP + 14));
+            b.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" fill=\"#9ab\">&#9679; p50</text>%n",
+                    LEFT + pw - 55, TOP + 14));
+        }
         b.append("</svg>");
         return b.toString();
     }

@@ -8,6 +8,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParentCommand;
 
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Callable;
 
@@ -17,7 +18,8 @@ import java.util.concurrent.Callable;
         exitCodeList = {"0:ok", "1:a step's error rate over --max-error-rate, or the run failed",
                 "2:bad usage or configuration"},
         description = "Run a ladder of short steps on one cluster (started or given), raising the threads or the"
-                + " open-loop target rate, and print latency by step and the peak throughput.")
+                + " open-loop target rate, and print latency by step and the peak throughput; with --read-modes, each"
+                + " level runs once per read mode. On a local cluster each step shows the servers' CPU per operation.")
 final class SweepCommand implements Callable<Integer> {
 
     @ParentCommand
@@ -36,13 +38,18 @@ final class SweepCommand implements Callable<Integer> {
         List<Double> rates;
     }
 
-    @Option(names = "--step-duration", defaultValue = "10", paramLabel = "SECONDS",
-            description = "Measured time per step (default: ${DEFAULT-VALUE}).")
-    double stepDuration;
+    @Option(names = "--step-duration", defaultValue = "10", paramLabel = "TIME", converter = DurationConverter.class,
+            description = "Measured time per step: " + DurationConverter.HELP + " (default: ${DEFAULT-VALUE}).")
+    Duration stepDuration;
 
-    @Option(names = "--step-warmup", defaultValue = "2", paramLabel = "SECONDS",
-            description = "Warm-up per step, excluded (default: ${DEFAULT-VALUE}).")
-    double stepWarmup;
+    @Option(names = "--step-warmup", defaultValue = "2", paramLabel = "TIME", converter = DurationConverter.class,
+            description = "Warm-up per step, excluded: " + DurationConverter.HELP + " (default: ${DEFAULT-VALUE}).")
+    Duration stepWarmup;
+
+    @Option(names = "--read-modes", split = ",", paramLabel = "MODE",
+            description = "Run every level once per read mode, e.g. read_index,leader_lease,follower,stale: the read"
+                    + " paths compared at rising load (instead of --read-mode).")
+    List<String> readModes = List.of();
 
     @Option(names = "--out", paramLabel = "DIR",
             description = "Write " + Sweep.JSON_FILE + " and " + Sweep.HTML_FILE + " (chart) into DIR.")
@@ -56,10 +63,21 @@ final class SweepCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        double stepDuration = DurationConverter.seconds(this.stepDuration);
+        double stepWarmup = DurationConverter.seconds(this.stepWarmup);
+        for (String mode : readModes) {
+            if (!ClientConfig.READ_MODES.contains(mode)) {
+                throw new UsageException("--read-modes: unknown read mode '" + mode + "' (known: "
+                        + String.join(", ", ClientConfig.READ_MODES) + ")");
+            }
+        }
+        if (!readModes.isEmpty() && load.readMode != null) {
+            throw new UsageException("--read-modes ladders the read mode: leave out --read-mode");
+        }
         Sweep.Plan plan = ladder.threads != null
                 ? new Sweep.Plan(Sweep.Kind.THREADS, ladder.threads.stream().map(Integer::doubleValue).toList(),
-                stepDuration, stepWarmup)
-                : new Sweep.Plan(Sweep.Kind.RATE, ladder.rates, stepDuration, stepWarmup);
+                stepDuration, stepWarmup, readModes)
+                : new Sweep.Plan(Sweep.Kind.RATE, ladder.rates, stepDuration, stepWarmup, readModes);
         load.validate(stepDuration, stepWarmup);
         for (double v : plan.ladder()) {
             plan.stepOptions(load.toWorkload(stepDuration, stepWarmup, load.readMode, load.batching), v);
@@ -68,7 +86,9 @@ final class SweepCommand implements Callable<Integer> {
                 parent.stderr)) {
             ClientConfig cc = session.clientConfig();
             WorkloadOptions base = load.toWorkload(stepDuration, stepWarmup, cc.readMode(), cc.batching().enabled());
-            Sweep.Result result = Sweep.run(plan, base, session.client(), parent.stderr);
+            List<Long> pids = session.localPids();
+            Sweep.Result result = Sweep.run(plan, base, session.client(), parent.stderr,
+                    pids.isEmpty() ? null : () -> ServerUsage.cpuNanos(pids));
             Sweep.print(parent.stdout, result);
             if (out != null) {
                 Sweep.write(out, result);

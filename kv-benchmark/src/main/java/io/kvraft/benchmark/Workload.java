@@ -3,28 +3,45 @@ package io.kvraft.benchmark;
 import java.util.SplittableRandom;
 
 /**
- * One thread's stream of operations: put or get by the read ratio, the key by the key space, and
- * fresh random value bytes. Not thread-safe; each load thread owns one.
+ * One thread's stream of operations: get, scan or put by the ratios, the key (a scan's start key) by
+ * the key space, and fresh random value bytes. Not thread-safe; each load thread owns one.
  */
 public final class Workload {
 
     private final KeySpace keySpace;
     private final double readRatio;
+    private final double scanRatio;
     private final int valueSize;
     private final SplittableRandom random;
 
-    public Workload(KeySpace keySpace, double readRatio, int valueSize, SplittableRandom random) {
+    /**
+     * @param readRatio share of gets
+     * @param scanRatio share of scans; puts are the rest ({@code readRatio + scanRatio <= 1})
+     */
+    public Workload(KeySpace keySpace, double readRatio, double scanRatio, int valueSize, SplittableRandom random) {
         this.keySpace = keySpace;
         this.readRatio = readRatio;
+        this.scanRatio = scanRatio;
         this.valueSize = valueSize;
         this.random = random;
     }
 
-    /** True for a get, false for a put. */
-    public boolean nextIsRead() {
-        return readRatio > 0 && (readRatio >= 1 || random.nextDouble() < readRatio);
+    /** The type of the next operation. A ratio of 0 or 1 is exact; the draw is skipped then. */
+    public OpType nextOp() {
+        if (readRatio >= 1) {
+            return OpType.GET;
+        }
+        if (scanRatio >= 1) {
+            return OpType.SCAN;
+        }
+        if (readRatio <= 0 && scanRatio <= 0) {
+            return OpType.PUT;
+        }
+        double u = random.nextDouble();
+        return u < readRatio ? OpType.GET : u < readRatio + scanRatio ? OpType.SCAN : OpType.PUT;
     }
 
+    /** The key of a get or put, or the start key of a scan. */
     public byte[] nextKey() {
         return keySpace.next(random);
     }

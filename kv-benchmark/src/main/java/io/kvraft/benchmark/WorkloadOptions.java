@@ -1,5 +1,8 @@
 package io.kvraft.benchmark;
 
+import io.kvraft.client.config.ClientConfig;
+import io.kvraft.client.proto.KvProto.ReadMode;
+
 /**
  * Everything one measured run needs; the CLI builds it from its options and the result JSON carries
  * it as {@code config}. Times are in seconds. Invalid values throw {@link UsageException} with a
@@ -9,13 +12,16 @@ package io.kvraft.benchmark;
  * @param inflight           operations in flight per thread at most
  * @param durationSeconds    measured time, after the warm-up
  * @param warmupSeconds      time before the measurement whose operations are not counted
- * @param readRatio          share of gets, the rest are puts
+ * @param workload           the --workload preset that set the ratios, or null when they were given (or defaulted)
+ * @param readRatio          share of gets
+ * @param scanRatio          share of scans; puts are the rest
+ * @param scanLength         keys per scan at most (the scan's limit); null: 100
  * @param keySize            bytes per key
  * @param valueSize          bytes per value
  * @param keys               key space size (preloaded before the run)
  * @param keyDistribution    how keys are chosen
  * @param rate               0: closed loop; above 0: open loop at this total target ops/s
- * @param readMode           read_index, leader_lease, or null to keep the client config's
+ * @param readMode           read_index, leader_lease, follower, stale, or null to keep the client config's
  * @param batching           client batching on/off, or null to keep the client config's
  * @param maxErrorRate       errors/(operations) above this fail the run (exit code 1)
  * @param clientId           names the result files of this client
@@ -27,7 +33,10 @@ public record WorkloadOptions(
         int inflight,
         double durationSeconds,
         double warmupSeconds,
+        String workload,
         double readRatio,
+        double scanRatio,
+        Integer scanLength,
         int keySize,
         int valueSize,
         long keys,
@@ -40,12 +49,20 @@ public record WorkloadOptions(
         long seed,
         double drainTimeoutSeconds) {
 
+    /** Keys per scan unless --scan-length says otherwise. */
+    public static final int DEFAULT_SCAN_LENGTH = 100;
+
     public WorkloadOptions {
+        scanLength = java.util.Objects.requireNonNullElse(scanLength, DEFAULT_SCAN_LENGTH);
         require(threads >= 1, "--threads must be at least 1, got " + threads);
         require(inflight >= 1, "--inflight must be at least 1, got " + inflight);
         require(durationSeconds > 0 && Double.isFinite(durationSeconds), "--duration must be positive, got " + durationSeconds);
         require(warmupSeconds >= 0 && Double.isFinite(warmupSeconds), "--warmup must be 0 or more, got " + warmupSeconds);
         require(readRatio >= 0 && readRatio <= 1, "--read-ratio must be between 0 and 1, got " + readRatio);
+        require(scanRatio >= 0 && scanRatio <= 1, "--scan-ratio must be between 0 and 1, got " + scanRatio);
+        require(readRatio + scanRatio <= 1 + 1e-9, "--read-ratio " + fmt(readRatio) + " and --scan-ratio "
+                + fmt(scanRatio) + " add up to " + fmt(round(readRatio + scanRatio)) + ", over 1 (puts take the rest)");
+        require(scanLength >= 1, "--scan-length must be at least 1, got " + scanLength);
         require(keySize >= 1, "--key-size must be at least 1, got " + keySize);
         require(valueSize >= 1, "--value-size must be at least 1, got " + valueSize);
         require(keys >= 1, "--keys must be at least 1, got " + keys);
@@ -54,8 +71,8 @@ public record WorkloadOptions(
                 "--key-size must be at least " + KeyGenerator.MIN_MIXED_KEY_SIZE + " for " + keyDistribution
                         + " keys (their first 8 bytes spread them over all regions), got " + keySize);
         require(rate >= 0 && Double.isFinite(rate), "--rate must be 0 (closed loop) or a positive ops/s, got " + rate);
-        require(readMode == null || readMode.equals("read_index") || readMode.equals("leader_lease"),
-                "--read-mode must be read_index or leader_lease, got " + readMode);
+        require(readMode == null || ClientConfig.READ_MODES.contains(readMode),
+                "--read-mode must be one of " + String.join(", ", ClientConfig.READ_MODES) + "; got '" + readMode + "'");
         require(maxErrorRate >= 0 && maxErrorRate <= 1, "--max-error-rate must be between 0 and 1, got " + maxErrorRate);
         require(clientId != null && !clientId.isBlank(), "--client-id must not be empty");
         require(drainTimeoutSeconds > 0, "--drain-timeout must be positive, got " + drainTimeoutSeconds);
@@ -65,6 +82,33 @@ public record WorkloadOptions(
         if (!ok) {
             throw new UsageException(message);
         }
+    }
+
+    /** Share of puts: what gets and scans leave. */
+    public double putRatio() {
+        return Math.max(0, 1 - readRatio - scanRatio);
+    }
+
+    /** The read mode as the client API's enum; null when the client config's is kept. */
+    public ReadMode readModeValue() {
+        return readMode == null ? null : ReadMode.valueOf(readMode.toUpperCase(java.util.Locale.ROOT));
+    }
+
+    /** The mix in words, e.g. {@code put 0.05, scan 0.95}: only the types with a share. */
+    public String mix() {
+        StringBuilder b = new StringBuilder();
+        double[] shares = {putRatio(), readRatio, scanRatio};
+        OpType[] types = {OpType.PUT, OpType.GET, OpType.SCAN};
+        for (int i = 0; i < types.length; i++) {
+            if (shares[i] > 0) {
+                b.append(b.isEmpty() ? "" : ", ").append(types[i].label()).append(' ').append(fmt(round(shares[i])));
+            }
+        }
+        return b.toString();
+    }
+
+    private static double round(double d) {
+        return Math.round(d * 1e6) / 1e6;
     }
 
     public boolean openLoop() {
@@ -77,7 +121,8 @@ public record WorkloadOptions(
 
     public Builder toBuilder() {
         return new Builder().threads(threads).inflight(inflight).durationSeconds(durationSeconds)
-                .warmupSeconds(warmupSeconds).readRatio(readRatio).keySize(keySize).valueSize(valueSize)
+                .warmupSeconds(warmupSeconds).workload(workload).readRatio(readRatio).scanRatio(scanRatio)
+                .scanLength(scanLength).keySize(keySize).valueSize(valueSize)
                 .keys(keys).keyDistribution(keyDistribution).rate(rate).readMode(readMode).batching(batching)
                 .maxErrorRate(maxErrorRate).clientId(clientId).seed(seed).drainTimeoutSeconds(drainTimeoutSeconds);
     }
@@ -97,7 +142,8 @@ public record WorkloadOptions(
     /** One line for humans: the workload in CLI terms. */
     public String describe() {
         return "threads=" + threads + " inflight=" + inflight + " duration=" + fmt(durationSeconds) + "s warmup="
-                + fmt(warmupSeconds) + "s read-ratio=" + fmt(readRatio) + " key-size=" + keySize + " value-size="
+                + fmt(warmupSeconds) + "s " + (workload == null ? "" : "workload=" + workload + " ") + "mix=("
+                + mix() + ")" + (scanRatio > 0 ? " scan-length=" + scanLength : "") + " key-size=" + keySize + " value-size="
                 + valueSize + " keys=" + keys + " key-distribution=" + keyDistribution + " "
                 + (openLoop() ? "rate=" + fmt(rate) + " ops/s (open loop)" : "closed loop")
                 + (readMode == null ? "" : " read-mode=" + readMode)
@@ -114,7 +160,10 @@ public record WorkloadOptions(
         private int inflight = 32;
         private double durationSeconds = 30;
         private double warmupSeconds = 5;
+        private String workload;
         private double readRatio = 0.1;
+        private double scanRatio = 0;
+        private Integer scanLength;
         private int keySize = 16;
         private int valueSize = 16;
         private long keys = 100_000;
@@ -131,7 +180,10 @@ public record WorkloadOptions(
         public Builder inflight(int v) { inflight = v; return this; }
         public Builder durationSeconds(double v) { durationSeconds = v; return this; }
         public Builder warmupSeconds(double v) { warmupSeconds = v; return this; }
+        public Builder workload(String v) { workload = v; return this; }
         public Builder readRatio(double v) { readRatio = v; return this; }
+        public Builder scanRatio(double v) { scanRatio = v; return this; }
+        public Builder scanLength(Integer v) { scanLength = v; return this; }
         public Builder keySize(int v) { keySize = v; return this; }
         public Builder valueSize(int v) { valueSize = v; return this; }
         public Builder keys(long v) { keys = v; return this; }
@@ -145,7 +197,8 @@ public record WorkloadOptions(
         public Builder drainTimeoutSeconds(double v) { drainTimeoutSeconds = v; return this; }
 
         public WorkloadOptions build() {
-            return new WorkloadOptions(threads, inflight, durationSeconds, warmupSeconds, readRatio, keySize,
+            return new WorkloadOptions(threads, inflight, durationSeconds, warmupSeconds, workload, readRatio,
+                    scanRatio, scanLength, keySize,
                     valueSize, keys, keyDistribution, rate, readMode, batching, maxErrorRate, clientId, seed,
                     drainTimeoutSeconds);
         }

@@ -68,6 +68,37 @@ class BenchmarkMainTest {
     }
 
     @Test
+    void when_readModeIsGiven_then_itOverridesTheClientYamlAndTheReportSaysSo() throws Exception {
+        Path yaml = tmp.resolve("client.yaml");
+        Files.writeString(yaml, "servers: [\"127.0.0.1:7001\"]\nreadMode: leader_lease\n");
+        FakeKvClient fake = new FakeKvClient();
+        List<ClientConfig> seen = new ArrayList<>();
+        List<String> args = new ArrayList<>(List.of("--config", yaml.toString(), "--read-mode", "stale",
+                "--workload", "e", "--scan-length", "3"));
+        args.addAll(List.of(quickRun()).subList(2, quickRun().length)); // without --servers
+        Outcome o = cli(c -> {
+            seen.add(c);
+            return fake;
+        }, args.toArray(String[]::new));
+        assertThat(o.code()).as(o.err()).isZero();
+        assertThat(seen.get(0).readMode()).isEqualTo("stale");
+        assertThat(fake.readModesAsked).containsExactly(io.kvraft.client.proto.KvProto.ReadMode.STALE);
+        assertThat(fake.scanLimits).isNotEmpty().allMatch(n -> n == 3);
+        assertThat(o.out()).contains("client: read mode stale, batching on; workload e (put 0.05, scan 0.95),"
+                + " 3 keys per scan at most");
+        assertThat(o.out()).contains("workload=e mix=(put 0.05, scan 0.95) scan-length=3").contains("read-mode=stale");
+
+        // without the option the YAML's mode runs
+        FakeKvClient fromYaml = new FakeKvClient();
+        List<String> plain = new ArrayList<>(List.of("--config", yaml.toString()));
+        plain.addAll(List.of(quickRun()).subList(2, quickRun().length));
+        Outcome p = cli(c -> fromYaml, plain.toArray(String[]::new));
+        assertThat(p.code()).as(p.err()).isZero();
+        assertThat(fromYaml.readModesAsked).containsExactly(io.kvraft.client.proto.KvProto.ReadMode.LEADER_LEASE);
+        assertThat(p.out()).contains("client: read mode leader_lease");
+    }
+
+    @Test
     void errorRateOverTheLimitExitsWithOneAndOneLine() {
         Outcome o = cli(c -> new FakeKvClient(0, 10, ErrorCode.TIMEOUT), quickRun("--max-error-rate", "0.05"));
         assertThat(o.code()).isEqualTo(1);
@@ -105,7 +136,10 @@ class BenchmarkMainTest {
         assertThat(cli(none, "--threads", "many").code()).isEqualTo(2);
         assertThat(cli(none, "--key-distribution", "gauss").code()).isEqualTo(2);
         assertThat(cli(none, "--batching", "maybe").code()).isEqualTo(2);
-        assertThat(cli(none, "--servers", "h:1", "--read-mode", "stale").code()).isEqualTo(2);
+        Outcome mode = cli(none, "--servers", "h:1", "--read-mode", "eventual");
+        assertThat(mode.code()).isEqualTo(2);
+        assertThat(mode.err().strip())
+                .isEqualTo("--read-mode must be one of read_index, leader_lease, follower, stale; got 'eventual'");
 
         Outcome servers = cli(none, "--servers", "nohostport");
         assertThat(servers.code()).isEqualTo(2);

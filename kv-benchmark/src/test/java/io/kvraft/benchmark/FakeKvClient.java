@@ -80,7 +80,7 @@ final class FakeKvClient implements KvClient {
     }
 
     long ops() {
-        return puts.get() + gets.get();
+        return puts.get() + gets.get() + scans.get();
     }
 
     @Override
@@ -153,6 +153,10 @@ final class FakeKvClient implements KvClient {
     }
 
     final AtomicLong scans = new AtomicLong();
+    /** The limit of every scan received. */
+    final ConcurrentLinkedQueue<Integer> scanLimits = new ConcurrentLinkedQueue<>();
+    /** Whether any scan had an end key or asked for keys only (the benchmark's never do). */
+    volatile boolean scanWithEndOrKeysOnly;
 
     @Override
     public CompletableFuture<Boolean> containsKey(byte[] key) {
@@ -205,6 +209,10 @@ final class FakeKvClient implements KvClient {
     @Override
     public CompletableFuture<List<KeyValue>> scan(byte[] startKey, byte[] endKey, int limit, boolean keysOnly) {
         scans.incrementAndGet();
+        scanLimits.add(limit);
+        if ((endKey != null && endKey.length > 0) || keysOnly) {
+            scanWithEndOrKeysOnly = true;
+        }
         return respond(() -> range(startKey, endKey, limit, false, keysOnly), getErrors);
     }
 
@@ -230,8 +238,12 @@ final class FakeKvClient implements KvClient {
         return CompletableFuture.completedFuture(null);
     }
 
+    /** The modes withReadMode was asked for, in order. The view is this client itself: one map, one set of counters. */
+    final List<io.kvraft.client.proto.KvProto.ReadMode> readModesAsked = new java.util.concurrent.CopyOnWriteArrayList<>();
+
     @Override
     public KvClient withReadMode(io.kvraft.client.proto.KvProto.ReadMode mode) {
+        readModesAsked.add(mode);
         return this;
     }
 

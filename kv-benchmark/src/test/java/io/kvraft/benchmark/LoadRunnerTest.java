@@ -137,6 +137,49 @@ class LoadRunnerTest {
         assertThat(r.unsent()).isEqualTo(10_000 - 100);
     }
 
+    @Test
+    void when_theWorkloadScans_then_eachScanAsksForScanLengthKeysFromAKeyOfTheKeySpace() {
+        FakeKvClient fake = new FakeKvClient();
+        WorkloadOptions o = shortRun().readRatio(0.2).scanRatio(0.5).scanLength(7).keys(50).build();
+        KeySpace keys = KeySpace.of(o);
+        for (long i = 0; i < keys.size(); i++) {
+            fake.map.put(java.nio.ByteBuffer.wrap(keys.keyAt(i)), new byte[]{1});
+        }
+        RunResult r = new LoadRunner(o, fake, keys, NanoClock.SYSTEM, null, "").run();
+
+        assertThat(r.scans()).isPositive().isEqualTo(fake.scans.get());
+        assertThat(fake.scanLimits).isNotEmpty().allMatch(limit -> limit == 7);
+        assertThat(fake.scanWithEndOrKeysOnly).as("scan(start, null, length, false)").isFalse();
+        // start keys come from the key space of 50 keys: a scan returns 7 keys unless it starts in the last 6
+        assertThat(r.scanKeys()).isGreaterThan(0).isLessThanOrEqualTo(7 * r.scans());
+        assertThat(r.gets() + r.scans() + r.puts()).isEqualTo(fake.ops());
+        // every key is preloaded, so every get hits
+        assertThat(r.getHits()).isEqualTo(r.gets());
+        assertThat(r.getMisses()).isZero();
+        double tolerance = 5 * Math.sqrt(0.5 * 0.5 / r.ops());
+        assertThat((double) r.scans() / r.ops()).isCloseTo(0.5, org.assertj.core.api.Assertions.within(tolerance));
+    }
+
+    @Test
+    void when_getsMissTheKeySpace_then_missesAreCounted() {
+        FakeKvClient fake = new FakeKvClient(); // empty: puts fill it as the run goes
+        RunResult r = run(shortRun().readRatio(1.0).build(), fake, null);
+        assertThat(r.gets()).isPositive();
+        assertThat(r.getMisses()).isEqualTo(r.gets());
+        assertThat(r.getHits()).isZero();
+    }
+
+    @Test
+    void when_aReadModeIsSet_then_theLoadRunsOnAViewInThatMode() {
+        FakeKvClient fake = new FakeKvClient();
+        run(shortRun().readMode("follower").build(), fake, null);
+        assertThat(fake.readModesAsked).containsExactly(io.kvraft.client.proto.KvProto.ReadMode.FOLLOWER);
+
+        FakeKvClient keep = new FakeKvClient();
+        run(shortRun().readMode(null).build(), keep, null);
+        assertThat(keep.readModesAsked).as("null keeps the client's own mode").isEmpty();
+    }
+
     private static long ms(long millis) {
         return millis * 1_000_000L;
     }

@@ -133,4 +133,66 @@ class MergeTest {
         assertThat(code).isEqualTo(2);
         assertThat(err.toString(StandardCharsets.UTF_8).strip()).doesNotContain("\n").contains("no such directory");
     }
+
+    @Test
+    void perTypeFiguresSurviveTheJsonRoundTripAndMergeAddsThemUp() throws Exception {
+        // a: 10 s, 100 gets (50 hits), 40 scans of 25 keys; b: 5 s, 20 gets (10 hits), 30 scans of 10 keys
+        RunResult a = TestData.result("a", TestData.range(1, 50), TestData.range(1, 100), TestData.range(500, 539), 25,
+                Map.of(), 10);
+        RunResult b = TestData.result("b", TestData.range(1, 50), TestData.range(1, 20), TestData.range(2000, 2029), 10,
+                Map.of(), 5);
+        Path json = ResultFiles.write(tmp.resolve("a"), a);
+        ResultFiles.write(tmp.resolve("b"), b);
+
+        ResultJson back = ResultFiles.readJson(json);
+        assertThat(back).isEqualTo(ResultFiles.toJson(a));
+        assertThat(back.op("get").hits()).isEqualTo(50);
+        assertThat(back.op("get").misses()).isEqualTo(50);
+        assertThat(back.op("scan").count()).isEqualTo(40);
+        assertThat(back.op("scan").keys()).isEqualTo(1000);
+        assertThat(back.op("scan").keysPerSec()).isEqualTo(100.0);
+        assertThat(back.op("scan").keysPerScan()).isEqualTo(25.0);
+        assertThat(back.op("put").hits()).isNull();
+        assertThat(back.op("put").keys()).isNull();
+        assertThat(Files.readString(json)).doesNotContain("\"keys\" : null").contains("\"keysPerScan\" : 25.0");
+        assertThat(ResultFiles.readHlog(ResultFiles.hlogFile(tmp.resolve("a"), "a")).get("scan").getTotalCount())
+                .isEqualTo(40);
+
+        Merge.Merged m = Merge.merge(List.of(tmp.resolve("a"), tmp.resolve("b")));
+        ResultJson r = m.result();
+        assertThat(r.op("get").hits()).isEqualTo(60);
+        assertThat(r.op("get").misses()).isEqualTo(60);
+        assertThat(r.op("scan").count()).isEqualTo(70);
+        assertThat(r.op("scan").keys()).isEqualTo(1000 + 300);
+        assertThat(r.op("scan").keysPerSec()).isCloseTo(100 + 60, within(0.01));
+        assertThat(r.op("scan").keysPerScan()).isCloseTo(1300 / 70.0, within(0.01));
+        assertThat(r.op("scan").opsPerSec()).isCloseTo(4 + 6, within(0.01));
+        assertThat(m.scan().getMaxValue()).isEqualTo(m.scan().highestEquivalentValue(2029));
+        assertThat(r.op("total").count()).isEqualTo(100 + 120 + 70);
+
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        Merge.print(new PrintStream(out, true, StandardCharsets.UTF_8), m, 0.001);
+        String text = out.toString(StandardCharsets.UTF_8);
+        assertThat(text).contains("-- Operations by type (ms)");
+        assertThat(text).containsPattern("(?m)^get\\s+120\\s.*\\s60\\s+60\\s+---\\s+---$");
+        assertThat(text).containsPattern("(?m)^scan\\s+70\\s.*\\s160\\.00\\s+18\\.57$");
+    }
+
+    @Test
+    void resultsWithoutScansOrHitsStillMerge() {
+        // files written before scans existed have neither a scan entry nor hits: merge keeps them absent
+        RunResult a = TestData.result("old", TestData.range(1, 10), TestData.range(1, 10), Map.of(), 1);
+        ResultJson json = ResultFiles.toJson(a);
+        java.util.Map<String, ResultJson.OpStats> ops = new java.util.LinkedHashMap<>(json.ops());
+        ResultJson.OpStats g = ops.get("get");
+        ops.put("get", ResultJson.OpStats.of(a.getHistogram(), g.errors(), g.opsPerSec()));
+        ResultJson old = new ResultJson(json.clientId(), 1, json.clientIds(), json.startTime(), json.endTime(),
+                json.durationSeconds(), json.config(), ops, json.errors(), json.errorCount(), json.errorRate(),
+                json.warmupOps(), json.unfinished(), json.unsent(), null);
+        Merge.Merged m = Merge.merge(List.of(new ResultFiles.ClientData(tmp, old, a.putHistogram(), a.getHistogram(),
+                Results.newHistogram())));
+        assertThat(m.result().op("get").hits()).isNull();
+        assertThat(m.result().op("scan")).isNull();
+        assertThat(m.result().op("total").count()).isEqualTo(20);
+    }
 }

@@ -100,4 +100,32 @@ class ReportPrinterTest {
         assertThat(text.indexOf("-- HdrHistogram")).isLessThan(text.indexOf("-- Errors by code"));
         assertThat(text).startsWith("kv-benchmark: threads=8");
     }
+
+    @Test
+    void operationsTableHasARowPerTypeThatRanWithHitsMissesAndKeys() {
+        // 10 s: 200 puts, 100 gets (50 hits), 40 scans of 25 keys each
+        RunResult r = TestData.result("ops", TestData.range(1, 200), TestData.range(1, 100), TestData.range(1000, 1039),
+                25, Map.of(), 10);
+        String text = capture(out -> ReportPrinter.printRunReport(out, r));
+        List<String> lines = text.lines().toList();
+        int head = lines.indexOf(ReportPrinter.header("Operations by type (ms)"));
+        assertThat(head).as(text).isPositive();
+        assertThat(lines.get(head + 1).split("\\s+")).containsExactly("op", "count", "ops/s", "p50", "p99", "p99.9",
+                "errors", "hits", "misses", "keys/s", "keys/scan");
+        assertThat(lines.get(head + 2).split("\\s+")).startsWith("put", "200", "20.00").endsWith("---", "---", "---", "---");
+        assertThat(lines.get(head + 3).split("\\s+")).startsWith("get", "100", "10.00").endsWith("50", "50", "---", "---");
+        assertThat(lines.get(head + 4).split("\\s+")).startsWith("scan", "40", "4.00").endsWith("---", "---", "100.00", "25.00");
+        assertThat(lines.get(head + 5).split("\\s+")).startsWith("total", "340", "34.00");
+        // the reference block keeps its three timers and gains one for scans; the latency table a scan row
+        assertThat(lines).contains("benchmark_timer", "get_benchmark_timer", "put_benchmark_timer", "scan_benchmark_timer");
+        assertThat(text).containsPattern("(?m)^scan\\s+1\\.0\\d\\d\\s");
+    }
+
+    @Test
+    void operationsTableLeavesOutTypesThatDidNotRun() {
+        RunResult r = TestData.result("noscan", TestData.range(1, 200), TestData.range(1, 100), Map.of(), 10);
+        String text = capture(out -> ReportPrinter.printRunReport(out, r));
+        assertThat(text).doesNotContainPattern("(?m)^scan\\s").doesNotContain("scan_benchmark_timer");
+        assertThat(text).containsPattern("(?m)^get\\s+100\\s");
+    }
 }

@@ -81,6 +81,62 @@ class SweepTest {
     }
 
     @Test
+    void when_readModesAreLaddered_then_eachLevelRunsOncePerModeWithServerCpuPerOp() throws Exception {
+        FakeKvClient fake = new FakeKvClient(); // completes at once: every op issued in a step completes in it
+        // "server CPU": 5 us for every operation the fake received
+        java.util.function.LongSupplier cpu = () -> fake.ops() * 5_000L;
+        WorkloadOptions base = WorkloadOptions.builder().inflight(2).keys(100).clientId("m").seed(1)
+                .readRatio(0.5).build();
+        List<String> modes = List.of("read_index", "follower", "stale");
+        Sweep.Plan plan = new Sweep.Plan(Sweep.Kind.THREADS, List.of(1.0, 2.0), 0.2, 0.05, modes);
+        Sweep.Result r = Sweep.run(plan, base, fake, KeySpace.of(base), null, NanoClock.SYSTEM, cpu);
+
+        assertThat(r.steps()).extracting(Sweep.Step::step).containsExactly(
+                "threads=1 read-mode=read_index", "threads=1 read-mode=follower", "threads=1 read-mode=stale",
+                "threads=2 read-mode=read_index", "threads=2 read-mode=follower", "threads=2 read-mode=stale");
+        assertThat(r.steps()).extracting(Sweep.Step::readMode).containsExactly(
+                "read_index", "follower", "stale", "read_index", "follower", "stale");
+        assertThat(fake.readModesAsked).extracting(Enum::name).containsExactly(
+                "READ_INDEX", "FOLLOWER", "STALE", "READ_INDEX", "FOLLOWER", "STALE");
+        assertThat(r.steps()).allSatisfy(s -> {
+            assertThat(s.count()).isPositive();
+            assertThat(s.serverCpuUsPerOp()).isCloseTo(5.0, org.assertj.core.api.Assertions.within(0.01));
+        });
+
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        Sweep.print(new PrintStream(bytes, true, StandardCharsets.UTF_8), r);
+        List<String> lines = bytes.toString(StandardCharsets.UTF_8).lines().toList();
+        assertThat(lines.get(1).split("\\s+")).containsExactly("threads", "target", "read-mode", "ops/s", "p50", "p95",
+                "p99", "p99.9", "p99.99", "max", "errors", "srv-cpu-us/op");
+        assertThat(lines.get(3).split("\\s+")).startsWith("1", "closed", "follower").endsWith("0", "5.0");
+        assertThat(lines).anyMatch(l -> l.matches("peak with stale reads: \\d+ ops/s at step threads=\\d read-mode=stale"));
+
+        Sweep.write(tmp, r);
+        Sweep.Result back = ResultFiles.MAPPER.readValue(tmp.resolve(Sweep.JSON_FILE).toFile(), Sweep.Result.class);
+        assertThat(back.readModes()).isEqualTo(modes);
+        assertThat(back.steps().get(5).serverCpuUsPerOp()).isEqualTo(r.steps().get(5).serverCpuUsPerOp());
+        assertThat(Files.readString(tmp.resolve(Sweep.HTML_FILE))).contains("p99 follower").contains("p99 stale");
+    }
+
+    @Test
+    void when_readModesAreBad_then_sweepExitsWith2AndOneLine() {
+        for (String[] args : List.of(
+                new String[]{"sweep", "--servers", "h:1", "--threads-ladder", "1", "--read-modes", "read_index,fast"},
+                new String[]{"sweep", "--servers", "h:1", "--threads-ladder", "1", "--read-modes", "stale",
+                        "--read-mode", "follower"},
+                new String[]{"sweep", "--servers", "h:1", "--threads-ladder", "1", "--read-modes", "stale,stale"})) {
+            ByteArrayOutputStream err = new ByteArrayOutputStream();
+            int code = BenchmarkMain.execute(args, new PrintStream(new ByteArrayOutputStream()),
+                    new PrintStream(err, true, StandardCharsets.UTF_8), c -> {
+                        throw new AssertionError("must not connect");
+                    });
+            String e = err.toString(StandardCharsets.UTF_8).strip();
+            assertThat(code).as(e).isEqualTo(2);
+            assertThat(e).doesNotContain("\n").startsWith("--read-modes");
+        }
+    }
+
+    @Test
     void niceCeilRoundsUpToReadableTicks() {
         assertThat(SweepChart.niceCeil(0)).isEqualTo(1);
         assertThat(SweepChart.niceCeil(7)).isEqualTo(10);

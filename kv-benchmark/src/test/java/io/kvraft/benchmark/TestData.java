@@ -17,21 +17,33 @@ final class TestData {
      */
     static RunResult result(String clientId, long[] putMicros, long[] getMicros, Map<ErrorCode, Integer> errors,
                             int seconds) {
+        return result(clientId, putMicros, getMicros, new long[0], 0, errors, seconds);
+    }
+
+    /**
+     * As above, with scans: {@code scanMicros} their latencies, each returning {@code keysPerScan} keys. Gets with
+     * an odd index hit, the others miss.
+     */
+    static RunResult result(String clientId, long[] putMicros, long[] getMicros, long[] scanMicros, int keysPerScan,
+                            Map<ErrorCode, Integer> errors, int seconds) {
         long sec = 1_000_000_000L;
         WorkloadOptions options = WorkloadOptions.builder().clientId(clientId).durationSeconds(seconds)
-                .warmupSeconds(0).build();
+                .warmupSeconds(0).scanRatio(scanMicros.length > 0 ? 0.5 : 0).build();
         Results r = new Results(0, 0, seconds * sec, 1_700_000_000_000L, clientId);
         for (int s = 0; s < seconds; s++) {
             for (int i = s; i < putMicros.length; i += seconds) {
-                r.record(false, s * sec, s * sec + putMicros[i] * 1000, null);
+                r.record(OpType.PUT, s * sec, s * sec + putMicros[i] * 1000, null, 0);
             }
             for (int i = s; i < getMicros.length; i += seconds) {
-                r.record(true, s * sec, s * sec + getMicros[i] * 1000, null);
+                r.record(OpType.GET, s * sec, s * sec + getMicros[i] * 1000, null, i % 2);
+            }
+            for (int i = s; i < scanMicros.length; i += seconds) {
+                r.record(OpType.SCAN, s * sec, s * sec + scanMicros[i] * 1000, null, keysPerScan);
             }
             if (s == 0) {
                 errors.forEach((code, n) -> {
                     for (int i = 0; i < n; i++) {
-                        r.record(false, 0, 1000, new KvException(code, "test"));
+                        r.record(OpType.PUT, 0, 1000, new KvException(code, "test"), 0);
                     }
                 });
             }

@@ -25,10 +25,10 @@ class WorkloadTest {
     @Test
     void readRatioHoldsOverManyDraws() {
         for (double ratio : new double[]{0.1, 0.5, 0.9}) {
-            Workload w = new Workload(KeySpace.uniform(1000, 16), ratio, 16, new SplittableRandom(7));
+            Workload w = new Workload(KeySpace.uniform(1000, 16), ratio, 0, 16, new SplittableRandom(7));
             int reads = 0;
             for (int i = 0; i < DRAWS; i++) {
-                if (w.nextIsRead()) {
+                if (w.nextOp() == OpType.GET) {
                     reads++;
                 }
             }
@@ -38,11 +38,11 @@ class WorkloadTest {
 
     @Test
     void readRatioZeroAndOneAreExact() {
-        Workload puts = new Workload(KeySpace.uniform(10, 16), 0.0, 16, new SplittableRandom(1));
-        Workload gets = new Workload(KeySpace.uniform(10, 16), 1.0, 16, new SplittableRandom(1));
+        Workload puts = new Workload(KeySpace.uniform(10, 16), 0.0, 0, 16, new SplittableRandom(1));
+        Workload gets = new Workload(KeySpace.uniform(10, 16), 1.0, 0, 16, new SplittableRandom(1));
         for (int i = 0; i < 10_000; i++) {
-            assertThat(puts.nextIsRead()).isFalse();
-            assertThat(gets.nextIsRead()).isTrue();
+            assertThat(puts.nextOp()).isEqualTo(OpType.PUT);
+            assertThat(gets.nextOp()).isEqualTo(OpType.GET);
         }
     }
 
@@ -50,7 +50,7 @@ class WorkloadTest {
     void keysAndValuesHaveTheConfiguredSizes() {
         for (int keySize : new int[]{8, 12, 16, 40}) {
             for (int valueSize : new int[]{1, 16, 1000}) {
-                Workload w = new Workload(KeySpace.uniform(1000, keySize), 0.5, valueSize, new SplittableRandom(3));
+                Workload w = new Workload(KeySpace.uniform(1000, keySize), 0.5, 0, valueSize, new SplittableRandom(3));
                 for (int i = 0; i < 100; i++) {
                     assertThat(w.nextKey()).hasSize(keySize);
                     assertThat(w.nextValue()).hasSize(valueSize);
@@ -61,7 +61,7 @@ class WorkloadTest {
 
     @Test
     void valuesAreRandomAndDistinct() {
-        Workload w = new Workload(KeySpace.uniform(1000, 16), 0, 16, new SplittableRandom(3));
+        Workload w = new Workload(KeySpace.uniform(1000, 16), 0, 0, 16, new SplittableRandom(3));
         Set<ByteBuffer> seen = new HashSet<>();
         for (int i = 0; i < 10_000; i++) {
             seen.add(ByteBuffer.wrap(w.nextValue()));
@@ -203,5 +203,109 @@ class WorkloadTest {
         assertThat(KeyDistribution.parse("region-start")).isEqualTo(KeyDistribution.REGION_START);
         assertThat(KeyDistribution.parse("ZIPFIAN")).isEqualTo(KeyDistribution.ZIPFIAN);
         assertThatThrownBy(() -> KeyDistribution.parse("gauss")).isInstanceOf(UsageException.class);
+    }
+
+    /** Shares of put, get, scan over many seeded draws. */
+    private static Map<OpType, Double> shares(double readRatio, double scanRatio, long seed) {
+        Workload w = new Workload(KeySpace.uniform(1000, 16), readRatio, scanRatio, 16, new SplittableRandom(seed));
+        Map<OpType, Integer> n = new java.util.EnumMap<>(OpType.class);
+        for (int i = 0; i < DRAWS; i++) {
+            n.merge(w.nextOp(), 1, Integer::sum);
+        }
+        Map<OpType, Double> out = new java.util.EnumMap<>(OpType.class);
+        for (OpType t : OpType.values()) {
+            out.put(t, n.getOrDefault(t, 0) / (double) DRAWS);
+        }
+        return out;
+    }
+
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.CsvSource({
+            // preset, put, get, scan
+            "default, 0.90, 0.10, 0",
+            "a,       0.50, 0.50, 0",
+            "b,       0.05, 0.95, 0",
+            "c,       0,    1,    0",
+            "e,       0.05, 0,    0.95"})
+    void when_aPresetIsChosen_then_itsMixHoldsOverManyDraws(String name, double put, double get, double scan) {
+        WorkloadOptions o = options("--workload", name);
+        assertThat(o.workload()).isEqualTo(name);
+        Map<OpType, Double> got = shares(o.readRatio(), o.scanRatio(), 11);
+        // 100,000 draws: a binomial share's standard deviation is at most 0.0016
+        assertThat(got.get(OpType.PUT)).as("put").isCloseTo(put, within(0.01));
+        assertThat(got.get(OpType.GET)).as("get").isCloseTo(get, within(0.01));
+        assertThat(got.get(OpType.SCAN)).as("scan").isCloseTo(scan, within(0.01));
+        if (put == 0 || get == 0 || scan == 0) {
+            // a share of 0 is exact, not just small
+            assertThat(got.values().stream().filter(v -> v == 0).count()).isPositive();
+        }
+    }
+
+    @Test
+    void when_ratiosAreGiven_then_putsTakeTheRest() {
+        WorkloadOptions o = options("--read-ratio", "0.2", "--scan-ratio", "0.3", "--scan-length", "7");
+        assertThat(o.workload()).isNull();
+        assertThat(o.putRatio()).isCloseTo(0.5, within(1e-9));
+        assertThat(o.scanLength()).isEqualTo(7);
+        assertThat(o.mix()).isEqualTo("put 0.5, get 0.2, scan 0.3");
+        Map<OpType, Double> got = shares(o.readRatio(), o.scanRatio(), 5);
+        assertThat(got.get(OpType.GET)).isCloseTo(0.2, within(0.01));
+        assertThat(got.get(OpType.SCAN)).isCloseTo(0.3, within(0.01));
+        assertThat(got.get(OpType.PUT)).isCloseTo(0.5, within(0.01));
+        // nothing given: the reference mix, scans of 100 keys
+        WorkloadOptions d = options();
+        assertThat(d.readRatio()).isEqualTo(0.1);
+        assertThat(d.scanRatio()).isZero();
+        assertThat(d.scanLength()).isEqualTo(WorkloadOptions.DEFAULT_SCAN_LENGTH);
+    }
+
+    @Test
+    void when_scanRatioIsOne_then_everyOperationIsAScan() {
+        Workload w = new Workload(KeySpace.uniform(10, 16), 0, 1.0, 16, new SplittableRandom(1));
+        for (int i = 0; i < 10_000; i++) {
+            assertThat(w.nextOp()).isEqualTo(OpType.SCAN);
+        }
+    }
+
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.CsvSource(delimiter = '|', value = {
+            "--workload f                        | --workload must be one of default, a, b, c, e; got 'f'",
+            "--read-ratio 0.9 --scan-ratio 0.2   | --read-ratio 0.9 and --scan-ratio 0.2 add up to 1.1, over 1 (puts take the rest)",
+            "--scan-ratio 1.5                    | --scan-ratio must be between 0 and 1, got 1.5",
+            "--scan-length 0                     | --scan-length must be at least 1, got 0",
+            "--workload e --read-ratio 0.5       | --workload e sets the mix: leave out --read-ratio and --scan-ratio, or --workload",
+            "--read-mode eventual                | --read-mode must be one of read_index, leader_lease, follower, stale; got 'eventual'"})
+    void when_theMixOrReadModeIsBad_then_oneLineAndExitCode2(String args, String message) {
+        java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+        List<String> a = new ArrayList<>(List.of("--servers", "127.0.0.1:1"));
+        a.addAll(List.of(args.trim().split(" +")));
+        int code = BenchmarkMain.execute(a.toArray(String[]::new), new java.io.PrintStream(new java.io.ByteArrayOutputStream()),
+                new java.io.PrintStream(err, true, java.nio.charset.StandardCharsets.UTF_8), c -> {
+                    throw new AssertionError("must not connect");
+                });
+        String e = err.toString(java.nio.charset.StandardCharsets.UTF_8).strip();
+        assertThat(code).isEqualTo(BenchmarkMain.EXIT_USAGE);
+        assertThat(e).doesNotContain("\n").endsWith(message);
+    }
+
+    @Test
+    void when_theScanScenariosArgsFileIsGiven_then_itMakesTheYcsbEWorkload() {
+        java.nio.file.Path args = java.nio.file.Path.of("..", "conf", "scenarios", "e-memory-scan", "benchmark.args");
+        WorkloadOptions o = options("@" + args);
+        assertThat(o.workload()).isEqualTo("e");
+        assertThat(o.scanRatio()).isEqualTo(0.95);
+        assertThat(o.putRatio()).isCloseTo(0.05, within(1e-9));
+        assertThat(o.scanLength()).isEqualTo(100);
+        assertThat(o.keyDistribution()).isEqualTo(KeyDistribution.ZIPFIAN);
+    }
+
+    /** The workload the CLI options make, as a run would get it. */
+    private static WorkloadOptions options(String... args) {
+        LoadOptions load = new LoadOptions();
+        new picocli.CommandLine(new Object() {
+            @picocli.CommandLine.Mixin
+            LoadOptions options = load;
+        }).parseArgs(args);
+        return load.toWorkload(1, 0, null, null);
     }
 }

@@ -2,6 +2,7 @@ package io.kvraft.benchmark.nemesis;
 
 import io.kvraft.benchmark.BenchmarkMain;
 import io.kvraft.benchmark.ClusterSession;
+import io.kvraft.benchmark.DurationConverter;
 import io.kvraft.benchmark.UsageException;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.KvException;
@@ -30,8 +31,6 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * {@code kv-benchmark nemesis}: starts a local 3-node, 24-region cluster of real processes, runs a
@@ -52,7 +51,7 @@ import java.util.regex.Pattern;
                         + " clock needs libfaketime (Debian: faketime)."})
 public final class NemesisCommand implements Callable<Integer> {
 
-    private static final Pattern DURATION = Pattern.compile("(?:(\\d+)h)?(?:(\\d+)m)?(?:(\\d+)s?)?");
+    private static final Duration MIN_DURATION = Duration.ofSeconds(10);
     private static final String NODE_PORT = "7001";
     /** The raft: keys the nemesis writes itself ({@link #ownRaftKeys()}), so --raft may not set them. */
     static final String OWN_RAFT_KEYS = "electionTimeoutMs, startupElectionTimeoutMs, snapshotIntervalSecs";
@@ -60,22 +59,24 @@ public final class NemesisCommand implements Callable<Integer> {
     @ParentCommand
     BenchmarkMain parent;
 
-    @Option(names = "--duration", defaultValue = "2m", paramLabel = "TIME",
-            description = "How long faults are injected, e.g. 90s, 10m, 1h (default: ${DEFAULT-VALUE}).")
-    String duration;
+    @Option(names = "--duration", defaultValue = "2m", paramLabel = "TIME", converter = DurationConverter.class,
+            description = "How long faults are injected, at least 10 s: " + DurationConverter.HELP
+                    + " (default: ${DEFAULT-VALUE}).")
+    Duration duration;
 
     @Option(names = "--faults", defaultValue = "kill,pause,partition,loss,clock", split = ",", paramLabel = "FAULT",
             description = "Faults to inject in turn: kill, pause, partition, loss, clock (default: ${DEFAULT-VALUE}).")
     List<String> faults;
 
-    @Option(names = "--interval", defaultValue = "10", paramLabel = "SECONDS",
-            description = "One fault starts every this many seconds (default: ${DEFAULT-VALUE}).")
-    int interval;
+    @Option(names = "--interval", defaultValue = "10", paramLabel = "TIME", converter = DurationConverter.class,
+            description = "One fault starts every this long, at least 2 s: " + DurationConverter.HELP
+                    + " (default: ${DEFAULT-VALUE}).")
+    Duration interval;
 
-    @Option(names = "--hold", defaultValue = "4000", paramLabel = "MS",
-            description = "How long a fault lasts before it is healed (default: ${DEFAULT-VALUE}); a kill keeps the node"
-                    + " down for half of it.")
-    long holdMs;
+    @Option(names = "--hold", defaultValue = "4s", paramLabel = "TIME", converter = DurationConverter.class,
+            description = "How long a fault lasts before it is healed, at least 500ms and shorter than --interval: "
+                    + DurationConverter.HELP + " (default: ${DEFAULT-VALUE}); a kill keeps the node down for half of it.")
+    Duration hold;
 
     @Option(names = "--engine", defaultValue = "memory", paramLabel = "ENGINE",
             description = "Store engine of the nodes: memory or rocksdb (default: ${DEFAULT-VALUE}).")
@@ -104,10 +105,10 @@ public final class NemesisCommand implements Callable<Integer> {
                     + " the nemesis sets itself: " + OWN_RAFT_KEYS + ".")
     List<String> raftKeys = new ArrayList<>();
 
-    @Option(names = "--check-budget", defaultValue = "300", paramLabel = "SECONDS",
-            description = "Time the linearizability checker may take; keys left undecided fail the run"
-                    + " (default: ${DEFAULT-VALUE}).")
-    int checkBudget;
+    @Option(names = "--check-budget", defaultValue = "300", paramLabel = "TIME", converter = DurationConverter.class,
+            description = "Time the linearizability checker may take; keys left undecided fail the run: "
+                    + DurationConverter.HELP + " (default: ${DEFAULT-VALUE}).")
+    Duration checkBudget;
 
     @Option(names = "--seed", paramLabel = "N", description = "Random seed for the workload and the nemesis (default: the time).")
     Long seed;
@@ -124,7 +125,7 @@ public final class NemesisCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         PrintStream log = parent.stderr();
-        long durationNs = parseDuration(duration).toNanos();
+        long durationNs = duration.toNanos();
         List<Nemesis.Fault> kinds = parseFaults();
         validate();
         boolean network = kinds.stream().anyMatch(Nemesis.Fault::needsNetwork);
@@ -137,7 +138,7 @@ public final class NemesisCommand implements Callable<Integer> {
         long s = seed != null ? seed : System.currentTimeMillis();
         Files.createDirectories(out);
         Path dataRoot = Files.createTempDirectory("kv-nemesis-");
-        log.printf(Locale.ROOT, "nemesis: %s of %s, engine %s%s, seed %d, data in %s%n", duration,
+        log.printf(Locale.ROOT, "nemesis: %s of %s, engine %s%s, seed %d, data in %s%n", DurationConverter.text(duration),
                 String.join(",", kinds.stream().map(k -> k.name().toLowerCase(Locale.ROOT)).toList()), engine,
                 raftKeys.isEmpty() ? "" : ", raft " + String.join(" ", raftKeys), s, dataRoot);
         NetLab lab = null;
@@ -176,7 +177,7 @@ public final class NemesisCommand implements Callable<Integer> {
             List<byte[]> freshPrefixes = space.freshPrefixes();
             long origin = System.nanoTime();
             Map<Nemesis.Fault, List<Double>> recoveries = new java.util.EnumMap<>(Nemesis.Fault.class);
-            Nemesis nemesis = new Nemesis(cluster, lab, clockFiles, kinds, holdMs, new Random(s), log, origin);
+            Nemesis nemesis = new Nemesis(cluster, lab, clockFiles, kinds, hold.toMillis(), new Random(s), log, origin);
             RegisterWorkload load = new RegisterWorkload(client, keys, freshPrefixes, threads, rate, s, origin);
             log.printf(Locale.ROOT, "%d regions, %d keys, %d client threads at %.0f ops/s%n", regions.size(), keys.size(),
                     threads, rate);
@@ -221,9 +222,10 @@ public final class NemesisCommand implements Callable<Integer> {
             int unread = load.finalReads(System.nanoTime() + TimeUnit.SECONDS.toNanos(60));
             long[] lost = verifyFresh(client, load);
             List<Op> history = new ArrayList<>(load.history);
-            log.printf(Locale.ROOT, "checking %,d operations on %d keys (budget %d s)%n", history.size(), keys.size(), checkBudget);
-            HistoryCheck.Summary check = HistoryCheck.check(history, TimeUnit.SECONDS.toNanos(checkBudget));
-            Report report = new Report(duration, engine, kinds, keys.size(), load, nemesis, check, lost, unread, rec,
+            log.printf(Locale.ROOT, "checking %,d operations on %d keys (budget %s)%n", history.size(), keys.size(),
+                    DurationConverter.text(checkBudget));
+            HistoryCheck.Summary check = HistoryCheck.check(history, checkBudget.toNanos());
+            Report report = new Report(DurationConverter.text(duration), engine, kinds, keys.size(), load, nemesis, check, lost, unread, rec,
                     recoveries, during, after, origin);
             report.write(out, history);
             parent.stdout().print(report.text());
@@ -259,7 +261,7 @@ public final class NemesisCommand implements Callable<Integer> {
 
     /** When fault n (0-based) starts: the hold ends on a multiple of --interval. */
     private long slot(long origin, int n) {
-        return origin + TimeUnit.SECONDS.toNanos((long) interval * (n + 1)) - TimeUnit.MILLISECONDS.toNanos(holdMs);
+        return origin + interval.toNanos() * (n + 1) - hold.toNanos();
     }
 
     /**
@@ -400,35 +402,17 @@ public final class NemesisCommand implements Callable<Integer> {
         if (!engine.equals("memory") && !engine.equals("rocksdb")) {
             throw new UsageException("--engine: memory or rocksdb, got '" + engine + "'");
         }
-        if (interval < 2 || holdMs < 500 || holdMs >= interval * 1000L) {
-            throw new UsageException("--hold (" + holdMs + " ms) must be at least 500 ms and shorter than --interval ("
-                    + interval + " s, at least 2)");
+        if (duration.compareTo(MIN_DURATION) < 0) {
+            throw new UsageException("--duration: at least 10 s, got " + DurationConverter.text(duration));
         }
-        if (keysPerRegion < 1 || threads < 1 || rate <= 0 || checkBudget < 1 || electionTimeoutMs < 100) {
-            throw new UsageException("--keys-per-region, --threads, --rate and --check-budget must be positive;"
+        if (interval.toMillis() < 2000 || hold.toMillis() < 500 || hold.compareTo(interval) >= 0) {
+            throw new UsageException("--hold (" + DurationConverter.text(hold) + ") must be at least 500ms and shorter"
+                    + " than --interval (" + DurationConverter.text(interval) + ", at least 2s)");
+        }
+        if (keysPerRegion < 1 || threads < 1 || rate <= 0 || checkBudget.toMillis() < 1000 || electionTimeoutMs < 100) {
+            throw new UsageException("--keys-per-region, --threads and --rate must be positive, --check-budget at least 1s;"
                     + " --election-timeout-ms at least 100");
         }
-    }
-
-    static Duration parseDuration(String s) {
-        Matcher m = DURATION.matcher(s.trim());
-        if (s.isBlank() || !m.matches()) {
-            throw new UsageException("--duration: '" + s + "' is not a time like 90s, 10m or 1h");
-        }
-        long secs = 0;
-        if (m.group(1) != null) {
-            secs += Long.parseLong(m.group(1)) * 3600;
-        }
-        if (m.group(2) != null) {
-            secs += Long.parseLong(m.group(2)) * 60;
-        }
-        if (m.group(3) != null) {
-            secs += Long.parseLong(m.group(3));
-        }
-        if (secs < 10) {
-            throw new UsageException("--duration: at least 10 s, got '" + s + "'");
-        }
-        return Duration.ofSeconds(secs);
     }
 
     private static Path findFaketime() {

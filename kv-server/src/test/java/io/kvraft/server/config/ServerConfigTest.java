@@ -347,6 +347,7 @@ class ServerConfigTest {
             s3-memory-nobatching-pipeline        | memory  | false           | true     | 1
             s3b-memory-clientnobatching-pipeline | memory  | false           | true     | 4096
             s4-memory-nobatching-nopipeline      | memory  | false           | false    | 1
+            e-memory-scan                        | memory  | true            | true     | 4096
             """)
     void when_aScenarioIsShipped_then_itsFilesSetTheSwitchesItsNameSays(String dir, String engine, boolean batching,
                                                                          boolean pipeline, int requestsPerEntry) {
