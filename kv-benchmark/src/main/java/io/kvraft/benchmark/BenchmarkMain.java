@@ -114,10 +114,12 @@ public final class BenchmarkMain implements Callable<Integer> {
             }
             boolean usage = ex instanceof UsageException || ex instanceof ConfigException;
             boolean expected = usage || ex instanceof Preloader.PreloadException || ex instanceof KvException;
-            err.println(usage ? ex.getMessage() : "kv-benchmark: FAILED: " + (expected ? ex.getMessage() : ex));
             if (!expected) {
-                ex.printStackTrace(err);
+                // the trace goes to the log file (kv-benchmark-logback.xml), the console gets one line naming it
+                org.slf4j.LoggerFactory.getLogger("kv.trace").error("kv-benchmark: FAILED", ex);
             }
+            err.println(usage ? ex.getMessage() : "kv-benchmark: FAILED: " + (expected ? ex.getMessage() : ex)
+                    + io.kvraft.client.logging.LogFile.hint());
             err.flush();
             return usage ? EXIT_USAGE : EXIT_FAILED;
         });
