@@ -43,9 +43,11 @@ public final class BenchmarkMain implements Callable<Integer> {
             description = "Measured time (default: ${DEFAULT-VALUE}).")
     double duration;
 
-    @Option(names = "--warmup", defaultValue = "30", paramLabel = "SECONDS",
-            description = "Time before the measurement, excluded from the results (default: ${DEFAULT-VALUE}).")
-    double warmup;
+    @Option(names = "--warmup", defaultValue = "auto", paramLabel = "SECONDS|auto",
+            description = "Time before the measurement, excluded from the results. auto (the default): until the"
+                    + " throughput is stable, its last 5 s within 5% of the 5 s before, at most 120 s; the line"
+                    + " 'warm-up ended after N s: ...' says why. A number of seconds is a fixed warm-up.")
+    String warmupArg;
 
     @Mixin
     LoadOptions load;
@@ -126,8 +128,23 @@ public final class BenchmarkMain implements Callable<Integer> {
         return cmd.execute(args);
     }
 
+    /** The fixed warm-up in seconds, or NaN for auto. */
+    private double fixedWarmup() {
+        if ("auto".equalsIgnoreCase(warmupArg.trim())) {
+            return Double.NaN;
+        }
+        try {
+            return Double.parseDouble(warmupArg.trim());
+        } catch (NumberFormatException e) {
+            throw new UsageException("--warmup must be a number of seconds or auto, got '" + warmupArg + "'");
+        }
+    }
+
     @Override
     public Integer call() {
+        double fixed = fixedWarmup();
+        boolean adaptive = Double.isNaN(fixed);
+        double warmup = adaptive ? 0 : fixed;
         load.validate(duration, warmup);
         try (ClusterSession session = ClusterSession.open(cluster, load.readMode, load.batching, connector, stderr)) {
             ClientConfig cc = session.clientConfig();
@@ -135,6 +152,17 @@ public final class BenchmarkMain implements Callable<Integer> {
             KeySpace keys = BenchmarkRun.prepare(options, session.client(), stderr);
             ServerUsage usage = session.localPids().isEmpty() ? null
                     : ServerUsage.start(session.localPids(), session.localSettings());
+            long warmupOps = 0;
+            if (adaptive) {
+                AdaptiveWarmup w = AdaptiveWarmup.defaults();
+                LoadRunner runner = new LoadRunner(options.withTimes(0.001, w.maxSeconds()), session.client(), keys,
+                        NanoClock.SYSTEM, stderr, "").warmingUp(w);
+                long t0 = System.nanoTime();
+                warmupOps = runner.run().warmupOps();
+                warmup = (System.nanoTime() - t0) / 1e9;
+                stderr.printf(java.util.Locale.ROOT, "warm-up ended after %.0f s: %s%n", warmup,
+                        runner.warmupEnd() == null ? "the load stopped" : runner.warmupEnd());
+            }
             RunResult result;
             if (recordAcked == null) {
                 result = BenchmarkRun.measure(options, session.client(), keys, stderr, "");
@@ -148,7 +176,7 @@ public final class BenchmarkMain implements Callable<Integer> {
             }
             ReportPrinter.printRunReport(stdout, result);
             if (usage != null) {
-                usage.print(stdout, result.warmupOps() + result.ops(), warmup + duration);
+                usage.print(stdout, warmupOps + result.warmupOps() + result.ops(), warmup + duration);
             }
             if (out != null) {
                 Path json = ResultFiles.write(out, result);
