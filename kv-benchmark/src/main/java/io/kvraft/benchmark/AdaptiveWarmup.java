@@ -9,12 +9,14 @@ import java.util.Optional;
  * Decides when a warm-up has reached the steady state: fresh JVMs keep speeding up for a minute or
  * more (JIT, the servers' pools growing), so a fixed warm-up undersells the system. Fed the throughput
  * of each progress second, it ends the warm-up once the last {@code windowSeconds} are stable: the mean
- * of their second half within {@code tolerance} of the mean of their first half. It gives up at
- * {@code maxSeconds}. Not thread-safe: the load's ticker thread feeds it.
+ * of their second half within {@code tolerance} of the mean of their first half (by default the last
+ * 10 s within 5% of the 10 s before: halves that long smooth the second-to-second noise of a loaded
+ * machine, which shorter ones took for a plateau while the JIT was still speeding things up). It gives
+ * up at {@code maxSeconds}. Not thread-safe: the load's ticker thread feeds it.
  */
 final class AdaptiveWarmup {
 
-    static final double WINDOW_SECONDS = 10;
+    static final double WINDOW_SECONDS = 20;
     static final double TOLERANCE = 0.05;
     static final double MAX_SECONDS = 120;
 
@@ -68,8 +70,8 @@ final class AdaptiveWarmup {
             String rates = String.format(Locale.ROOT, "last %d s %,.0f ops/s, the %d s before %,.0f ops/s, %+.1f%%",
                     half, second, window - half, first, change * 100);
             if (second > 0 && Math.abs(change) <= tolerance) {
-                return Optional.of(String.format(Locale.ROOT, "throughput stable within %.0f%% over %d s (%s)",
-                        tolerance * 100, window, rates));
+                return Optional.of(String.format(Locale.ROOT, "throughput stable, the last %d s within %.0f%% of the %d s before (%s)",
+                        half, tolerance * 100, window - half, rates));
             }
             if (elapsedSeconds >= maxSeconds) {
                 return Optional.of(String.format(Locale.ROOT, "the %.0f s cap, throughput not yet stable within %.0f%% (%s)",

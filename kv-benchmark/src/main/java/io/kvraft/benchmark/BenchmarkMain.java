@@ -45,7 +45,7 @@ public final class BenchmarkMain implements Callable<Integer> {
 
     @Option(names = "--warmup", defaultValue = "auto", paramLabel = "SECONDS|auto",
             description = "Time before the measurement, excluded from the results. auto (the default): until the"
-                    + " throughput is stable, its last 5 s within 5% of the 5 s before, at most 120 s; the line"
+                    + " throughput is stable, its last 10 s within 5% of the 10 s before, at most 120 s; the line"
                     + " 'warm-up ended after N s: ...' says why. A number of seconds is a fixed warm-up.")
     String warmupArg;
 
