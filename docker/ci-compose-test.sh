@@ -6,7 +6,8 @@
 # Everything is torn down on exit, failure included. Needs root. Run from anywhere:
 #   docker/ci-compose-test.sh
 # Tunables (environment): BENCH_ARGS (the workload of each client), KV_DOCKER_CACHE (where the
-# debootstrap base is cached), BENCH_CLIENTS (8).
+# debootstrap base is cached), BENCH_CLIENTS (8), TMPDIR (where the dockerd's root goes, /tmp).
+# The image's build stage (JDK_IMAGE) and runtime (BASE_IMAGE) both start from the debootstrap base.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 START=$SECONDS
@@ -36,7 +37,7 @@ DOCKER=docker
 [ -x /usr/bin/docker ] && DOCKER=/usr/bin/docker
 
 # ---- our own dockerd ------------------------------------------------------------------------------
-W=$(mktemp -d /tmp/kv-docker-ci.XXXXXX)
+W=$(mktemp -d "${TMPDIR:-/tmp}/kv-docker-ci.XXXXXX")
 export DOCKER_HOST=unix://$W/docker.sock
 FORWARD_POLICY=$(iptables -S FORWARD 2>/dev/null | awk '$1 == "-P" {print $3}')
 DC=(docker-compose -f docker/docker-compose.yml -p kvci)
@@ -84,13 +85,13 @@ fi
 $DOCKER import "$ROOTFS_TAR" "$BASE" >/dev/null
 
 # ---- jars, image -----------------------------------------------------------------------------------
-if [ ! -f kv-server/target/kv-server.jar ] || [ ! -f kv-client/target/kv-client.jar ] || [ ! -f kv-benchmark/target/kv-benchmark.jar ]; then
+if [ ! -f kv-benchmark/target/kv-benchmark.jar ]; then   # the image's one jar (server, CLI, benchmark)
   log "building the jars"
   mvn -q -B -DskipTests package
 fi
 "${DC[@]}" config -q
 log "building $KV_IMAGE on $BASE"
-"${DC[@]}" build -q --build-arg BASE_IMAGE="$BASE" kv1
+"${DC[@]}" build -q --build-arg BASE_IMAGE="$BASE" --build-arg JDK_IMAGE="$BASE" kv1
 
 # ---- 3 servers, then the clients once the servers are healthy ---------------------------------------
 log "starting kv1 kv2 kv3"

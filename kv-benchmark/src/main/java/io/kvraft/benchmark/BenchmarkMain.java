@@ -45,10 +45,11 @@ public final class BenchmarkMain implements Callable<Integer> {
             description = "Measured time: " + DurationConverter.HELP + " (default: ${DEFAULT-VALUE}).")
     Duration duration;
 
-    @Option(names = "--warmup", defaultValue = "30", paramLabel = "TIME", converter = DurationConverter.class,
-            description = "Time before the measurement, excluded from the results: " + DurationConverter.HELP
-                    + " (default: ${DEFAULT-VALUE}).")
-    Duration warmup;
+    @Option(names = "--warmup", defaultValue = "auto", paramLabel = "TIME|auto",
+            description = "Time before the measurement, excluded from the results. auto (the default): until the"
+                    + " throughput is stable, its last 10 s within 5% of the 10 s before, at most 120 s; the line"
+                    + " 'warm-up ended after N s: ...' says why. A time is a fixed warm-up: " + DurationConverter.HELP + ".")
+    String warmupArg;
 
     @Mixin
     LoadOptions load;
@@ -123,20 +124,36 @@ public final class BenchmarkMain implements Callable<Integer> {
             }
             boolean usage = ex instanceof UsageException || ex instanceof ConfigException;
             boolean expected = usage || ex instanceof Preloader.PreloadException || ex instanceof KvException;
-            err.println(usage ? ex.getMessage() : "kv-benchmark: FAILED: " + (expected ? ex.getMessage() : ex));
             if (!expected) {
-                ex.printStackTrace(err);
+                // the trace goes to the log file (kv-benchmark-logback.xml), the console gets one line naming it
+                org.slf4j.LoggerFactory.getLogger("kv.trace").error("kv-benchmark: FAILED", ex);
             }
+            err.println(usage ? ex.getMessage() : "kv-benchmark: FAILED: " + (expected ? ex.getMessage() : ex)
+                    + io.kvraft.client.logging.LogFile.hint());
             err.flush();
             return usage ? EXIT_USAGE : EXIT_FAILED;
         });
         return cmd.execute(args);
     }
 
+    /** The fixed warm-up in seconds, or NaN for auto. */
+    private double fixedWarmup() {
+        if ("auto".equalsIgnoreCase(warmupArg.trim())) {
+            return Double.NaN;
+        }
+        try {
+            return DurationConverter.seconds(DurationConverter.parse(warmupArg.trim()));
+        } catch (RuntimeException e) {
+            throw new UsageException("--warmup must be auto or a time (" + DurationConverter.HELP + "), got '" + warmupArg + "'");
+        }
+    }
+
     @Override
     public Integer call() {
         double duration = DurationConverter.seconds(this.duration);
-        double warmup = DurationConverter.seconds(this.warmup);
+        double fixed = fixedWarmup();
+        boolean adaptive = Double.isNaN(fixed);
+        double warmup = adaptive ? 0 : fixed;
         load.validate(duration, warmup);
         try (ClusterSession session = ClusterSession.open(cluster, load.readMode, load.batching, connector, stderr)) {
             ClientConfig cc = session.clientConfig();
@@ -144,6 +161,17 @@ public final class BenchmarkMain implements Callable<Integer> {
             KeySpace keys = BenchmarkRun.prepare(options, session.client(), stderr);
             ServerUsage usage = session.localPids().isEmpty() ? null
                     : ServerUsage.start(session.localPids(), session.localSettings());
+            long warmupOps = 0;
+            if (adaptive) {
+                AdaptiveWarmup w = AdaptiveWarmup.defaults();
+                LoadRunner runner = new LoadRunner(options.withTimes(0.001, w.maxSeconds()), session.client(), keys,
+                        NanoClock.SYSTEM, stderr, "").warmingUp(w);
+                long t0 = System.nanoTime();
+                warmupOps = runner.run().warmupOps();
+                warmup = (System.nanoTime() - t0) / 1e9;
+                stderr.printf(java.util.Locale.ROOT, "warm-up ended after %.0f s: %s%n", warmup,
+                        runner.warmupEnd() == null ? "the load stopped" : runner.warmupEnd());
+            }
             RunResult result;
             if (recordAcked == null) {
                 result = BenchmarkRun.measure(options, session.client(), keys, stderr, "");
@@ -157,7 +185,7 @@ public final class BenchmarkMain implements Callable<Integer> {
             }
             ReportPrinter.printRunReport(stdout, result);
             if (usage != null) {
-                usage.print(stdout, result.warmupOps() + result.ops(), warmup + duration);
+                usage.print(stdout, warmupOps + result.warmupOps() + result.ops(), warmup + duration);
             }
             if (out != null) {
                 Path json = ResultFiles.write(out, result);

@@ -38,6 +38,10 @@ public final class LoadRunner {
     private final PrintStream progress;
     private final String progressPrefix;
     private AckedRecorder recorder;
+    private AdaptiveWarmup warmup;
+    private String warmupEnd;
+    /** nanoTime at which the load threads stop early (an adaptive warm-up that has ended); MAX_VALUE until then. */
+    private volatile long stopAt = Long.MAX_VALUE;
 
     /**
      * @param progress where the once-a-second progress line goes; null for none
@@ -57,6 +61,20 @@ public final class LoadRunner {
     public LoadRunner recordingAcked(AckedRecorder recorder) {
         this.recorder = recorder;
         return this;
+    }
+
+    /**
+     * This run is an adaptive warm-up: it stops as soon as {@code w} finds the throughput stable (or at
+     * the run's end); {@link #warmupEnd()} then says why.
+     */
+    LoadRunner warmingUp(AdaptiveWarmup w) {
+        this.warmup = w;
+        return this;
+    }
+
+    /** Why an adaptive warm-up ended; null before it did or for other runs. */
+    String warmupEnd() {
+        return warmupEnd;
     }
 
     /** Runs warm-up, measurement and drain; blocks until done. */
@@ -88,7 +106,14 @@ public final class LoadRunner {
         while (running.get() > 0) {
             long now = clock.nanoTime();
             if (now >= nextTick) {
-                printProgress(results.tick(now));
+                Results.Progress p = results.tick(now);
+                printProgress(p);
+                if (warmup != null && warmupEnd == null) {
+                    warmup.observe(p.elapsedSeconds(), p.opsPerSecond()).ifPresent(why -> {
+                        warmupEnd = why;
+                        stopAt = now;
+                    });
+                }
                 lastTick = now;
                 nextTick = t0 + ((now - t0) / SECOND + 1) * SECOND;
             } else {
@@ -211,7 +236,7 @@ public final class LoadRunner {
         private void runClosedLoop() {
             while (true) {
                 long now = clock.nanoTime();
-                if (now >= end) {
+                if (now >= end || now >= stopAt) {
                     return;
                 }
                 if (free.get() == 0) {
@@ -232,6 +257,9 @@ public final class LoadRunner {
                     return;
                 }
                 long now = clock.nanoTime();
+                if (now >= stopAt) {
+                    return; // an adaptive warm-up that has ended: nothing is measured, nothing unsent
+                }
                 if (now >= end) {
                     for (long k = g; dueTime(k) < end; k += step) {
                         unsent++;

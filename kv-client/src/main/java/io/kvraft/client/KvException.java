@@ -8,6 +8,7 @@ public final class KvException extends RuntimeException {
     private final ErrorCode code;
     private final String leaderHint;
     private final boolean unsent;
+    private final boolean permanent;
 
     public KvException(ErrorCode code, String message) {
         this(code, message, "");
@@ -22,10 +23,28 @@ public final class KvException extends RuntimeException {
      *               write that failed this way was certainly not applied
      */
     public KvException(ErrorCode code, String message, String leaderHint, boolean unsent) {
+        this(code, message, leaderHint, unsent, false);
+    }
+
+    private KvException(ErrorCode code, String message, String leaderHint, boolean unsent, boolean permanent) {
         super(code + ": " + message, null, false, false);
         this.code = code;
         this.leaderHint = leaderHint == null ? "" : leaderHint;
         this.unsent = unsent;
+        this.permanent = permanent;
+    }
+
+    /**
+     * A request that never left this client and never will with these settings (e.g. the server refused
+     * the TLS handshake), whatever its code: retrying until the deadline cannot help.
+     */
+    public static KvException permanent(ErrorCode code, String message) {
+        return new KvException(code, message, "", true, true);
+    }
+
+    /** True when trying again with the same settings cannot succeed; see {@link #permanent}. */
+    public boolean permanent() {
+        return permanent;
     }
 
     /** True when the request never left the client: a write that failed so was not applied. */

@@ -91,7 +91,7 @@ final class RoutingKvClient implements KvClient {
                 return;
             } catch (RuntimeException e) {
                 last = KvException.unwrap(e);
-                if (!RetryPolicy.retriable(last.code())) {
+                if (!RetryPolicy.retriable(last.code()) || last.permanent()) {
                     break;
                 }
                 try {
@@ -450,10 +450,13 @@ final class RoutingKvClient implements KvClient {
     }
 
     private CompletableFuture<RegionsResponse> ask(List<String> targets, int i, Throwable last) {
-        if (i >= targets.size()) {
-            KvException e = last == null ? new KvException(ErrorCode.UNAVAILABLE, "no servers configured")
-                    : new KvException(ErrorCode.UNAVAILABLE, "no server answered of " + targets + "; last: "
-                    + KvException.unwrap(last).getMessage());
+        // a node that refused this client's TLS settings: the others share its CA and would refuse them too
+        boolean refused = last != null && KvException.unwrap(last).permanent();
+        if (i >= targets.size() || refused) {
+            String detail = last == null ? "no servers configured"
+                    : "no server answered of " + targets + "; last: " + KvException.unwrap(last).getMessage();
+            KvException e = last != null && KvException.unwrap(last).permanent()
+                    ? KvException.permanent(ErrorCode.UNAVAILABLE, detail) : new KvException(ErrorCode.UNAVAILABLE, detail);
             return CompletableFuture.failedFuture(e);
         }
         return transport.<RegionsResponse>call(targets.get(i), RegionsRequest.getDefaultInstance(), config.requestTimeoutMs())

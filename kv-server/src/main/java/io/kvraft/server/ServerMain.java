@@ -30,6 +30,7 @@ public final class ServerMain implements Callable<Integer> {
 
     public static void main(String[] args) {
         JraftDefaults.apply();
+        IdleMemory.apply();
         io.kvraft.client.rpc.BoltLogging.init();
         int code = new CommandLine(new ServerMain()).execute(args);
         if (code != 0) {

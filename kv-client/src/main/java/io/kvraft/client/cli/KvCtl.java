@@ -65,7 +65,7 @@ public final class KvCtl {
                 return 1;
             }
             if (t instanceof KvException kv) {
-                err.println("error: " + kv.getMessage());
+                err.println("error: " + kv.getMessage() + io.kvraft.client.logging.LogFile.hint());
                 return kv.code() == io.kvraft.client.proto.KvProto.ErrorCode.UNAVAILABLE ? 3 : 1;
             }
             if (t instanceof IllegalArgumentException) {

@@ -31,7 +31,8 @@ import java.util.concurrent.CompletableFuture;
 /**
  * {@code status}: one screen about the cluster. Per node: up or down, regions led, write and read
  * rates (two Regions answers {@code --interval-ms} apart), and from the node's Prometheus endpoint
- * (announced in its Regions answer) the p99 latency of put and get requests and the heap. Per region:
+ * (announced in its Regions answer, scraped at both ends of the interval) the p99 latency of the put
+ * and get requests of that interval, from the histogram buckets, and the heap. Per region:
  * the leader, the term and each node's role and applied index. Exit 0 when every node is up and every
  * region led, 1 otherwise, 3 when no node answers.
  */
@@ -55,7 +56,8 @@ final class StatusCommand implements Callable<Integer> {
     CommandLine.Model.CommandSpec spec;
 
     /** What one node said, or null fields when it did not answer. */
-    record NodeView(String endpoint, RegionsResponse first, RegionsResponse second, double seconds, String metrics) {
+    record NodeView(String endpoint, RegionsResponse first, RegionsResponse second, double seconds, String metricsBefore,
+                    String metrics) {
         boolean up() {
             return second != null;
         }
@@ -80,16 +82,22 @@ final class StatusCommand implements Callable<Integer> {
             if (first.isEmpty()) {
                 throw new KvException(ErrorCode.UNAVAILABLE, "no node answered of " + nodes);
             }
+            HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofMillis(timeoutMs)).build();
+            Map<String, String> before = new TreeMap<>();
+            first.forEach((n, r) -> {
+                if (r.getMetricsPort() != 0) {
+                    before.put(n, scrape(http, n, r.getMetricsPort()));
+                }
+            });
             long t0 = System.nanoTime();
-            Thread.sleep(intervalMs); // the rates are deltas over this interval
+            Thread.sleep(intervalMs); // the rates and latencies are deltas over this interval
             Map<String, RegionsResponse> second = ask(transport, first.keySet());
             double seconds = Math.max(1e-3, (System.nanoTime() - t0) / 1e9);
-            HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofMillis(timeoutMs)).build();
             List<NodeView> views = new ArrayList<>();
             for (String n : sortedNodes(nodes)) {
                 RegionsResponse s = second.get(n);
                 String metrics = s == null || s.getMetricsPort() == 0 ? null : scrape(http, n, s.getMetricsPort());
-                views.add(new NodeView(n, first.get(n), s, seconds, metrics));
+                views.add(new NodeView(n, first.get(n), s, seconds, before.get(n), metrics));
             }
             return print(views, spec.commandLine().getOut());
         }
@@ -173,7 +181,7 @@ final class StatusCommand implements Callable<Integer> {
             }
             String m = v.metrics();
             out.printf("%-3d %-21s %-5s %7d %9s %9s %9s %9s %11s%n", i + 1, v.endpoint(), "up", led, writes, reads,
-                    p99(m, "put"), p99(m, "get"),
+                    p99(v.metricsBefore(), m, "put"), p99(v.metricsBefore(), m, "get"),
                     heap(m));
         }
         out.printf("%-6s %-6s %6s", "REGION", "LEADER", "TERM");
@@ -205,7 +213,7 @@ final class StatusCommand implements Callable<Integer> {
             }
             out.printf("%-6d %-6s %6d%s%n", id, leader, term, cols);
         }
-        out.println("roles: L leader, F follower, C candidate, T transferring, E error; p99: the node's recent requests");
+        out.println("roles: L leader, F follower, C candidate, T transferring, E error; p99: the node's requests in the interval");
         if (up == 0) {
             return 3;
         }
@@ -223,19 +231,25 @@ final class StatusCommand implements Callable<Integer> {
         };
     }
 
-    /** The p99 of the node's requests of that type, "-" without metrics or without such requests. */
-    private static String p99(String metrics, String type) {
-        Double count = PromText.value(metrics, "kv_request_seconds_count", Map.of("type", type));
-        Double seconds = PromText.value(metrics, "kv_request_seconds", Map.of("type", type, "quantile", "0.99"));
-        if (count == null || count == 0 || seconds == null || seconds.isNaN()) {
+    /**
+     * The p99 of the node's requests of that type between two scrapes (interpolated within the histogram
+     * bucket, as Prometheus's histogram_quantile does), "-" without metrics or without such requests.
+     */
+    private static String p99(String before, String after, String type) {
+        if (after == null) {
             return "-";
         }
-        return String.format("%.1f ms", seconds * 1000);
+        Map<Double, Double> b = PromText.buckets(before, "kv_request_seconds", Map.of("type", type));
+        Map<Double, Double> a = PromText.buckets(after, "kv_request_seconds", Map.of("type", type));
+        TreeMap<Double, Double> delta = new TreeMap<>();
+        a.forEach((le, n) -> delta.put(le, n - b.getOrDefault(le, 0.0)));
+        Double seconds = PromText.quantile(0.99, delta);
+        return seconds == null ? "-" : String.format("%.1f ms", seconds * 1000);
     }
 
     private static String heap(String metrics) {
-        Double used = PromText.value(metrics, "jvm_memory_heap_used", Map.of());
-        Double max = PromText.value(metrics, "jvm_memory_heap_max", Map.of());
+        Double used = PromText.value(metrics, "jvm_memory_bytes_used", Map.of("area", "heap"));
+        Double max = PromText.value(metrics, "jvm_memory_bytes_max", Map.of("area", "heap"));
         if (used == null) {
             return "-";
         }
@@ -250,8 +264,49 @@ final class StatusCommand implements Callable<Integer> {
 
         /** The value of the first sample named {@code name} whose labels include {@code labels}; null if none. */
         static Double value(String text, String name, Map<String, String> labels) {
-            if (text == null) {
+            List<Map.Entry<Map<String, String>, Double>> all = samples(text, name, labels);
+            return all.isEmpty() ? null : all.get(0).getValue();
+        }
+
+        /** The cumulative bucket counts of histogram {@code name} by upper bound ({@code le}); empty if none. */
+        static TreeMap<Double, Double> buckets(String text, String name, Map<String, String> labels) {
+            TreeMap<Double, Double> buckets = new TreeMap<>();
+            for (var s : samples(text, name + "_bucket", labels)) {
+                String le = s.getKey().get("le");
+                buckets.put("+Inf".equals(le) ? Double.POSITIVE_INFINITY : Double.parseDouble(le), s.getValue());
+            }
+            return buckets;
+        }
+
+        /**
+         * The q-quantile of cumulative bucket counts, interpolated linearly within its bucket as Prometheus's
+         * histogram_quantile does (the highest finite bound when it falls in +Inf); null when no count.
+         */
+        static Double quantile(double q, TreeMap<Double, Double> buckets) {
+            if (buckets.isEmpty() || buckets.lastEntry().getValue() <= 0) {
                 return null;
+            }
+            double rank = q * buckets.lastEntry().getValue();
+            double lowerBound = 0;
+            double lowerCount = 0;
+            for (var b : buckets.entrySet()) {
+                if (b.getValue() >= rank) {
+                    if (b.getKey().isInfinite()) {
+                        return lowerBound;
+                    }
+                    double inBucket = b.getValue() - lowerCount;
+                    return lowerBound + (b.getKey() - lowerBound) * (inBucket <= 0 ? 1 : (rank - lowerCount) / inBucket);
+                }
+                lowerBound = b.getKey();
+                lowerCount = b.getValue();
+            }
+            return lowerBound;
+        }
+
+        private static List<Map.Entry<Map<String, String>, Double>> samples(String text, String name, Map<String, String> labels) {
+            List<Map.Entry<Map<String, String>, Double>> found = new ArrayList<>();
+            if (text == null) {
+                return found;
             }
             for (String line : text.split("\n")) {
                 if (line.isEmpty() || line.charAt(0) == '#' || !line.startsWith(name)) {
@@ -267,13 +322,13 @@ final class StatusCommand implements Callable<Integer> {
                         ? labels(line.substring(brace + 1, line.lastIndexOf('}'))) : Map.of();
                 if (have.entrySet().containsAll(labels.entrySet())) {
                     try {
-                        return Double.parseDouble(line.substring(space + 1).trim());
+                        found.add(Map.entry(have, Double.parseDouble(line.substring(space + 1).trim())));
                     } catch (NumberFormatException e) {
-                        return null;
+                        // not a number: not a sample we can use
                     }
                 }
             }
-            return null;
+            return found;
         }
 
         private static Map<String, String> labels(String s) {

@@ -24,7 +24,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * Asynchronous request/response over jraft's bolt RPC client. Failures of the transport become
  * KvExceptions: TIMEOUT when no answer came in time, UNAVAILABLE when the connection failed
- * ({@link KvException#unsent()} when the request never left).
+ * ({@link KvException#unsent()} when the request never left), and a permanent UNAVAILABLE naming the
+ * cause when the node refused this client's TLS settings (see {@link TlsProbe}).
  * Callbacks run on bolt's I/O threads, so continuations must not block.
  */
 public final class Transport implements AutoCloseable {
@@ -41,6 +42,17 @@ public final class Transport implements AutoCloseable {
      */
     private final ScheduledThreadPoolExecutor lostCallbacks;
     private final ConcurrentHashMap<String, Endpoint> endpoints = new ConcurrentHashMap<>();
+    private final TlsConfig tls;
+    /** Nodes that have answered on this transport: their timeouts are not TLS trouble. */
+    private final java.util.Set<String> answered = ConcurrentHashMap.newKeySet();
+    /** Per node, the TLS diagnosis under way or found; a node found fine is probed again only after a while. */
+    private final ConcurrentHashMap<String, Probe> probes = new ConcurrentHashMap<>();
+    private final java.util.concurrent.ExecutorService prober;
+
+    private record Probe(CompletableFuture<java.util.Optional<String>> result, long doneNanos) {
+    }
+
+    private static final long REPROBE_NANOS = TimeUnit.SECONDS.toNanos(2);
 
     /** Plaintext connections. */
     public Transport() {
@@ -54,6 +66,12 @@ public final class Transport implements AutoCloseable {
      */
     public Transport(TlsConfig tls) {
         WireProtocol.register();
+        this.tls = tls;
+        this.prober = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "kv-client-tls-probe");
+            t.setDaemon(true);
+            return t;
+        });
         this.rpc = RpcFactoryHelper.rpcFactory().createRpcClient(tls.enabled() ? c -> {
             com.alipay.remoting.rpc.RpcClient bolt = ((com.alipay.sofa.jraft.rpc.impl.BoltRpcClient) c).getRpcClient();
             bolt.option(com.alipay.remoting.config.BoltClientOption.CLI_SSL_ENABLE, true);
@@ -88,9 +106,17 @@ public final class Transport implements AutoCloseable {
                 @Override
                 public void complete(Object result, Throwable err) {
                     if (err == null) {
+                        answered.add(target);
                         f.complete((R) result);
-                    } else {
+                    } else if (err instanceof InvokeTimeoutException && answered.contains(target)) {
                         f.completeExceptionally(translate(target, err));
+                    } else {
+                        // (a node that never answered may have timed out a plaintext request it could not read)
+                        // a failed send or a closed connection: maybe a refused TLS handshake, which retries cannot mend
+                        probe(target, timeoutMs).whenComplete((why, probeErr) -> f.completeExceptionally(
+                                why != null && why.isPresent()
+                                        ? KvException.permanent(ErrorCode.UNAVAILABLE, target + ": TLS handshake failed: " + why.get())
+                                        : translate(target, err)));
                     }
                 }
 
@@ -121,6 +147,24 @@ public final class Transport implements AutoCloseable {
         return f;
     }
 
+    /** The TLS diagnosis of {@code target}: one at a time per node, a positive one kept, a negative one for a while. */
+    private CompletableFuture<java.util.Optional<String>> probe(String target, long timeoutMs) {
+        long now = System.nanoTime();
+        Probe p = probes.compute(target, (t, old) -> {
+            if (old != null && (!old.result().isDone() || old.result().join().isPresent()
+                    || now - old.doneNanos() < REPROBE_NANOS)) {
+                return old;
+            }
+            try {
+                return new Probe(CompletableFuture.supplyAsync(
+                        () -> TlsProbe.diagnose(t, tls, (int) Math.min(Math.max(timeoutMs, 1000), 5000)), prober), now);
+            } catch (RejectedExecutionException closed) {
+                return new Probe(CompletableFuture.completedFuture(java.util.Optional.empty()), now);
+            }
+        });
+        return p.result().exceptionally(e -> java.util.Optional.empty());
+    }
+
     private static KvException translate(String target, Throwable err) {
         if (err instanceof InvokeTimeoutException || String.valueOf(err.getMessage()).contains("Invoke timeout")) {
             return new KvException(ErrorCode.TIMEOUT, "no answer from " + target + " in time");
@@ -138,5 +182,6 @@ public final class Transport implements AutoCloseable {
     public void close() {
         rpc.shutdown();
         lostCallbacks.shutdownNow();
+        prober.shutdownNow();
     }
 }

@@ -341,7 +341,7 @@ public record ServerConfig(
     /**
      * @param port Prometheus text format at http://host:port/metrics; 0 (the default) = no HTTP endpoint
      * @param host the address the endpoint listens on; default: the host of {@code endpoint}
-     * @param jmx  the same metrics as JMX MBeans (domain io.kvraft.HOST-PORT); default true
+     * @param jmx  the node and region gauges as JMX MBeans (domain io.kvraft.HOST-PORT); default true
      */
     public record MetricsConfig(Integer port, String host, Boolean jmx) {
         public static final MetricsConfig DEFAULT = new MetricsConfig(null, null, null);

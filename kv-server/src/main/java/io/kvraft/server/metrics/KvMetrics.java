@@ -1,106 +1,113 @@
 package io.kvraft.server.metrics;
 
-import com.codahale.metrics.Meter;
-import com.codahale.metrics.MetricRegistry;
-import com.codahale.metrics.Timer;
 import io.kvraft.client.proto.KvProto.ErrorCode;
-
-import java.util.concurrent.TimeUnit;
+import io.prometheus.client.CollectorRegistry;
+import io.prometheus.client.Counter;
+import io.prometheus.client.Histogram;
 
 /**
- * The KV request handlers' metrics: per operation type, the rate of acknowledged operations and the
- * latency of the requests (batches) that carry that type; errors by code. One Timer update per type
- * present in a request, never one per operation.
+ * The KV request handlers' metrics: per operation type, the count of acknowledged operations
+ * ({@code kv_ops_total{type}}) and a latency histogram of the requests (batches) that carry that type
+ * ({@code kv_request_seconds{type}}); errors by code ({@code kv_errors_total{code}}). One histogram
+ * observation per type present in a request, never one per operation.
  */
 public final class KvMetrics {
 
-    final Timer putLatency = new Timer();
-    final Timer deleteLatency = new Timer();
-    final Timer casLatency = new Timer();
-    final Timer getLatency = new Timer();
-    final Timer scanLatency = new Timer();
-    final Meter puts = new Meter();
-    final Meter deletes = new Meter();
-    final Meter cas = new Meter();
-    final Meter gets = new Meter();
-    final Meter scannedPairs = new Meter();
-    private final Meter[] errors = new Meter[ErrorCode.values().length];
+    private static final String[] TYPES = {"put", "delete", "cas", "get", "scan"};
+
+    private final Histogram latency = Histogram.build("kv_request_seconds",
+                    "Latency of the KV requests carrying operations of that type, from arrival to answer")
+            .labelNames("type").buckets(LatencyBuckets.SECONDS).create();
+    private final Counter ops = Counter.build("kv_ops_total", "Acknowledged KV operations by type")
+            .labelNames("type").create();
+    private final Counter errors = Counter.build("kv_errors_total", "KV requests answered with an error, by code")
+            .labelNames("code").create();
+
+    private final Histogram.Child putLatency = latency.labels("put");
+    private final Histogram.Child deleteLatency = latency.labels("delete");
+    private final Histogram.Child casLatency = latency.labels("cas");
+    private final Histogram.Child getLatency = latency.labels("get");
+    private final Histogram.Child scanLatency = latency.labels("scan");
+    private final Counter.Child puts = ops.labels("put");
+    private final Counter.Child deletes = ops.labels("delete");
+    private final Counter.Child cas = ops.labels("cas");
+    private final Counter.Child gets = ops.labels("get");
+    /** Scan page requests answered. */
+    private final Counter.Child scans = ops.labels("scan");
+    private final Counter scannedPairs = Counter.build("kv_scan_pairs_total", "Pairs returned by scan pages").create();
+    private final Counter.Child[] errorsByCode = new Counter.Child[ErrorCode.values().length];
 
     public KvMetrics() {
-        for (int i = 0; i < errors.length; i++) {
-            errors[i] = new Meter();
+        for (String t : TYPES) {
+            latency.labels(t);
+            ops.labels(t);
+        }
+        for (ErrorCode c : ErrorCode.values()) {
+            if (c != ErrorCode.OK && c != ErrorCode.UNRECOGNIZED) {
+                errorsByCode[c.ordinal()] = errors.labels(c.name());
+            }
         }
     }
 
     /** A write request of {@code p} puts, {@code d} deletes and {@code c} compare-and-puts was answered. */
     public void written(long startNanos, int p, int d, int c, ErrorCode error) {
-        long nanos = System.nanoTime() - startNanos;
+        double seconds = (System.nanoTime() - startNanos) / 1e9;
         if (p > 0) {
-            putLatency.update(nanos, TimeUnit.NANOSECONDS);
+            putLatency.observe(seconds);
         }
         if (d > 0) {
-            deleteLatency.update(nanos, TimeUnit.NANOSECONDS);
+            deleteLatency.observe(seconds);
         }
         if (c > 0) {
-            casLatency.update(nanos, TimeUnit.NANOSECONDS);
+            casLatency.observe(seconds);
         }
         if (error != null) {
             error(error);
             return;
         }
         if (p > 0) {
-            puts.mark(p);
+            puts.inc(p);
         }
         if (d > 0) {
-            deletes.mark(d);
+            deletes.inc(d);
         }
         if (c > 0) {
-            cas.mark(c);
+            cas.inc(c);
         }
     }
 
     /** A read request of {@code keys} keys was answered. */
     public void read(long startNanos, int keys, ErrorCode error) {
-        getLatency.update(System.nanoTime() - startNanos, TimeUnit.NANOSECONDS);
+        getLatency.observe((System.nanoTime() - startNanos) / 1e9);
         if (error != null) {
             error(error);
         } else {
-            gets.mark(keys);
+            gets.inc(keys);
         }
     }
 
     /** A scan page request that returned {@code pairs} pairs was answered. */
     public void scanned(long startNanos, int pairs, ErrorCode error) {
-        scanLatency.update(System.nanoTime() - startNanos, TimeUnit.NANOSECONDS);
+        scanLatency.observe((System.nanoTime() - startNanos) / 1e9);
         if (error != null) {
             error(error);
         } else {
-            scannedPairs.mark(pairs);
+            scans.inc();
+            scannedPairs.inc(pairs);
         }
     }
 
     private void error(ErrorCode code) {
         int i = code.ordinal();
-        if (i < errors.length) {
-            errors[i].mark();
+        if (i < errorsByCode.length && errorsByCode[i] != null) {
+            errorsByCode[i].inc();
         }
     }
 
-    void register(MetricRegistry r) {
-        r.register("kv.request.put", putLatency);
-        r.register("kv.request.delete", deleteLatency);
-        r.register("kv.request.cas", casLatency);
-        r.register("kv.request.get", getLatency);
-        r.register("kv.request.scan", scanLatency);
-        r.register("kv.ops.put", puts);
-        r.register("kv.ops.delete", deletes);
-        r.register("kv.ops.cas", cas);
-        r.register("kv.ops.get", gets);
-        r.register("kv.ops.scan.pairs", scannedPairs);
-        for (ErrorCode c : ErrorCode.values()) {
-            if (c != ErrorCode.OK && c != ErrorCode.UNRECOGNIZED) {
-                r.register("kv.errors." + c.name(), errors[c.ordinal()]);
-            }
-        }
+    void register(CollectorRegistry r) {
+        r.register(latency);
+        r.register(ops);
+        r.register(errors);
+        r.register(scannedPairs);
     }
 }

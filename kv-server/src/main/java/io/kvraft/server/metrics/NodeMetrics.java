@@ -4,22 +4,21 @@ import com.alipay.sofa.jraft.Node;
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricRegistry;
 import com.codahale.metrics.jmx.JmxReporter;
-import com.codahale.metrics.jvm.BufferPoolMetricSet;
-import com.codahale.metrics.jvm.GarbageCollectorMetricSet;
-import com.codahale.metrics.jvm.MemoryUsageGaugeSet;
 import io.kvraft.server.config.ServerConfig.MetricsConfig;
 import io.kvraft.server.region.Region;
 import io.kvraft.server.region.RegionHost;
+import io.prometheus.client.Collector;
 import io.prometheus.client.CollectorRegistry;
+import io.prometheus.client.CounterMetricFamily;
 import io.prometheus.client.dropwizard.DropwizardExports;
 import io.prometheus.client.dropwizard.samplebuilder.CustomMappingSampleBuilder;
 import io.prometheus.client.dropwizard.samplebuilder.MapperConfig;
 import io.prometheus.client.exporter.HTTPServer;
+import io.prometheus.client.hotspot.DefaultExports;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
 import java.util.List;
 import java.util.Map;
@@ -28,47 +27,33 @@ import java.util.function.LongSupplier;
 import java.util.function.ToLongFunction;
 
 /**
- * A node's metrics in one Dropwizard registry: KV requests ({@link KvMetrics}), every region's Raft
- * state and timings ({@link RegionMetrics}), node-wide gauges and the JVM (metrics-jvm). Served in the
- * Prometheus text format at {@code http://HOST:PORT/metrics} (metrics.port) through the Prometheus
- * Dropwizard bridge, which turns per-region and per-type names into labels, and over JMX.
+ * A node's metrics, served in the Prometheus text format at {@code http://HOST:PORT/metrics}
+ * (metrics.port): KV request histograms and counters ({@link KvMetrics}), every region's latency
+ * histograms ({@link RegionCollector}), the node's and regions' state as gauges (kept in a Dropwizard
+ * registry, which JMX also serves, and bridged with per-region names turned into labels), the node's
+ * cumulative counts as counters, and the standard JVM and process collectors of the Prometheus client
+ * ({@code jvm_memory_bytes_used}, {@code jvm_gc_collection_seconds}, {@code process_cpu_seconds_total}, ...).
  */
 public final class NodeMetrics implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(NodeMetrics.class);
 
-    /** Dropwizard names -> Prometheus names and labels; the first match applies, the rest are sanitized. */
+    /** Dropwizard gauge names -> Prometheus names and labels; the first match applies, the rest are sanitized. */
     static final List<MapperConfig> MAPPINGS = List.of(
-            new MapperConfig("kv.request.*", "kv_request_seconds", Map.of("type", "${0}")),
-            new MapperConfig("kv.ops.*", "kv_ops", Map.of("type", "${0}")),
-            new MapperConfig("kv.errors.*", "kv_errors", Map.of("code", "${0}")),
-            new MapperConfig("kv.region.*.apply", "kv_region_apply_seconds", Map.of("region", "${0}")),
-            new MapperConfig("kv.region.*.read_index", "kv_region_read_index_seconds", Map.of("region", "${0}")),
-            new MapperConfig("kv.region.*.commit", "kv_region_commit_seconds", Map.of("region", "${0}")),
-            new MapperConfig("kv.region.*.*", "kv_region_${1}", Map.of("region", "${0}")),
-            new MapperConfig("jvm.gc.*.count", "jvm_gc_collections", Map.of("gc", "${0}")),
-            new MapperConfig("jvm.gc.*.time", "jvm_gc_time_ms", Map.of("gc", "${0}")));
+            new MapperConfig("kv.region.*.*", "kv_region_${1}", Map.of("region", "${0}")));
 
     private final MetricRegistry registry = new MetricRegistry();
+    private final CollectorRegistry prometheus = new CollectorRegistry();
     private final KvMetrics kv = new KvMetrics();
     private HTTPServer http;
     private JmxReporter jmx;
 
     public NodeMetrics() {
-        kv.register(registry);
-        registry.register("jvm.memory", new MemoryUsageGaugeSet());
-        registry.register("jvm.gc", new GarbageCollectorMetricSet());
-        registry.register("jvm.buffers", new BufferPoolMetricSet(ManagementFactory.getPlatformMBeanServer()));
-        registry.register("jvm.threads.count", (Gauge<Integer>) () -> ManagementFactory.getThreadMXBean().getThreadCount());
-        registry.register("jvm.uptime_seconds", (Gauge<Long>) () -> ManagementFactory.getRuntimeMXBean().getUptime() / 1000);
+        kv.register(prometheus);
     }
 
     public KvMetrics kv() {
         return kv;
-    }
-
-    public MetricRegistry registry() {
-        return registry;
     }
 
     /**
@@ -94,15 +79,12 @@ public final class NodeMetrics implements AutoCloseable {
     public void bind(RegionHost host, LongSupplier requestsInFlight) {
         registry.register("kv.node.regions_led", (Gauge<Long>) () -> host.regions().stream().filter(Region::isLeader).count());
         registry.register("kv.node.requests_in_flight", (Gauge<Long>) requestsInFlight::getAsLong);
-        registry.register("kv.node.write_ops", (Gauge<Long>) host::writeOps);
-        registry.register("kv.node.read_ops", (Gauge<Long>) host::readOps);
         registry.register("kv.node.queued_write_requests",
                 (Gauge<Integer>) () -> host.regions().stream().mapToInt(Region::queuedWriteRequests).sum());
         registry.register("kv.node.rpc_executor_queued", (Gauge<Integer>) () -> boltExecutors(e -> e.getQueue().size()));
         registry.register("kv.node.rpc_executor_active", (Gauge<Integer>) () -> boltExecutors(ThreadPoolExecutor::getActiveCount));
         registry.register("kv.node.append_entries_threads", (Gauge<Integer>) host::appendEntriesThreads);
         registry.register("kv.node.append_entries_queued", (Gauge<Integer>) host::appendEntriesQueued);
-        registry.register("kv.node.append_entries_received", (Gauge<Long>) host::appendEntriesReceived);
         registry.register("kv.node.queued_reads", (Gauge<Integer>) () -> host.regions().stream().mapToInt(Region::queuedReads).sum());
         for (Region r : host.regions()) {
             String p = "kv.region." + r.id() + ".";
@@ -118,9 +100,31 @@ public final class NodeMetrics implements AutoCloseable {
             registry.register(p + "log_entries_since_snapshot", nodeGauge(r, n -> n.getLastLogIndex() - m.snapshotIndex()));
             registry.register(p + "snapshot_index", (Gauge<Long>) m::snapshotIndex);
             registry.register(p + "snapshot_timestamp_seconds", (Gauge<Long>) () -> m.snapshotMillis() / 1000);
-            registry.register(p + "apply", m.apply);
-            registry.register(p + "read_index", m.readIndex);
-            registry.register(p + "commit", m.commit);
+        }
+        new NodeCounters(host).register(prometheus);
+        new RegionCollector(host.regions()).register(prometheus);
+    }
+
+    /** The node's cumulative counts, read from the node when scraped. */
+    private static final class NodeCounters extends Collector {
+        private final RegionHost host;
+
+        NodeCounters(RegionHost host) {
+            this.host = host;
+        }
+
+        @Override
+        public List<MetricFamilySamples> collect() {
+            return List.of(
+                    counter("kv_node_write_ops", "Write operations this node counted since start (kv-client status: WRITES/s)", host.writeOps()),
+                    counter("kv_node_read_ops", "Read operations this node counted since start (kv-client status: READS/s)", host.readOps()),
+                    counter("kv_node_append_entries_received",
+                            "AppendEntries received by the follower pool since start, heartbeats included",
+                            host.appendEntriesReceived()));
+        }
+
+        private static MetricFamilySamples counter(String name, String help, double value) {
+            return new CounterMetricFamily(name, help, value);
         }
     }
 
@@ -148,8 +152,8 @@ public final class NodeMetrics implements AutoCloseable {
         }
         if (config.port() > 0) {
             String host = config.host() != null ? config.host() : endpoint.substring(0, endpoint.lastIndexOf(':'));
-            CollectorRegistry prometheus = new CollectorRegistry();
             new DropwizardExports(registry, new CustomMappingSampleBuilder(MAPPINGS)).register(prometheus);
+            DefaultExports.register(prometheus);
             http = new HTTPServer(new InetSocketAddress(host, config.port()), prometheus, true);
             LOG.info("metrics at http://{}:{}/metrics", host, http.getPort());
         }

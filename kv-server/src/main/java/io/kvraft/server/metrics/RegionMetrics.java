@@ -1,34 +1,37 @@
 package io.kvraft.server.metrics;
 
-import com.codahale.metrics.Timer;
-
-import java.util.concurrent.TimeUnit;
+import io.prometheus.client.Histogram;
 
 /**
  * One region's timings on one node, updated by the region's code with one call each (per log entry
- * or per ReadIndex round, never per operation). {@link NodeMetrics} registers them under the region's id.
+ * or per ReadIndex round, never per operation). {@link RegionCollector} exports them with the region's
+ * id as a label.
  */
 public final class RegionMetrics {
 
     /** Writing one log entry's batch into the store, on the state machine thread. */
-    final Timer apply = new Timer();
+    final Histogram apply = histogram("kv_region_apply_seconds", "Store write of one log entry's batch");
     /** A ReadIndex round, from asking jraft to the store being fresh enough to read. */
-    final Timer readIndex = new Timer();
+    final Histogram readIndex = histogram("kv_region_read_index_seconds", "ReadIndex round, from asking to readable");
     /** A proposed log entry, from proposal to its closure (committed and applied, or failed). */
-    final Timer commit = new Timer();
+    final Histogram commit = histogram("kv_region_commit_seconds", "Log entry from proposal to committed and applied");
     private volatile long snapshotIndex;
     private volatile long snapshotMillis;
 
+    private static Histogram histogram(String name, String help) {
+        return Histogram.build(name, help).buckets(LatencyBuckets.SECONDS).create();
+    }
+
     public void applied(long startNanos) {
-        apply.update(System.nanoTime() - startNanos, TimeUnit.NANOSECONDS);
+        apply.observe((System.nanoTime() - startNanos) / 1e9);
     }
 
     public void readIndexDone(long startNanos) {
-        readIndex.update(System.nanoTime() - startNanos, TimeUnit.NANOSECONDS);
+        readIndex.observe((System.nanoTime() - startNanos) / 1e9);
     }
 
     public void committed(long startNanos) {
-        commit.update(System.nanoTime() - startNanos, TimeUnit.NANOSECONDS);
+        commit.observe((System.nanoTime() - startNanos) / 1e9);
     }
 
     /** A snapshot at {@code index} was saved or loaded just now. */

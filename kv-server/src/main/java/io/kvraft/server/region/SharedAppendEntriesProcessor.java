@@ -149,9 +149,11 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
      */
     private void adjustPool() {
         int core = pool.getCorePoolSize();
-        if (!pool.getQueue().isEmpty()) {
+        // the pair at the head of the pool's queue has waited since it was queued (or since a pair last started,
+        // if later): on an idle node the last start is long ago, but a pair just queued has not waited at all
+        if (pool.getQueue().peek() instanceof PairQueue head) {
             long now = System.nanoTime();
-            if (now - lastStart > stallNanos && core < MAX_THREADS) {
+            if (now - Math.max(lastStart, head.queuedAt) > stallNanos && core < MAX_THREADS) {
                 pool.setCorePoolSize(core + 1); // starts a thread for the queued pairs
                 lastStart = now; // one more thread per stall period at most
                 LOG.info("AppendEntries pool: {} threads (queued groups waited over {} ms with every thread held)",
@@ -163,11 +165,13 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
     }
 
     /** One (group, leader) pair's requests, run in arrival order by one pool thread at a time. */
-    private final class PairQueue implements Executor {
+    private final class PairQueue implements Executor, Runnable {
         private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
         private final AtomicInteger size = new AtomicInteger();
         private final AtomicBoolean scheduled = new AtomicBoolean();
-        private final Runnable drain = this::run;
+        private final Runnable drain = this;
+        /** When this pair last went into the pool's queue (System.nanoTime()). */
+        private volatile long queuedAt;
 
         @Override
         public void execute(Runnable task) {
@@ -187,11 +191,13 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
             tasks.add(task);
             adjustPool();
             if (scheduled.compareAndSet(false, true)) {
+                queuedAt = System.nanoTime();
                 pool.execute(drain); // never refused: the queue is unbounded and the pool never shut down
             }
         }
 
-        void run() {
+        @Override
+        public void run() {
             lastStart = System.nanoTime();
             for (int i = 0; i < FAIR_SHARE; i++) {
                 Runnable task = tasks.poll();
@@ -207,6 +213,7 @@ final class SharedAppendEntriesProcessor extends AppendEntriesRequestProcessor {
             }
             scheduled.set(false);
             if (!tasks.isEmpty() && scheduled.compareAndSet(false, true)) {
+                queuedAt = System.nanoTime();
                 pool.execute(drain);
             }
         }

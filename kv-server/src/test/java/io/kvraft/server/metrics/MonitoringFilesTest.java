@@ -81,14 +81,26 @@ class MonitoringFilesTest {
             assertThat(ids.add(p.get("id").asInt())).as("panel ids are unique").isTrue();
             assertThat(p.get("targets").size()).isPositive();
         }
-        assertThat(metricNames()).contains("kv_ops_total", "kv_request_seconds", "kv_region_leader", "jvm_memory_heap_used");
+        assertThat(metricNames()).contains("kv_ops_total", "kv_request_seconds_bucket", "kv_region_leader",
+                "jvm_memory_bytes_used", "jvm_gc_collection_seconds_sum");
+        // latencies are histograms: a p99 is computed from the buckets, summed before the quantile
+        for (JsonNode panel : dash.get("panels")) {
+            for (JsonNode t : panel.get("targets")) {
+                String expr = t.get("expr").asText();
+                if (expr.contains("_seconds_bucket")) {
+                    assertThat(expr).as(panel.get("title").asText()).startsWith("histogram_quantile(0.99, sum by (")
+                            .contains(" le) (rate(");
+                }
+                assertThat(expr).as(panel.get("title").asText()).doesNotContain("quantile=");
+            }
+        }
     }
 
-    /** The metric names (kv_*, jvm_*) the dashboard's queries use. */
+    /** The metric names (kv_*, jvm_*, process_*) the dashboard's queries use. */
     static Set<String> metricNames() throws IOException {
         JsonNode dash = JSON.readTree(DOCKER.resolve("monitoring/grafana-dashboard.json").toFile());
         Set<String> names = new TreeSet<>();
-        Pattern p = Pattern.compile("\\b((?:kv|jvm)_[a-z_]+)");
+        Pattern p = Pattern.compile("\\b((?:kv|jvm|process)_[a-z_]+)");
         for (JsonNode panel : dash.get("panels")) {
             for (JsonNode t : panel.get("targets")) {
                 Matcher m = p.matcher(t.get("expr").asText());

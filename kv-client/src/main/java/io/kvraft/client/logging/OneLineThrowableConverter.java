@@ -1,14 +1,15 @@
-package io.kvraft.server;
+package io.kvraft.client.logging;
 
 import ch.qos.logback.classic.pattern.ThrowableHandlingConverter;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.classic.spi.IThrowableProxy;
 
 /**
- * Renders a log event's exception as " (Class: message; caused by Class: message)" on the same line:
- * the libraries below us (bolt, jraft, netty) log expected network errors with stack traces, which
- * would bury the node's own one-line events. Logback has no such built-in conversion. Start the JVM
- * with {@code -Dkv.log.stackTraces=true} to get full stack traces instead.
+ * Renders a log event's exception as " (Class: message; caused by Class: message) [stack trace in FILE]"
+ * on the same line: the libraries below us (bolt, jraft, netty) log expected network errors with stack
+ * traces, which would bury a command's own one-line events. The trace goes to the command's log file
+ * (the context property {@code KV_LOG_FILE}, see {@link LogFile}). Logback has no such built-in
+ * conversion. Start the JVM with {@code -Dkv.log.stackTraces=true} to get full stack traces on the console.
  */
 public final class OneLineThrowableConverter extends ThrowableHandlingConverter {
 
@@ -43,6 +44,11 @@ public final class OneLineThrowableConverter extends ThrowableHandlingConverter 
                 sb.append(": ").append(t.getMessage().lines().findFirst().orElse(""));
             }
         }
-        return sb.append(')').toString();
+        sb.append(')');
+        String file = getContext() == null ? null : getContext().getProperty(LogFile.PROPERTY);
+        if (file != null) {
+            sb.append(" [stack trace in ").append(file).append(']');
+        }
+        return sb.toString();
     }
 }
