@@ -45,11 +45,19 @@ public final class BenchmarkMain implements Callable<Integer> {
             description = "Measured time: " + DurationConverter.HELP + " (default: ${DEFAULT-VALUE}).")
     Duration duration;
 
-    @Option(names = "--warmup", defaultValue = "auto", paramLabel = "TIME|auto",
+    @Option(names = "--warmup", defaultValue = "auto", paramLabel = "TIME|auto", converter = WarmupConverter.class,
             description = "Time before the measurement, excluded from the results. auto (the default): until the"
                     + " throughput is stable, its last 10 s within 5% of the 10 s before, at most 120 s; the line"
                     + " 'warm-up ended after N s: ...' says why. A time is a fixed warm-up: " + DurationConverter.HELP + ".")
-    String warmupArg;
+    Duration warmupArg; // null = auto
+
+    /** {@code auto} (null) or a duration. */
+    static final class WarmupConverter implements CommandLine.ITypeConverter<Duration> {
+        @Override
+        public Duration convert(String value) {
+            return "auto".equalsIgnoreCase(value.trim()) ? null : DurationConverter.parse(value);
+        }
+    }
 
     @Mixin
     LoadOptions load;
@@ -138,14 +146,7 @@ public final class BenchmarkMain implements Callable<Integer> {
 
     /** The fixed warm-up in seconds, or NaN for auto. */
     private double fixedWarmup() {
-        if ("auto".equalsIgnoreCase(warmupArg.trim())) {
-            return Double.NaN;
-        }
-        try {
-            return DurationConverter.seconds(DurationConverter.parse(warmupArg.trim()));
-        } catch (RuntimeException e) {
-            throw new UsageException("--warmup must be auto or a time (" + DurationConverter.HELP + "), got '" + warmupArg + "'");
-        }
+        return warmupArg == null ? Double.NaN : DurationConverter.seconds(warmupArg);
     }
 
     @Override
