@@ -230,7 +230,7 @@ public final class NemesisCommand implements Callable<Integer> {
                     recoveries, during, after, origin);
             report.write(out, history);
             parent.stdout().print(report.text());
-            return report.passed() ? BenchmarkMain.EXIT_OK : BenchmarkMain.EXIT_FAILED;
+            return report.exitCode();
         } finally {
             if (client != null) {
                 client.close();

@@ -56,6 +56,11 @@ final class Report {
         return check.ok() && fresh[1] == 0 && fresh[2] == 0 && unreadKeys == 0 && recovery.recovered();
     }
 
+    /** The nemesis run's exit code: 0 on PASS, 1 on a violation, lost write, undecided key or no recovery. */
+    int exitCode() {
+        return passed() ? io.kvraft.benchmark.BenchmarkMain.EXIT_OK : io.kvraft.benchmark.BenchmarkMain.EXIT_FAILED;
+    }
+
     String text() {
         StringWriter sw = new StringWriter();
         PrintWriter w = new PrintWriter(sw);
