@@ -92,6 +92,10 @@ public final class NemesisCommand implements Callable<Integer> {
             description = "Operations per second over all threads (default: ${DEFAULT-VALUE}).")
     double rate;
 
+    @Option(names = "--read-mode", defaultValue = "read_index", paramLabel = "MODE",
+            description = "The client's reads: read_index or leader_lease (default: ${DEFAULT-VALUE}).")
+    String readMode;
+
     @Option(names = "--election-timeout-ms", defaultValue = "1000", paramLabel = "MS",
             description = "The nodes' raft.electionTimeoutMs (default: ${DEFAULT-VALUE}).")
     int electionTimeoutMs;
@@ -135,8 +139,8 @@ public final class NemesisCommand implements Callable<Integer> {
         long s = seed != null ? seed : System.currentTimeMillis();
         Files.createDirectories(out);
         Path dataRoot = Files.createTempDirectory("kv-nemesis-");
-        log.printf(Locale.ROOT, "nemesis: %s of %s, engine %s%s, seed %d, data in %s%n", duration,
-                String.join(",", kinds.stream().map(k -> k.name().toLowerCase(Locale.ROOT)).toList()), engine,
+        log.printf(Locale.ROOT, "nemesis: %s of %s, engine %s, reads %s%s, seed %d, data in %s%n", duration,
+                String.join(",", kinds.stream().map(k -> k.name().toLowerCase(Locale.ROOT)).toList()), engine, readMode,
                 raftKeys.isEmpty() ? "" : ", raft " + String.join(" ", raftKeys), s, dataRoot);
         NetLab lab = null;
         ProcessCluster cluster = null;
@@ -166,7 +170,7 @@ public final class NemesisCommand implements Callable<Integer> {
                             "FAKETIME_FORCE_MONOTONIC_FIX", "0"));
             log.println("starting 3 nodes at " + String.join(", ", endpoints));
             cluster = ProcessCluster.start(files, dataRoot, serverJvmArgs, Duration.ofSeconds(120), launch);
-            client = parent.connector().apply(new ClientConfig(endpoints, 2_000L, 8_000L, null, null, null));
+            client = parent.connector().apply(new ClientConfig(endpoints, 2_000L, 8_000L, readMode, null, null));
             List<RegionInfo> regions = client.regions().join();
             List<byte[]> keys = new ArrayList<>();
             List<byte[]> freshPrefixes = new ArrayList<>();
@@ -379,6 +383,9 @@ public final class NemesisCommand implements Callable<Integer> {
     }
 
     private void validate() {
+        if (!readMode.equals("read_index") && !readMode.equals("leader_lease")) {
+            throw new UsageException("--read-mode: read_index or leader_lease, got '" + readMode + "'");
+        }
         List<String> known = Arrays.stream(RaftConfig.class.getRecordComponents()).map(RecordComponent::getName).toList();
         List<String> seen = new ArrayList<>();
         for (String kv : raftKeys) {
