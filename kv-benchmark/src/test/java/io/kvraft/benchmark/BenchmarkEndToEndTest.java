@@ -40,7 +40,7 @@ class BenchmarkEndToEndTest {
     void when_benchmarkRuns_then_itsCountsMatchTheServersCounters() throws Exception {
         List<Path> configs = LocalClusterConfigs.write(dir.resolve("conf"), 3, "memory", 1000, "");
         List<String> jvm = List.of("-Xmx256m", "-XX:+UseSerialGC");
-        try (ProcessCluster cluster = ProcessCluster.start(configs, dir.resolve("data"), jvm, Duration.ofSeconds(60));
+        try (ProcessCluster cluster = ProcessCluster.start(configs, dir.resolve("data"), jvm, Duration.ofSeconds(120));
              KvClient client = KvClients.connect(ClientConfig.of(cluster.servers()));
              Transport transport = new Transport()) {
             long before = serverOps(transport, cluster.servers());

@@ -1,6 +1,8 @@
 package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
+import io.kvraft.client.KvException;
+import io.kvraft.client.route.RetryPolicy;
 import io.kvraft.client.proto.KvProto.RegionInfo;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
 import org.junit.jupiter.api.io.TempDir;
@@ -85,17 +87,33 @@ class AppendEntriesThreadsClusterTest {
     private InProcessCluster start(int threads) throws IOException {
         InProcessCluster c = InProcessCluster.start(3, REGIONS, dir, "memory", RaftConfig.LOG_SHARED,
                 cfg -> cfg.withRaft(cfg.raft().withAppendEntriesThreads(threads)));
-        c.awaitBalanced(30);
+        c.awaitBalanced(120);
         return c;
     }
 
-    /** Puts {@code value} under one key per region (the key is the value, suffixed to the region's start key). */
+    /**
+     * Puts {@code value} under one key per region (the key is the value, suffixed to the region's start key).
+     * A put whose outcome is unknown (a leader stepped down under it, as happens on a loaded machine) is sent
+     * again: putting the same value twice changes nothing.
+     */
     private static void writeEveryRegion(KvClient client, List<RegionInfo> regions, String value) throws Exception {
         List<CompletableFuture<Void>> puts = new ArrayList<>();
         for (byte[] k : ClusterTest.keyPerRegion(regions, value)) {
-            puts.add(client.put(k, value.getBytes()));
+            puts.add(putUntilKnown(client, k, value.getBytes(), 5));
         }
-        CompletableFuture.allOf(puts.toArray(CompletableFuture[]::new)).get(30, SECONDS);
+        CompletableFuture.allOf(puts.toArray(CompletableFuture[]::new)).get(120, SECONDS);
+    }
+
+    private static CompletableFuture<Void> putUntilKnown(KvClient client, byte[] key, byte[] value, int tries) {
+        return client.put(key, value).handle((ok, e) -> {
+            if (e == null) {
+                return CompletableFuture.<Void>completedFuture(null);
+            }
+            if (tries > 1 && RetryPolicy.outcomeUnknown(KvException.unwrap(e).code())) {
+                return putUntilKnown(client, key, value, tries - 1);
+            }
+            return CompletableFuture.<Void>failedFuture(e);
+        }).thenCompose(f -> f);
     }
 
     private static List<Long> applied(InProcessCluster c, int region) {
@@ -107,7 +125,7 @@ class AppendEntriesThreadsClusterTest {
     }
 
     private static void awaitReplicasEqual(InProcessCluster c) {
-        await().atMost(20, SECONDS).untilAsserted(() -> {
+        await().atMost(60, SECONDS).untilAsserted(() -> {
             for (int r = 1; r <= REGIONS; r++) {
                 List<Long> applied = applied(c, r);
                 assertThat(applied).as("applied index of region %d on each node", r).containsOnly(applied.get(0));

@@ -66,13 +66,13 @@ class ClusterTest {
 
     @Test
     void when_clusterStarts_then_everyRegionIsLedAndLeadersAreBalanced() {
-        cluster.awaitBalanced(30);
+        cluster.awaitBalanced(120);
         assertThat(cluster.leaderCounts().values()).containsExactly(8L, 8L, 8L);
     }
 
     @Test
     void when_operationsTouchEveryRegion_then_allSucceed() {
-        cluster.awaitBalanced(30);
+        cluster.awaitBalanced(120);
         KvClient c = cluster.client();
         List<RegionInfo> regions = c.regions().join();
         assertThat(regions).hasSize(24);
@@ -113,7 +113,7 @@ class ClusterTest {
 
     @Test
     void when_aLeaderStops_then_writesAndReadsGoOnThroughTheOthers() {
-        cluster.awaitBalanced(30);
+        cluster.awaitBalanced(120);
         KvClient c = cluster.client();
         List<byte[]> keys = keyPerRegion(c.regions().join(), "x");
         for (byte[] k : keys) {
@@ -133,7 +133,7 @@ class ClusterTest {
 
     @Test
     void when_aStoppedNodeRestarts_then_itCatchesUpAndServesTheLatestValues() throws Exception {
-        cluster.awaitBalanced(30);
+        cluster.awaitBalanced(120);
         KvClient c = cluster.client();
         List<byte[]> keys = keyPerRegion(c.regions().join(), "r");
         cluster.stopNode(2);
@@ -150,7 +150,7 @@ class ClusterTest {
         byte[] latest = ByteBuffer.allocate(4).putInt(2).array();
         await().atMost(30, SECONDS).until(() -> keys.stream().allMatch(k -> Arrays.equals(restarted.store().get(k), latest)));
         // and once leaders are rebalanced onto it, it answers clients with those values
-        cluster.awaitBalanced(30);
+        cluster.awaitBalanced(120);
         assertThat(restarted.leaderCount()).isEqualTo(8);
         for (byte[] k : keys) {
             assertThat(c.get(k).join()).isEqualTo(latest);
@@ -159,7 +159,7 @@ class ClusterTest {
 
     @Test
     void when_manyClientsWriteConcurrently_then_everyAcknowledgedWriteIsReadBack() {
-        cluster.awaitBalanced(30);
+        cluster.awaitBalanced(120);
         KvClient c = cluster.client();
         List<CompletableFuture<Void>> acks = new ArrayList<>();
         List<byte[]> keys = new ArrayList<>();

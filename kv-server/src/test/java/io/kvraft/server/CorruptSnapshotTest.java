@@ -43,7 +43,7 @@ class CorruptSnapshotTest {
     void when_aLocalSnapshotIsCorrupt_then_theNodeStartsAndTheRegionRecoversFromItsLeader(String engine) throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(3, 24, dir, engine);
              LogCapture log = LogCapture.of("io.kvraft.server.region")) {
-            cluster.awaitBalanced(30);
+            cluster.awaitBalanced(120);
             KvClient c = cluster.client();
             List<RegionInfo> regions = c.regions().join();
             List<byte[]> keys = new ArrayList<>();
@@ -124,7 +124,7 @@ class CorruptSnapshotTest {
                         .noneMatch(n -> n.startsWith("log"));
             }
 
-            cluster.awaitBalanced(30);
+            cluster.awaitBalanced(120);
             List<byte[]> got = c.multiGet(keys).join();
             for (int i = 0; i < keys.size(); i++) {
                 assertThat(got.get(i)).isEqualTo(value("round-3", keys.get(i)));

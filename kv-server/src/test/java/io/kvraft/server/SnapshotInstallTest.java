@@ -42,7 +42,7 @@ class SnapshotInstallTest {
     void when_aWipedNodeRestartsAfterTheLogsWereTruncated_then_itInstallsSnapshotsAndCatchesUp(String engine) throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(3, 24, dir, engine);
              LogCapture log = LogCapture.of("io.kvraft.server.region")) {
-            cluster.awaitBalanced(30);
+            cluster.awaitBalanced(120);
             KvClient c = cluster.client();
             List<RegionInfo> regions = c.regions().join();
             List<byte[]> keys = new ArrayList<>();
@@ -104,7 +104,7 @@ class SnapshotInstallTest {
                 }
             }
             // and it serves them once it leads its share again
-            cluster.awaitBalanced(30);
+            cluster.awaitBalanced(120);
             assertThat(wiped.leaderCount()).isEqualTo(8);
             List<byte[]> got = c.multiGet(keys).join();
             for (int i = 0; i < keys.size(); i++) {

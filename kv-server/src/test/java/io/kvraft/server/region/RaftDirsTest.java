@@ -42,7 +42,7 @@ class RaftDirsTest {
         Path data;
         List<RegionInfo> regions;
         try (InProcessCluster cluster = InProcessCluster.start(1, 2, dir.resolve("cluster"), engine, RaftConfig.LOG_PER_REGION)) {
-            cluster.awaitBalanced(30);
+            cluster.awaitBalanced(120);
             KvClient c = cluster.client();
             regions = c.regions().join();
             List<CompletableFuture<Void>> puts = new ArrayList<>();
