@@ -1,8 +1,6 @@
 package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
-import io.kvraft.client.KvException;
-import io.kvraft.client.route.RetryPolicy;
 import io.kvraft.client.proto.KvProto.RegionInfo;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
 import org.junit.jupiter.api.io.TempDir;
@@ -92,28 +90,15 @@ class AppendEntriesThreadsClusterTest {
     }
 
     /**
-     * Puts {@code value} under one key per region (the key is the value, suffixed to the region's start key).
-     * A put whose outcome is unknown (a leader stepped down under it, as happens on a loaded machine) is sent
-     * again: putting the same value twice changes nothing.
+     * Puts {@code value} under one key per region (the key is the value, suffixed to the region's start key),
+     * sending a put again when its outcome is unknown.
      */
     private static void writeEveryRegion(KvClient client, List<RegionInfo> regions, String value) throws Exception {
         List<CompletableFuture<Void>> puts = new ArrayList<>();
         for (byte[] k : ClusterTest.keyPerRegion(regions, value)) {
-            puts.add(putUntilKnown(client, k, value.getBytes(), 5));
+            puts.add(IdempotentWrites.put(client, k, value.getBytes()));
         }
         CompletableFuture.allOf(puts.toArray(CompletableFuture[]::new)).get(120, SECONDS);
-    }
-
-    private static CompletableFuture<Void> putUntilKnown(KvClient client, byte[] key, byte[] value, int tries) {
-        return client.put(key, value).handle((ok, e) -> {
-            if (e == null) {
-                return CompletableFuture.<Void>completedFuture(null);
-            }
-            if (tries > 1 && RetryPolicy.outcomeUnknown(KvException.unwrap(e).code())) {
-                return putUntilKnown(client, key, value, tries - 1);
-            }
-            return CompletableFuture.<Void>failedFuture(e);
-        }).thenCompose(f -> f);
     }
 
     private static List<Long> applied(InProcessCluster c, int region) {
