@@ -80,7 +80,7 @@ class ClusterTest {
 
         List<CompletableFuture<Void>> puts = new ArrayList<>();
         for (byte[] k : keys) {
-            puts.add(c.put(k, ("v" + Arrays.toString(k)).getBytes()));
+            puts.add(IdempotentWrites.put(c, k, ("v" + Arrays.toString(k)).getBytes()));
         }
         CompletableFuture.allOf(puts.toArray(CompletableFuture[]::new)).join();
         for (byte[] k : keys) {
@@ -117,14 +117,14 @@ class ClusterTest {
         KvClient c = cluster.client();
         List<byte[]> keys = keyPerRegion(c.regions().join(), "x");
         for (byte[] k : keys) {
-            c.put(k, "before".getBytes()).join();
+            IdempotentWrites.put(c, k, "before".getBytes()).join();
         }
 
         cluster.stopNode(0); // leads 8 regions
 
         await().atMost(30, SECONDS).until(cluster::allRegionsLed);
         for (byte[] k : keys) {
-            c.put(k, "after".getBytes()).join();
+            IdempotentWrites.put(c, k, "after".getBytes()).join();
         }
         for (byte[] k : keys) {
             assertThat(c.get(k).join()).isEqualTo("after".getBytes());
@@ -140,7 +140,7 @@ class ClusterTest {
         await().atMost(30, SECONDS).until(cluster::allRegionsLed);
         for (int round = 0; round < 3; round++) {
             for (byte[] k : keys) {
-                c.put(k, ByteBuffer.allocate(4).putInt(round).array()).join();
+                IdempotentWrites.put(c, k, ByteBuffer.allocate(4).putInt(round).array()).join();
             }
         }
 
@@ -168,7 +168,7 @@ class ClusterTest {
             byte[] k = new byte[16];
             rnd.nextBytes(k);
             keys.add(k);
-            acks.add(c.put(k, k));
+            acks.add(IdempotentWrites.put(c, k, k));
         }
         CompletableFuture.allOf(acks.toArray(CompletableFuture[]::new)).join();
         List<byte[]> values = c.multiGet(keys).join();
