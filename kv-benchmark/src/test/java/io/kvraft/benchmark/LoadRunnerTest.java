@@ -93,18 +93,18 @@ class LoadRunnerTest {
         CompletableFuture<RunResult> run = CompletableFuture.supplyAsync(
                 () -> new LoadRunner(o, fake, KeySpace.of(o), clock, null, "").run());
 
-        await().atMost(Duration.ofSeconds(10)).until(() -> fake.ops() == 1);   // op 0, due at 0
+        await().atMost(Duration.ofSeconds(60)).until(() -> fake.ops() == 1);   // op 0, due at 0
         clock.set(ms(1));
-        await().atMost(Duration.ofSeconds(10)).until(() -> fake.ops() == 2);   // op 1, due at 1 ms
+        await().atMost(Duration.ofSeconds(60)).until(() -> fake.ops() == 2);   // op 1, due at 1 ms
         clock.set(ms(2));
-        await().atMost(Duration.ofSeconds(10)).until(() -> fake.ops() == 3);   // op 2 stalls
+        await().atMost(Duration.ofSeconds(60)).until(() -> fake.ops() == 3);   // op 2 stalls
         clock.set(ms(10));
         // ops 3.. are due but the only slot is taken: nothing is sent while op 2 hangs
-        await().during(Duration.ofMillis(100)).atMost(Duration.ofSeconds(5)).until(() -> fake.ops() == 3);
+        await().during(Duration.ofMillis(100)).atMost(Duration.ofSeconds(60)).until(() -> fake.ops() == 3);
         fake.stalled.poll().complete(null);                                     // op 2 done at 10 ms
         // ops 3..10 (due 3..10 ms) go at once, each completing at 10 ms; op 11 is not due yet
-        await().atMost(Duration.ofSeconds(10)).until(() -> fake.ops() == 11);
-        await().during(Duration.ofMillis(100)).atMost(Duration.ofSeconds(5)).until(() -> fake.ops() == 11);
+        await().atMost(Duration.ofSeconds(60)).until(() -> fake.ops() == 11);
+        await().during(Duration.ofMillis(100)).atMost(Duration.ofSeconds(60)).until(() -> fake.ops() == 11);
         clock.set(ms(1000));                                                    // the end: ops 11..999 never sent
         RunResult r = run.get(10, TimeUnit.SECONDS);
 
@@ -127,10 +127,10 @@ class LoadRunnerTest {
                 .warmupSeconds(0).readRatio(0.5).keys(100).clientId("open4").seed(1).drainTimeoutSeconds(5).build();
         CompletableFuture<RunResult> run = CompletableFuture.supplyAsync(
                 () -> new LoadRunner(o, fake, KeySpace.of(o), clock, null, "").run());
-        await().atMost(Duration.ofSeconds(10)).until(() -> fake.ops() == 1);   // started at t0 = 0: op 0 is due
+        await().atMost(Duration.ofSeconds(60)).until(() -> fake.ops() == 1);   // started at t0 = 0: op 0 is due
         clock.set(ms(10) - 1);                               // due: ops 0..99 (every 0.1 ms)
-        await().atMost(Duration.ofSeconds(10)).until(() -> fake.ops() == 100);
-        await().during(Duration.ofMillis(100)).atMost(Duration.ofSeconds(5)).until(() -> fake.ops() == 100);
+        await().atMost(Duration.ofSeconds(60)).until(() -> fake.ops() == 100);
+        await().during(Duration.ofMillis(100)).atMost(Duration.ofSeconds(60)).until(() -> fake.ops() == 100);
         clock.set(ms(1000));
         RunResult r = run.get(10, TimeUnit.SECONDS);
         assertThat(r.ops()).isEqualTo(100);

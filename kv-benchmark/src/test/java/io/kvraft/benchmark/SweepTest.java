@@ -59,8 +59,9 @@ class SweepTest {
         // every op due in the 0.5 s window is either sent (and counted) or reported unsent
         assertThat(r.steps().get(0).count() + r.steps().get(0).unsent()).isEqualTo(100);
         assertThat(r.steps().get(1).count() + r.steps().get(1).unsent()).isEqualTo(500);
-        assertThat(r.steps().get(1).count()).isGreaterThan(r.steps().get(0).count());
-        assertThat(r.peakStep()).isEqualTo("rate=1000");
+        // which step is faster is the machine's business; the peak is the step that was
+        Sweep.Step peak = r.steps().stream().max(java.util.Comparator.comparingDouble(Sweep.Step::opsPerSec)).orElseThrow();
+        assertThat(r.peakStep()).isEqualTo(peak.step()).isIn("rate=200", "rate=1000");
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         Sweep.print(new PrintStream(bytes, true, StandardCharsets.UTF_8), r);
         assertThat(bytes.toString(StandardCharsets.UTF_8)).startsWith("-- latency by ops (ms)").contains(" 1000 ");

@@ -85,17 +85,20 @@ class AppendEntriesThreadsClusterTest {
     private InProcessCluster start(int threads) throws IOException {
         InProcessCluster c = InProcessCluster.start(3, REGIONS, dir, "memory", RaftConfig.LOG_SHARED,
                 cfg -> cfg.withRaft(cfg.raft().withAppendEntriesThreads(threads)));
-        c.awaitBalanced(30);
+        c.awaitBalanced(120);
         return c;
     }
 
-    /** Puts {@code value} under one key per region (the key is the value, suffixed to the region's start key). */
+    /**
+     * Puts {@code value} under one key per region (the key is the value, suffixed to the region's start key),
+     * sending a put again when its outcome is unknown.
+     */
     private static void writeEveryRegion(KvClient client, List<RegionInfo> regions, String value) throws Exception {
         List<CompletableFuture<Void>> puts = new ArrayList<>();
         for (byte[] k : ClusterTest.keyPerRegion(regions, value)) {
-            puts.add(client.put(k, value.getBytes()));
+            puts.add(IdempotentWrites.put(client, k, value.getBytes()));
         }
-        CompletableFuture.allOf(puts.toArray(CompletableFuture[]::new)).get(30, SECONDS);
+        CompletableFuture.allOf(puts.toArray(CompletableFuture[]::new)).get(120, SECONDS);
     }
 
     private static List<Long> applied(InProcessCluster c, int region) {
@@ -107,7 +110,7 @@ class AppendEntriesThreadsClusterTest {
     }
 
     private static void awaitReplicasEqual(InProcessCluster c) {
-        await().atMost(20, SECONDS).untilAsserted(() -> {
+        await().atMost(60, SECONDS).untilAsserted(() -> {
             for (int r = 1; r <= REGIONS; r++) {
                 List<Long> applied = applied(c, r);
                 assertThat(applied).as("applied index of region %d on each node", r).containsOnly(applied.get(0));

@@ -33,9 +33,17 @@ public final class InProcessCluster implements AutoCloseable {
     private final KvServer[] servers;
     private final List<KvClient> clients = new ArrayList<>();
 
+    /** Clusters started and not closed yet: {@link ClusterStateOnFailure} prints them when a test fails or hangs. */
+    private static final java.util.Set<InProcessCluster> OPEN = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
     private InProcessCluster(List<ServerConfig> configs) {
         this.configs.addAll(configs);
         this.servers = new KvServer[configs.size()];
+        OPEN.add(this);
+    }
+
+    static List<InProcessCluster> open() {
+        return List.copyOf(OPEN);
     }
 
     public static InProcessCluster start(int nodes, int regions, Path dir, String engine) throws IOException {
@@ -165,6 +173,7 @@ public final class InProcessCluster implements AutoCloseable {
 
     @Override
     public void close() {
+        OPEN.remove(this);
         for (KvClient c : clients) {
             c.close();
         }

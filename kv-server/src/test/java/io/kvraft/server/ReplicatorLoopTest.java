@@ -54,7 +54,7 @@ class ReplicatorLoopTest {
                 assertThat(region(cluster.node(2), regionId).node()
                         .transferLeadershipTo(PeerId.parsePeer(cluster.node(0).config().endpoint())).isOk()).isTrue();
             }
-            await().atMost(10, SECONDS).until(() -> region(cluster.node(0), regionId).isLeader()
+            await().atMost(60, SECONDS).until(() -> region(cluster.node(0), regionId).isLeader()
                     || region(cluster.node(1), regionId).isLeader());
             int a = region(cluster.node(0), regionId).isLeader() ? 0 : 1;
             int b = 1 - a;
@@ -82,9 +82,9 @@ class ReplicatorLoopTest {
             PeerId peerB = PeerId.parsePeer(cluster.node(b).config().endpoint());
             assertThat(onA.node().transferLeadershipTo(peerB).isOk()).isTrue();
             Region onB = region(cluster.node(b), regionId);
-            await().atMost(10, SECONDS).until(onB::isLeader);
+            await().atMost(60, SECONDS).until(onB::isLeader);
             // B tries its older snapshot and is told a newer one is being installed
-            await().atMost(10, SECONDS).until(() -> jraftLog.lines().stream()
+            await().atMost(60, SECONDS).until(() -> jraftLog.lines().stream()
                     .anyMatch(l -> l.contains("A newer snapshot is under installing") && l.contains("region-" + regionId)));
             release.countDown();
 

@@ -42,7 +42,7 @@ class SnapshotInstallTest {
     void when_aWipedNodeRestartsAfterTheLogsWereTruncated_then_itInstallsSnapshotsAndCatchesUp(String engine) throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(3, 24, dir, engine);
              LogCapture log = LogCapture.of("io.kvraft.server.region")) {
-            cluster.awaitBalanced(30);
+            cluster.awaitBalanced(120);
             KvClient c = cluster.client();
             List<RegionInfo> regions = c.regions().join();
             List<byte[]> keys = new ArrayList<>();
@@ -57,14 +57,14 @@ class SnapshotInstallTest {
             }
 
             cluster.stopNode(2);
-            await().atMost(30, SECONDS).until(cluster::allRegionsLed);
+            await().atMost(120, SECONDS).until(cluster::allRegionsLed);
             putAll(c, keys, "round-2", expected);
             snapshotAllRegions(cluster.node(0));
             snapshotAllRegions(cluster.node(1));
             putAll(c, keys, "round-3", expected);
             // deletes must reach the wiped node too, through the snapshot
             List<byte[]> deleted = keys.subList(2 * regions.size(), keys.size());
-            CompletableFuture.allOf(deleted.stream().map(c::delete).toArray(CompletableFuture[]::new)).join();
+            CompletableFuture.allOf(deleted.stream().map(k -> IdempotentWrites.delete(c, k)).toArray(CompletableFuture[]::new)).join();
             deleted.forEach(k -> expected.put(hex(k), null));
             // the second snapshot makes jraft drop the log up to the first one: index 1 is gone on every leader
             snapshotAllRegions(cluster.node(0));
@@ -79,7 +79,7 @@ class SnapshotInstallTest {
             cluster.startNode(2);
 
             KvServer wiped = cluster.node(2);
-            await().atMost(60, SECONDS).untilAsserted(() -> {
+            await().atMost(120, SECONDS).untilAsserted(() -> {
                 for (byte[] k : keys) {
                     byte[] want = expected.get(hex(k));
                     assertThat(wiped.store().get(k)).as("key %s on the wiped node", hex(k)).isEqualTo(want);
@@ -87,7 +87,7 @@ class SnapshotInstallTest {
             });
             // only the wiped node loads snapshots here, and it must have done so for every region; the store
             // shows the data a moment before the state machine logs the load, so the log is awaited too
-            await().atMost(30, SECONDS).untilAsserted(() -> {
+            await().atMost(120, SECONDS).untilAsserted(() -> {
                 Set<Integer> loaded = new TreeSet<>();
                 for (String line : log.lines()) {
                     Matcher m = LOADED.matcher(line);
@@ -104,7 +104,7 @@ class SnapshotInstallTest {
                 }
             }
             // and it serves them once it leads its share again
-            cluster.awaitBalanced(30);
+            cluster.awaitBalanced(120);
             assertThat(wiped.leaderCount()).isEqualTo(8);
             List<byte[]> got = c.multiGet(keys).join();
             for (int i = 0; i < keys.size(); i++) {
@@ -117,7 +117,7 @@ class SnapshotInstallTest {
         List<CompletableFuture<Void>> acks = new ArrayList<>();
         for (byte[] k : keys) {
             byte[] v = (round + "/" + hex(k)).getBytes(StandardCharsets.UTF_8);
-            acks.add(c.put(k, v));
+            acks.add(IdempotentWrites.put(c, k, v)); // sent again if a leader change leaves it unknown
             expected.put(hex(k), v);
         }
         CompletableFuture.allOf(acks.toArray(CompletableFuture[]::new)).join();

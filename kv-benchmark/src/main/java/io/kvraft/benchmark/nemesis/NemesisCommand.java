@@ -95,6 +95,11 @@ public final class NemesisCommand implements Callable<Integer> {
             description = "Operations per second over all threads (default: ${DEFAULT-VALUE}).")
     double rate;
 
+    @Option(names = "--read-mode", defaultValue = "read_index", paramLabel = "MODE",
+            description = "The client's reads and scans: read_index, leader_lease or follower (any replica, after the"
+                    + " leader's ReadIndex); not stale, which is not linearizable (default: ${DEFAULT-VALUE}).")
+    String readMode;
+
     @Option(names = "--election-timeout-ms", defaultValue = "1000", paramLabel = "MS",
             description = "The nodes' raft.electionTimeoutMs (default: ${DEFAULT-VALUE}).")
     int electionTimeoutMs;
@@ -138,8 +143,8 @@ public final class NemesisCommand implements Callable<Integer> {
         long s = seed != null ? seed : System.currentTimeMillis();
         Files.createDirectories(out);
         Path dataRoot = Files.createTempDirectory("kv-nemesis-");
-        log.printf(Locale.ROOT, "nemesis: %s of %s, engine %s%s, seed %d, data in %s%n", DurationConverter.text(duration),
-                String.join(",", kinds.stream().map(k -> k.name().toLowerCase(Locale.ROOT)).toList()), engine,
+        log.printf(Locale.ROOT, "nemesis: %s of %s, engine %s, reads %s%s, seed %d, data in %s%n", DurationConverter.text(duration),
+                String.join(",", kinds.stream().map(k -> k.name().toLowerCase(Locale.ROOT)).toList()), engine, readMode,
                 raftKeys.isEmpty() ? "" : ", raft " + String.join(" ", raftKeys), s, dataRoot);
         NetLab lab = null;
         ProcessCluster cluster = null;
@@ -169,7 +174,7 @@ public final class NemesisCommand implements Callable<Integer> {
                             "FAKETIME_FORCE_MONOTONIC_FIX", "0"));
             log.println("starting 3 nodes at " + String.join(", ", endpoints));
             cluster = ProcessCluster.start(files, dataRoot, serverJvmArgs, Duration.ofSeconds(120), launch);
-            client = parent.connector().apply(new ClientConfig(endpoints, 2_000L, 8_000L, null, null, null));
+            client = parent.connector().apply(new ClientConfig(endpoints, 2_000L, 8_000L, readMode, null, null));
             List<RegionInfo> regions = client.regions().join();
             KeySpace space = KeySpace.place(regions.stream().map(r -> r.getStartKey().toByteArray())
                     .sorted(Arrays::compareUnsigned).toList(), keysPerRegion);
@@ -229,7 +234,7 @@ public final class NemesisCommand implements Callable<Integer> {
                     recoveries, during, after, origin);
             report.write(out, history);
             parent.stdout().print(report.text());
-            return report.passed() ? BenchmarkMain.EXIT_OK : BenchmarkMain.EXIT_FAILED;
+            return report.exitCode();
         } finally {
             if (client != null) {
                 client.close();
@@ -378,6 +383,13 @@ public final class NemesisCommand implements Callable<Integer> {
     }
 
     private void validate() {
+        if (readMode.equals("stale")) {
+            throw new UsageException("--read-mode stale: stale reads are not linearizable, so the checker would rightly fail them;"
+                    + " use read_index, leader_lease or follower");
+        }
+        if (!readMode.equals("read_index") && !readMode.equals("leader_lease") && !readMode.equals("follower")) {
+            throw new UsageException("--read-mode: read_index, leader_lease or follower, got '" + readMode + "'");
+        }
         List<String> known = Arrays.stream(RaftConfig.class.getRecordComponents()).map(RecordComponent::getName).toList();
         List<String> seen = new ArrayList<>();
         for (String kv : raftKeys) {

@@ -57,6 +57,11 @@ final class Report {
                 && load.scansMalformed.get() == 0;
     }
 
+    /** The nemesis run's exit code: 0 on PASS, 1 on a violation, lost write, undecided key or no recovery. */
+    int exitCode() {
+        return passed() ? io.kvraft.benchmark.BenchmarkMain.EXIT_OK : io.kvraft.benchmark.BenchmarkMain.EXIT_FAILED;
+    }
+
     String text() {
         StringWriter sw = new StringWriter();
         PrintWriter w = new PrintWriter(sw);

@@ -34,6 +34,7 @@ class NemesisCommandTest {
             "--engine leveldb                 | memory or rocksdb",
             "--hold 9000 --interval 5         | shorter than --interval",
             "--threads 0                      | must be positive",
+            "--read-mode stale                | stale reads are not linearizable",
             "--raft replicatorPipeline        | KEY=VALUE",
             "--raft replicatorPipeline=       | KEY=VALUE",
             "--raft pipeline=false            | no raft.pipeline in the server YAML",

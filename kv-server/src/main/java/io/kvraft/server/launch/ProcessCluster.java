@@ -43,6 +43,9 @@ public final class ProcessCluster implements AutoCloseable {
     private final Launch launch;
     private final Thread shutdownHook = new Thread(this::close, "process-cluster-stop");
 
+    /** Clusters started and not closed yet, so a test harness can say what they were doing when a test hung. */
+    private static final java.util.Set<ProcessCluster> OPEN = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
     /**
      * How node i's JVM is launched beyond the defaults: a command prefix (e.g. {@code ip netns exec NS},
      * which execs the JVM so its PID is the one we hold) and extra environment (e.g. a faketime preload).
@@ -77,6 +80,7 @@ public final class ProcessCluster implements AutoCloseable {
                                        Duration readyTimeout, Launch launch) {
         ProcessCluster c = new ProcessCluster(configFiles, dataRoot, serverJvmArgs(extraJvmArgs), launch);
         Runtime.getRuntime().addShutdownHook(c.shutdownHook);
+        OPEN.add(c);
         try {
             for (int i = 0; i < configFiles.size(); i++) {
                 c.startNode(i);
@@ -343,9 +347,34 @@ public final class ProcessCluster implements AutoCloseable {
         return dataRoot;
     }
 
+    /** The clusters of this JVM that are started and not closed. */
+    public static List<ProcessCluster> open() {
+        return List.copyOf(OPEN);
+    }
+
+    /** Each node: endpoint, pid and whether it runs, then the last {@code logLines} lines of its log. */
+    public String describe(int logLines) {
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < processes.length; i++) {
+            Process p = processes[i];
+            b.append("node").append(i + 1).append(' ').append(configs.get(i).endpoint()).append(": ")
+                    .append(p == null ? "not started" : "pid " + p.pid() + (p.isAlive() ? " running" : " exited " + p.exitValue()))
+                    .append('\n');
+            Path log = dataRoot.resolve("node" + (i + 1) + ".log");
+            try {
+                List<String> lines = java.nio.file.Files.readAllLines(log);
+                lines.subList(Math.max(0, lines.size() - logLines), lines.size()).forEach(l -> b.append("  ").append(l).append('\n'));
+            } catch (java.io.IOException | java.io.UncheckedIOException e) {
+                b.append("  (no log at ").append(log).append(")\n");
+            }
+        }
+        return b.toString();
+    }
+
     /** SIGTERM to every node, then SIGKILL to any still running after 15 s. */
     @Override
     public synchronized void close() {
+        OPEN.remove(this);
         for (Process p : processes) {
             if (p != null) {
                 p.destroy();

@@ -48,7 +48,7 @@ class DurableRestartTest {
                 "enabled: false", "");
         ClientConfig clientConfig = new ClientConfig(null, 2_000L, 5_000L, null, null);
         long t0 = System.nanoTime();
-        try (ProcessCluster cluster = ProcessCluster.start(configs, dir.resolve("data"), SMALL_JVM, Duration.ofSeconds(60));
+        try (ProcessCluster cluster = ProcessCluster.start(configs, dir.resolve("data"), SMALL_JVM, Duration.ofSeconds(120));
              KvClient client = KvClients.connect(clientConfig.withServers(cluster.servers()))) {
             Map<Long, Long> acked = new ConcurrentHashMap<>(); // key id -> value; every put has its own key
             AtomicLong failed = new AtomicLong();
@@ -90,7 +90,7 @@ class DurableRestartTest {
             for (int i = 0; i < 3; i++) {
                 cluster.startNode(i);
             }
-            cluster.awaitReady(Duration.ofSeconds(60));
+            cluster.awaitReady(Duration.ofSeconds(120));
             long readyMs = ms(restart);
             assertThat(inflight.tryAcquire(INFLIGHT, 30, TimeUnit.SECONDS)).as("in-flight puts settle").isTrue();
             inflight.release(INFLIGHT);

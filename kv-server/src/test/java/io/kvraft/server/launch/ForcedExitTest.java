@@ -35,17 +35,17 @@ class ForcedExitTest {
 
     @Test
     void when_aSecondSigtermArrivesDuringAStuckShutdown_then_theNodeHaltsWithExit1() throws Exception {
-        try (ProcessCluster cluster = startWithShutdownTimeout(60_000)) {
+        // a shutdown timeout far beyond the test's deadlines: an exit can only come from the second signal
+        try (ProcessCluster cluster = startWithShutdownTimeout(3_600_000)) {
             Path log = dir.resolve("data").resolve("node1.log");
             freezePeersWithWritesInFlight(cluster);
             try {
                 cluster.signalTerm(0);
-                await().atMost(30, SECONDS).until(() -> Files.readString(log).contains("SIGTERM: shutting down"));
-                long t0 = System.nanoTime();
+                await().atMost(120, SECONDS).until(() -> Files.readString(log).contains("SIGTERM: shutting down"));
                 cluster.signalTerm(0);
-                assertThat(cluster.awaitExit(0, Duration.ofSeconds(20))).isEqualTo(1);
-                assertThat(System.nanoTime() - t0).as("halted long before the 60 s timeout").isLessThan(SECONDS.toNanos(20));
-                assertThat(Files.readString(log)).contains("second SIGTERM: halting now");
+                assertThat(cluster.awaitExit(0, Duration.ofSeconds(120))).isEqualTo(1);
+                assertThat(Files.readString(log)).contains("second SIGTERM: halting now")
+                        .doesNotContain("shutdown did not finish within");
             } finally {
                 cluster.resume(1);
                 cluster.resume(2);
@@ -60,7 +60,7 @@ class ForcedExitTest {
             freezePeersWithWritesInFlight(cluster);
             try {
                 cluster.signalTerm(0);
-                assertThat(cluster.awaitExit(0, Duration.ofSeconds(30))).isEqualTo(1);
+                assertThat(cluster.awaitExit(0, Duration.ofSeconds(120))).isEqualTo(1);
                 assertThat(Files.readString(log)).contains("shutdown did not finish within shutdown.timeoutMs 1500 ms: halting");
             } finally {
                 cluster.resume(1);

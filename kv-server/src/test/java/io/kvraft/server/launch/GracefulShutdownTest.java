@@ -41,8 +41,10 @@ class GracefulShutdownTest {
 
     @Test
     void when_nodeGetsSigterm_then_leadersMoveAndItExits0AndClientsSeeNoError() throws Exception {
-        // a 5 s election timeout: if the leaders were not handed over, the others would need 5-10 s to elect
-        List<Path> configs = LocalClusterConfigs.write(dir.resolve("conf"), 3, "rocksdb", 5000, """
+        // a 60 s election timeout: if the leaders were not handed over, the others would need 60-120 s to elect,
+        // past the generous deadline below; handed over, they lead at once. No stopwatch needed to tell the two apart
+        List<Path> configs = LocalClusterConfigs.write(dir.resolve("conf"), 3, "rocksdb",
+                "electionTimeoutMs: 60000\nelectionHeartbeatFactor: 60\nstartupElectionTimeoutMs: 2000", "intervalMs: 300", """
                 shutdown:
                   timeoutMs: %d
                 logging:
@@ -56,7 +58,7 @@ class GracefulShutdownTest {
              Transport transport = new Transport()) {
             // leaders spread 8/8/8 first: a balancing transfer towards node 1 still under way when it gets SIGTERM
             // could leave a region waiting an election timeout, which is not what this test is about
-            await().atMost(60, SECONDS).until(() -> ledBy(transport, cluster.servers()).equals(List.of(8, 8, 8)));
+            await().atMost(120, SECONDS).until(() -> ledBy(transport, cluster.servers()).equals(List.of(8, 8, 8)));
             String stopped = cluster.servers().get(0);
             Map<Long, Long> acked = new ConcurrentHashMap<>();
             Queue<String> failures = new ConcurrentLinkedQueue<>();
@@ -64,15 +66,15 @@ class GracefulShutdownTest {
             Random rnd = new Random(11);
             long start = System.nanoTime();
             int exitCode = Integer.MIN_VALUE;
-            long exitMs = -1;
+            boolean terminated = false;
             AtomicLong ids = new AtomicLong();
+            // load for 4 s, SIGTERM under load, load on for 8 s more (how long these take is not asserted)
             while (System.nanoTime() - start < SECONDS.toNanos(12)) {
-                if (exitMs < 0 && System.nanoTime() - start > SECONDS.toNanos(4)) {
-                    long t0 = System.nanoTime();
+                if (!terminated && System.nanoTime() - start > SECONDS.toNanos(4)) {
                     exitCode = terminateUnderLoad(cluster, client, acked, failures, inflight, ids);
-                    exitMs = (System.nanoTime() - t0) / 1_000_000;
-                    // the survivors lead every region at once: handed over, not elected after a timeout
-                    await().atMost(3, SECONDS).untilAsserted(() ->
+                    terminated = true;
+                    // the survivors lead every region well before an election timeout: handed over, not elected
+                    await().atMost(30, SECONDS).untilAsserted(() ->
                             assertThat(ledBySurvivors(transport, cluster.servers().subList(1, 3)))
                                     .as(() -> "regions led by the survivors; the ends of the nodes' logs:%n%s%n%s%n%s"
                                             .formatted(logTail(cluster, 1), logTail(cluster, 2), logTail(cluster, 3)))
@@ -94,7 +96,6 @@ class GracefulShutdownTest {
             inflight.acquire(64);
             String log = Files.readString(cluster.dataRoot().resolve("node1.log"));
             assertThat(exitCode).as("exit code of the SIGTERMed node; its log:%n%s", log).isZero();
-            assertThat(exitMs).as("ms from SIGTERM to exit").isLessThan(TIMEOUT_MS + 5_000);
             assertThat(log).contains("SIGTERM: shutting down", "shutdown 3/4: region leaders handed over",
                     "shutdown 4/4: done", "store closed").doesNotContain("still led here").doesNotContain("\tat ");
             assertThat(failures).as("failed client operations").isEmpty();
@@ -105,12 +106,12 @@ class GracefulShutdownTest {
                 assertThat(values.get(i)).as("acknowledged key %d", keys.get(i)).isNotNull();
                 assertThat(ByteBuffer.wrap(values.get(i)).getLong()).isEqualTo(acked.get(keys.get(i)));
             }
-            System.out.printf("shutdown took %d ms; %d acknowledged puts%n", exitMs, acked.size());
-            long t0 = System.nanoTime();
             cluster.close(); // both others at once: neither waits for the other to take its leaders
-            long closeMs = (System.nanoTime() - t0) / 1_000_000;
-            System.out.printf("stopping the other two took %d ms%n", closeMs);
-            assertThat(closeMs).isLessThan(TIMEOUT_MS);
+            for (int n = 2; n <= 3; n++) {
+                // stopped by their own shutdown, not halted by its timeout (nor killed by close's 15 s limit)
+                assertThat(Files.readString(cluster.dataRoot().resolve("node" + n + ".log"))).as("node%d.log", n)
+                        .contains("shutdown 4/4: done").doesNotContain("halting");
+            }
         }
     }
 

@@ -25,10 +25,37 @@ class SharedLogStorageTest {
     Path dir;
 
     private static LogEntry data(long index, long term) {
+        return data("v" + index, index, term);
+    }
+
+    private static LogEntry data(String payload, long index, long term) {
         LogEntry e = new LogEntry(EntryType.ENTRY_TYPE_DATA);
         e.setId(new LogId(index, term));
-        e.setData(ByteBuffer.wrap(("v" + index).getBytes(StandardCharsets.UTF_8)));
+        e.setData(ByteBuffer.wrap(payload.getBytes(StandardCharsets.UTF_8)));
         return e;
+    }
+
+    /** Entries whose payloads name their group, so reading another group's entry shows. */
+    private static List<LogEntry> groupRange(int group, long from, long to, long term) {
+        List<LogEntry> list = new ArrayList<>();
+        for (long i = from; i <= to; i++) {
+            list.add(data(payload(group, i), i, term));
+        }
+        return list;
+    }
+
+    private static String payload(int group, long index) {
+        return "group" + group + "-v" + index;
+    }
+
+    /** Every entry of {@code s} from 1 to {@code last}: its own group's payload and term. */
+    private static void assertOwnEntries(SharedLogStorage s, int group, long last, long term) {
+        assertThat(s.getLastLogIndex()).isEqualTo(last);
+        for (long i = 1; i <= last; i++) {
+            assertThat(dataOf(s.getEntry(i))).as("group %d entry %d", group, i).isEqualTo(payload(group, i));
+            assertThat(s.getTerm(i)).as("group %d term at %d", group, i).isEqualTo(term);
+        }
+        assertThat(s.getEntry(last + 1)).as("group %d past its end", group).isNull();
     }
 
     private static LogEntry conf(long index, long term) {
@@ -175,20 +202,30 @@ class SharedLogStorageTest {
             SharedLogStorage a = open(log, 1, new ConfigurationManager());
             SharedLogStorage b = open(log, 2, new ConfigurationManager());
             SharedLogStorage c = open(log, 3, new ConfigurationManager());
-            a.appendEntries(range(1, 5, 1));
-            b.appendEntries(range(1, 3, 1));
-            c.appendEntries(range(1, 4, 1));
+            // the same indexes in every group, with each group's own payloads and terms
+            a.appendEntries(groupRange(1, 1, 5, 11));
+            b.appendEntries(groupRange(2, 1, 3, 12));
+            c.appendEntries(groupRange(3, 1, 4, 13));
             b.truncateSuffix(1);
-            assertThat(a.getLastLogIndex()).isEqualTo(5);
-            assertThat(c.getLastLogIndex()).isEqualTo(4);
+            assertOwnEntries(a, 1, 5, 11);
+            assertOwnEntries(b, 2, 1, 12);
+            assertOwnEntries(c, 3, 4, 13);
+            c.truncatePrefix(3);
+            assertThat(dataOf(a.getEntry(2))).isEqualTo(payload(1, 2));
+            assertThat(dataOf(b.getEntry(1))).isEqualTo(payload(2, 1));
             log.dropGroup(1);
             assertThat(log.hasGroup(1)).isFalse();
             assertThat(log.hasGroup(3)).isTrue();
         }
         try (SharedRaftLog log = new SharedRaftLog(dir, true)) {
             assertThat(open(log, 1, new ConfigurationManager()).getLastLogIndex()).isZero();
-            assertThat(open(log, 2, new ConfigurationManager()).getLastLogIndex()).isEqualTo(1);
-            assertThat(open(log, 3, new ConfigurationManager()).getLastLogIndex()).isEqualTo(4);
+            assertOwnEntries(open(log, 2, new ConfigurationManager()), 2, 1, 12);
+            SharedLogStorage c = open(log, 3, new ConfigurationManager());
+            assertThat(c.getFirstLogIndex()).isEqualTo(3);
+            assertThat(c.getEntry(2)).isNull();
+            assertThat(dataOf(c.getEntry(3))).isEqualTo(payload(3, 3));
+            assertThat(dataOf(c.getEntry(4))).isEqualTo(payload(3, 4));
+            assertThat(c.getLastLogIndex()).isEqualTo(4);
         }
     }
 }

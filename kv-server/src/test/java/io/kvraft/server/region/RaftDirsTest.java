@@ -3,6 +3,7 @@ package io.kvraft.server.region;
 import com.alipay.sofa.jraft.Status;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.server.IdempotentWrites;
 import io.kvraft.server.InProcessCluster;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
 import io.kvraft.server.store.KeyRange;
@@ -42,13 +43,13 @@ class RaftDirsTest {
         Path data;
         List<RegionInfo> regions;
         try (InProcessCluster cluster = InProcessCluster.start(1, 2, dir.resolve("cluster"), engine, RaftConfig.LOG_PER_REGION)) {
-            cluster.awaitBalanced(30);
+            cluster.awaitBalanced(120);
             KvClient c = cluster.client();
             regions = c.regions().join();
             List<CompletableFuture<Void>> puts = new ArrayList<>();
             for (RegionInfo r : regions) {
                 for (String s : List.of("a", "b", "c")) {
-                    puts.add(c.put(key(r, s), ("v-" + s).getBytes(StandardCharsets.UTF_8)));
+                    puts.add(IdempotentWrites.put(c, key(r, s), ("v-" + s).getBytes(StandardCharsets.UTF_8)));
                 }
             }
             CompletableFuture.allOf(puts.toArray(CompletableFuture[]::new)).join();

@@ -71,16 +71,16 @@ class ReplicatorDepthTest {
     void when_thePipelineIsOff_then_theLeaderHoldsTwoAppendEntriesOutstanding() throws Exception {
         AtomicInteger held = startLeaderAndFakeFollower(false);
         proposeOneByOne(20);
-        await().atMost(10, SECONDS).until(() -> held.get() >= 2);
-        // no more come while the two go unanswered
-        await().during(1, SECONDS).atMost(3, SECONDS).pollInterval(50, MILLISECONDS).until(() -> held.get() == 2);
+        await().atMost(60, SECONDS).until(() -> held.get() >= 2);
+        // no more come while the two go unanswered (all 20 entries are in the leader's log by now)
+        await().during(2, SECONDS).atMost(60, SECONDS).pollInterval(50, MILLISECONDS).until(() -> held.get() == 2);
     }
 
     @Test
     void when_thePipelineIsOn_then_theLeaderKeepsSendingWithoutAnswers() throws Exception {
         AtomicInteger held = startLeaderAndFakeFollower(true);
         proposeOneByOne(20);
-        await().atMost(10, SECONDS).until(() -> held.get() >= 10);
+        await().atMost(60, SECONDS).until(() -> held.get() >= 10);
     }
 
     /** @return AppendEntries with entries that the fake follower has received and not answered */
@@ -112,7 +112,7 @@ class ReplicatorDepthTest {
         RpcServer realServer = RaftRpcServerFactory.createRaftRpcServer(real);
         leaderService = new RaftGroupService(GROUP, peers.get(0), options, realServer);
         leader = leaderService.start(true);
-        await().atMost(20, SECONDS).until(leader::isLeader);
+        await().atMost(60, SECONDS).until(leader::isLeader);
         return held;
     }
 
@@ -121,7 +121,7 @@ class ReplicatorDepthTest {
         for (int i = 0; i < entries; i++) {
             long before = leader.getLastLogIndex();
             leader.apply(new Task(ByteBuffer.wrap(new byte[] {(byte) i}), status -> { }));
-            await().atMost(5, SECONDS).until(() -> leader.getLastLogIndex() > before);
+            await().atMost(60, SECONDS).until(() -> leader.getLastLogIndex() > before);
         }
     }
 

@@ -50,6 +50,17 @@ class SharedAppendEntriesProcessorTest {
 
     @Test
     void when_manyPairsSubmitAtOnce_then_eachPairRunsInOrder_onNoMoreThreadsThanConfigured() {
+        // the pool grows when work waits stallMillis; on a loaded machine 12,000 tasks can wait 50 ms without any
+        // task blocking, so this processor's stall is one no test waits for: only a blocked thread could grow it
+        SharedAppendEntriesProcessor patient = new SharedAppendEntriesProcessor(2, 3_600_000, 200, 0, "test-patient");
+        try {
+            runManyPairs(patient);
+        } finally {
+            patient.shutdown();
+        }
+    }
+
+    private static void runManyPairs(SharedAppendEntriesProcessor processor) {
         Map<String, List<Integer>> seen = new ConcurrentHashMap<>();
         Set<Thread> threads = ConcurrentHashMap.newKeySet();
         int perPair = 500;
@@ -57,13 +68,13 @@ class SharedAppendEntriesProcessorTest {
             for (int region = 1; region <= 24; region++) {
                 String pair = "region-" + region;
                 int seq = i;
-                executorOf(region, "127.0.0.1:7002").execute(() -> {
+                executorOf(processor, region, "127.0.0.1:7002").execute(() -> {
                     threads.add(Thread.currentThread());
                     seen.computeIfAbsent(pair, p -> new CopyOnWriteArrayList<>()).add(seq);
                 });
             }
         }
-        await().atMost(10, SECONDS).until(() -> seen.size() == 24 && seen.values().stream().allMatch(l -> l.size() == perPair));
+        await().atMost(60, SECONDS).until(() -> seen.size() == 24 && seen.values().stream().allMatch(l -> l.size() == perPair));
         List<Integer> inOrder = new ArrayList<>();
         for (int i = 0; i < perPair; i++) {
             inOrder.add(i);
@@ -86,12 +97,12 @@ class SharedAppendEntriesProcessorTest {
         };
         executorOf(1, "127.0.0.1:7002").execute(stuck);
         executorOf(2, "127.0.0.1:7002").execute(stuck);
-        await().atMost(5, SECONDS).until(() -> blocked.getCount() == 0);
+        await().atMost(60, SECONDS).until(() -> blocked.getCount() == 0);
 
         // region 3 keeps sending (as a leader's heartbeats and retries do) while both threads are held
         AtomicInteger threadsWhenRegion3Ran = new AtomicInteger();
         Executor region3 = executorOf(3, "127.0.0.1:7002");
-        await().atMost(5, SECONDS).until(() -> {
+        await().atMost(60, SECONDS).until(() -> {
             region3.execute(() -> threadsWhenRegion3Ran.set(processor.poolThreads()));
             return threadsWhenRegion3Ran.get() > 0;
         });
@@ -99,7 +110,7 @@ class SharedAppendEntriesProcessorTest {
 
         release.countDown();
         Executor region4 = executorOf(4, "127.0.0.1:7002");
-        await().atMost(5, SECONDS).until(() -> {
+        await().atMost(60, SECONDS).until(() -> {
             region4.execute(() -> { });
             return processor.poolThreads() == 2;
         });
@@ -131,7 +142,7 @@ class SharedAppendEntriesProcessorTest {
                     });
                 }
             }
-            await().atMost(10, SECONDS).until(() -> waitedNanos.size() == 4 * perPair);
+            await().atMost(60, SECONDS).until(() -> waitedNanos.size() == 4 * perPair);
             assertThat(waitedNanos).allSatisfy(w -> assertThat(w).isGreaterThanOrEqualTo(20_000_000L));
             List<Integer> inOrder = new ArrayList<>();
             for (int i = 0; i < perPair; i++) {

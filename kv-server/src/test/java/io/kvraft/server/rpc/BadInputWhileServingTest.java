@@ -53,7 +53,7 @@ class BadInputWhileServingTest {
     void when_badInputHitsEveryNodeDuringLoad_then_eachGetsItsErrorAndTheGoodClientSeesNone() throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(3, 24, dir, "memory");
              Transport raw = new Transport()) {
-            cluster.awaitBalanced(60);
+            cluster.awaitBalanced(120);
             KvClient good = cluster.client();
             List<RegionInfo> regions = good.regions().join();
 
@@ -92,7 +92,7 @@ class BadInputWhileServingTest {
     void when_aNodeIsShuttingDown_then_itAnswersShuttingDown() throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(3, 24, dir, "memory");
              Transport raw = new Transport()) {
-            cluster.awaitBalanced(60);
+            cluster.awaitBalanced(120);
             KvServer leaving = cluster.node(2);
             String target = cluster.endpoints().get(2);
             RegionInfo region = cluster.client().regions().join().stream()
