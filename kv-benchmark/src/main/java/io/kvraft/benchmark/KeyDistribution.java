@@ -15,7 +15,9 @@ public enum KeyDistribution {
     /** YCSB's Zipfian (constant 0.99): key 0 the hottest. */
     ZIPFIAN("zipfian"),
     /** Only the regions' start keys, as the SOFAJRaft reference benchmark does. */
-    REGION_START("region-start");
+    REGION_START("region-start"),
+    /** Uniform keys whose first byte is 0x00: all in the region holding the lowest keys, one hot region. */
+    HOT_REGION("hot-region");
 
     private final String cliName;
 
@@ -36,7 +38,7 @@ public enum KeyDistribution {
                 return d;
             }
         }
-        throw new UsageException("--key-distribution must be one of uniform, zipfian, region-start; got '" + s + "'");
+        throw new UsageException("--key-distribution must be one of uniform, zipfian, region-start, hot-region; got '" + s + "'");
     }
 
     @Override

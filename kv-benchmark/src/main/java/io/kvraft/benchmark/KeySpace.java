@@ -26,6 +26,7 @@ public interface KeySpace {
         return switch (options.keyDistribution()) {
             case UNIFORM -> uniform(options.keys(), options.keySize());
             case ZIPFIAN -> zipfian(options.keys(), options.keySize());
+            case HOT_REGION -> hotRegion(options.keys(), options.keySize());
             case REGION_START -> throw new IllegalArgumentException("region-start keys come from the regions");
         };
     }
@@ -45,6 +46,31 @@ public interface KeySpace {
             @Override
             public byte[] next(SplittableRandom random) {
                 return KeyGenerator.key(random.nextLong(keys), keySize);
+            }
+        };
+    }
+
+    /**
+     * Uniform keys with their first byte set to 0x00, so every key falls in the region that holds the lowest
+     * keys (with the default even split, region 1 up to 0x0aaa): a hot region, for reads that all hit one leader.
+     */
+    static KeySpace hotRegion(long keys, int keySize) {
+        return new KeySpace() {
+            @Override
+            public long size() {
+                return keys;
+            }
+
+            @Override
+            public byte[] keyAt(long i) {
+                byte[] k = KeyGenerator.key(i, keySize);
+                k[0] = 0;
+                return k;
+            }
+
+            @Override
+            public byte[] next(SplittableRandom random) {
+                return keyAt(random.nextLong(keys));
             }
         };
     }

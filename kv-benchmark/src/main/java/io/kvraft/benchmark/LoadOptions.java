@@ -53,7 +53,8 @@ public final class LoadOptions {
     @Option(names = "--key-distribution", defaultValue = "uniform", paramLabel = "DIST",
             converter = KeyDistribution.Converter.class, completionCandidates = KeyDistribution.Candidates.class,
             description = "${COMPLETION-CANDIDATES}; region-start uses only the regions' start keys, as the"
-                    + " SOFAJRaft reference benchmark does (default: ${DEFAULT-VALUE}).")
+                    + " SOFAJRaft reference benchmark does; hot-region puts every key in the lowest region (one"
+                    + " leader serves all) (default: ${DEFAULT-VALUE}).")
     KeyDistribution keyDistribution;
 
     @Option(names = "--rate", defaultValue = "0", paramLabel = "OPS",

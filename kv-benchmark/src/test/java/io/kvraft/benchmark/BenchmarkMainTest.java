@@ -179,7 +179,7 @@ class BenchmarkMainTest {
         Outcome o = cli(c -> null, "--help");
         assertThat(o.code()).isZero();
         assertThat(o.out().replaceAll("\\s+", " ")).contains("--threads=N").contains("(default: 8)").contains("(default: 512)")
-                .contains("(default: 30)").contains("(default: 0.001)").contains("uniform, zipfian, region-start")
+                .contains("(default: 30)").contains("(default: 0.001)").contains("uniform, zipfian, region-start, hot-region")
                 .contains("merge").contains("sweep");
     }
 
