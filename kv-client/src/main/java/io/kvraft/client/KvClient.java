@@ -118,6 +118,29 @@ public interface KvClient extends AutoCloseable {
      */
     CompletableFuture<Void> deleteRange(byte[] startKey, byte[] endKey);
 
+    // ---- sequences ------------------------------------------------------------------------------
+
+    /**
+     * Takes {@code step} numbers from the sequence named {@code seqKey}: completes with [start, end), end - start =
+     * step, numbers no other call, before or after, ever gets (across leader changes, restarts and snapshot
+     * installs), unless the sequence is reset. A fresh sequence starts at 0. Sequences live apart from the pairs:
+     * a key may name a value and a sequence, and scans and deletes never see sequences. Concurrent calls on one
+     * key are batched into one log entry like writes. A call whose answer was lost is retried; its range is then
+     * skipped, never handed out. Fails with INVALID_ARGUMENT when step is below 1 or above 2^40, or when the
+     * range would pass {@link Long#MAX_VALUE}.
+     */
+    CompletableFuture<SequenceRange> getSequence(byte[] seqKey, long step);
+
+    /** The next number {@code seqKey} would hand out (0 for a fresh sequence), taking none. One log entry, as RheaKV's. */
+    CompletableFuture<Long> getLatestSequence(byte[] seqKey);
+
+    /**
+     * Starts the sequence again at 0; completes with whether it had handed out any number. Numbers handed out
+     * before are handed out again afterwards: an operator's tool, not for running code. Never retried when its
+     * outcome is unknown.
+     */
+    CompletableFuture<Boolean> resetSequence(byte[] seqKey);
+
     /** The cluster's regions as one server sees them now: range, epoch, peers, leader, term, applied index. */
     CompletableFuture<List<RegionInfo>> regions();
 

@@ -67,12 +67,19 @@ final class PendingOp {
         return write != null && (write.getType() == WriteOpType.GET_AND_PUT || write.getType() == WriteOpType.PUT_IF_ABSENT);
     }
 
+    /** Whether the answer is a {@link CoordAnswer} (sequence ops). */
+    boolean returnsCoord() {
+        return write != null && (write.getType() == WriteOpType.GET_SEQUENCE || write.getType() == WriteOpType.RESET_SEQUENCE);
+    }
+
     /**
      * Only reads may be sent again after an answer was lost. A write that was applied but whose answer was lost,
      * sent again after another client's write to the key, would apply a second time and undo that write.
+     * One exception: taking numbers from a sequence again only skips the range whose answer was lost, which
+     * nobody ever gets, so no range is handed out twice.
      */
     boolean idempotent() {
-        return write == null;
+        return write == null || write.getType() == WriteOpType.GET_SEQUENCE;
     }
 
     int bytes() {

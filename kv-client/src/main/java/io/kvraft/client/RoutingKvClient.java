@@ -313,6 +313,41 @@ final class RoutingKvClient implements KvClient {
     }
 
     @Override
+    public CompletableFuture<SequenceRange> getSequence(byte[] seqKey, long step) {
+        if (step < 1) {
+            return invalid("sequence step must be at least 1, got " + step);
+        }
+        if (step > MAX_SEQUENCE_STEP) {
+            return invalid("sequence step " + step + " exceeds " + MAX_SEQUENCE_STEP);
+        }
+        return sequenceOp(WriteOpType.GET_SEQUENCE, seqKey, step).thenApply(a -> {
+            if (!a.succeeded()) {
+                throw new KvException(ErrorCode.INVALID_ARGUMENT, "sequence " + printable(seqKey) + " is at "
+                        + a.result().getStart() + ": " + step + " more would pass " + Long.MAX_VALUE);
+            }
+            return new SequenceRange(a.result().getStart(), a.result().getEnd());
+        });
+    }
+
+    @Override
+    public CompletableFuture<Long> getLatestSequence(byte[] seqKey) {
+        return sequenceOp(WriteOpType.GET_SEQUENCE, seqKey, 0).thenApply(a -> a.result().getStart());
+    }
+
+    @Override
+    public CompletableFuture<Boolean> resetSequence(byte[] seqKey) {
+        return sequenceOp(WriteOpType.RESET_SEQUENCE, seqKey, 0).thenApply(CoordAnswer::succeeded);
+    }
+
+    private CompletableFuture<CoordAnswer> sequenceOp(WriteOpType type, byte[] seqKey, long step) {
+        return submit(PendingOp.write(WriteOp.newBuilder().setType(type).setKey(bytes(seqKey)).setStep(step).build(),
+                deadline())).thenApply(r -> (CoordAnswer) r);
+    }
+
+    /** The server's limit too ({@code Sequences.MAX_STEP}). */
+    static final long MAX_SEQUENCE_STEP = 1L << 40;
+
+    @Override
     public CompletableFuture<List<RegionInfo>> regions() {
         return askAnyServer().thenApply(RegionsResponse::getRegionsList);
     }

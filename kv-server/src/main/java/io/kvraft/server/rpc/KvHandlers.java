@@ -22,6 +22,7 @@ import io.kvraft.client.proto.KvProto.WriteOpType;
 import io.kvraft.client.proto.KvProto.WriteRequest;
 import io.kvraft.client.proto.KvProto.WriteResponse;
 import io.kvraft.server.config.ServerConfig.LimitsConfig;
+import io.kvraft.server.coord.Sequences;
 import io.kvraft.server.metrics.KvMetrics;
 import io.kvraft.server.region.Region;
 import io.kvraft.server.region.RegionHost;
@@ -318,6 +319,14 @@ public final class KvHandlers {
             case DELETE_RANGE -> {
                 return checkRange(region, new KeyRange(op.getKey().toByteArray(), op.getEndKey().toByteArray()),
                         op.getKey(), op.getEndKey());
+            }
+            case GET_SEQUENCE, RESET_SEQUENCE -> {
+                Error error = checkKey(region, op.getKey());
+                if (error == null && Long.compareUnsigned(op.getStep(), Sequences.MAX_STEP) > 0) {
+                    error = Responses.error(ErrorCode.INVALID_ARGUMENT, "sequence step " + Long.toUnsignedString(op.getStep())
+                            + " exceeds " + Sequences.MAX_STEP);
+                }
+                return error;
             }
             default -> {
                 return Responses.error(ErrorCode.INVALID_ARGUMENT, "op " + i + " has an unknown type " + op.getTypeValue());
