@@ -141,6 +141,35 @@ public interface KvClient extends AutoCloseable {
      */
     CompletableFuture<Boolean> resetSequence(byte[] seqKey);
 
+    // ---- locks ----------------------------------------------------------------------------------
+
+    /**
+     * Tries to take the distributed lock {@code key} for {@code leaseMs}, polling with a growing pause (5 ms to
+     * 0.5 s, never past the holder's lease) for up to {@code waitMs} while another holder has it; completes with
+     * a {@link LockHandle}, or null when the wait ran out. The holder is this client: taking a key it holds
+     * already is re-entrant (counted; the lease extended; the same fencing token). While held, a watchdog
+     * renews the lease every third of it; see {@link LockHandle} for when a lock counts as lost.
+     *
+     * <p>Expiry is decided by the servers on their leader's monotonic clock, stamped into the log, never a
+     * follower's; a leader change gives every held lock a full lease again (as etcd does), so a lease only
+     * ever lasts longer on the servers than the holder believes. Fails with INVALID_ARGUMENT for an empty key,
+     * a lease outside 1 ms to 1 day or a negative wait; an acquire whose outcome is unknown (TIMEOUT) is not
+     * retried, and a lock it may have taken runs out after its lease. Locks live apart from the pairs.
+     */
+    CompletableFuture<LockHandle> tryLock(byte[] key, long leaseMs, long waitMs);
+
+    /** As {@link #tryLock} with no end to the wait (until the client closes). */
+    CompletableFuture<LockHandle> lock(byte[] key, long leaseMs);
+
+    /**
+     * The locks whose keys start with {@code prefix} (null or empty: all), free ones included (they keep their
+     * last fencing token), as each region's leader sees them now: holder, token, count and lease left.
+     */
+    CompletableFuture<List<io.kvraft.client.proto.KvProto.LockInfo>> locks(byte[] prefix);
+
+    /** The lock {@code key} as its region's leader sees it now, or null when it was never taken. */
+    CompletableFuture<io.kvraft.client.proto.KvProto.LockInfo> lockInfo(byte[] key);
+
     /** The cluster's regions as one server sees them now: range, epoch, peers, leader, term, applied index. */
     CompletableFuture<List<RegionInfo>> regions();
 
