@@ -29,6 +29,7 @@ class NemesisCommandTest {
             "--duration 5s                    | at least 10 s",
             "--duration ten                   | is not a time like",
             "--engine leveldb                 | memory or rocksdb",
+            "--workload locks                 | register or lock",
             "--hold 9000 --interval 5         | shorter than --interval",
             "--threads 0                      | must be positive",
             "--raft replicatorPipeline        | KEY=VALUE",
