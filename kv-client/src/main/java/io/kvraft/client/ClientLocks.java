@@ -48,7 +48,12 @@ final class ClientLocks {
         final CompletableFuture<Void> lost = new CompletableFuture<>();
         /** On this client's clock: until then the lock is held for sure, unless a renewal was refused. Guarded by this. */
         private long deadlineNanos;
-        private int count; // acquisitions not given up, as the server last said; guarded by this
+        /**
+         * Handles of this client not given up; guarded by this. Counted here, not taken from the server: an unlock
+         * whose outcome is unknown still gives its handle up, so the watchdog stops once every handle is given up
+         * and a lock the servers still count runs out after its lease instead of being renewed for nobody.
+         */
+        private int count;
 
         Lease(ByteString key, long token, long leaseMs) {
             this.key = key;
@@ -132,7 +137,7 @@ final class ClientLocks {
         boolean start;
         synchronized (lease) {
             start = lease.count == 0;
-            lease.count = Math.max(1, info.getCount());
+            lease.count++;
             long deadline = sentNanos + leaseMs * 1_000_000L;
             if (start || deadline - lease.deadlineNanos > 0) {
                 lease.deadlineNanos = deadline;
@@ -191,6 +196,12 @@ final class ClientLocks {
             return failed(ErrorCode.LOCK_NOT_HELD, "lock " + RoutingKvClient.printable(lease.key.toByteArray())
                     + " was lost (token " + lease.token + ")");
         }
+        synchronized (lease) {
+            lease.count--;
+            if (lease.count == 0) {
+                leases.remove(lease.key, lease); // the watchdog stops at its next tick, whatever the answer
+            }
+        }
         WriteOp op = WriteOp.newBuilder().setType(WriteOpType.LOCK_RELEASE).setKey(lease.key).setHolder(holder)
                 .setToken(lease.token).build();
         return client.coordOp(op, client.deadline()).thenApply(answer -> {
@@ -198,12 +209,6 @@ final class ClientLocks {
                 lease.lose();
                 throw new KvException(ErrorCode.LOCK_NOT_HELD, "lock " + RoutingKvClient.printable(lease.key.toByteArray())
                         + " is not held by this client under token " + lease.token);
-            }
-            synchronized (lease) {
-                lease.count = answer.result().getLock().getCount();
-                if (lease.count == 0) {
-                    leases.remove(lease.key, lease); // the watchdog stops at its next tick
-                }
             }
             return null;
         });

@@ -155,6 +155,24 @@ class LockClusterTest {
     }
 
     @Test
+    void when_everyHandleIsGivenUpButTheServersStillCountTheLock_then_theWatchdogStopsAndTheLeaseRunsOut() {
+        byte[] key = bytes("lock/given-up");
+        LockHandle a = sync(alice.tryLock(key, 1000, 0));
+        ByteString holder = sync(bob.lockInfo(key)).getHolder();
+        // as when an earlier unlock's outcome was unknown: the servers count one acquisition more than the client
+        WriteResponse again = send(key, WriteOp.newBuilder().setType(WriteOpType.LOCK_ACQUIRE).setKey(ByteString.copyFrom(key))
+                .setHolder(holder).setLeaseMs(1000).build());
+        assertThat(again.getCoord(0).getLock().getCount()).isEqualTo(2);
+        sync(a.unlock());
+        assertThat(sync(bob.lockInfo(key)).getCount()).as("still counted once on the servers").isEqualTo(1);
+
+        LockHandle b = sync(bob.tryLock(key, 30_000, 60_000));
+        assertThat(b).as("alice's watchdog must not renew a lock she gave up").isNotNull();
+        assertThat(b.token()).isGreaterThan(a.token());
+        b.close();
+    }
+
+    @Test
     void when_someoneElseReleasesOnTheWire_then_itIsRefusedAndTheLockStaysHeld() {
         byte[] key = bytes("lock/non-holder");
         LockHandle a = sync(alice.tryLock(key, 30_000, 0));

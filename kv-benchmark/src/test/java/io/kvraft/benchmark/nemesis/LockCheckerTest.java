@@ -44,6 +44,12 @@ class LockCheckerTest {
     }
 
     @Test
+    void when_theSameHolderReentersUnderTheSameToken_then_itIsNoViolation() {
+        assertThat(LockChecker.check(List.of(new Hold("k", "a", 5, 0, 10 * MS, false),
+                new Hold("k", "a", 5, 20 * MS, 30 * MS, false)), List.of()).violations()).isEmpty();
+    }
+
+    @Test
     void when_aSequenceRangeIsHandedOutTwice_then_itIsAViolation() {
         assertThat(LockChecker.check(List.of(), List.of(new Range(0, 10), new Range(9, 12))).violations())
                 .singleElement().asString().contains("overlaps");
