@@ -233,6 +233,41 @@ final class FakeKvClient implements KvClient {
     }
 
     @Override
+    public CompletableFuture<io.kvraft.client.SequenceRange> getSequence(byte[] seqKey, long step) {
+        throw new UnsupportedOperationException("not in the fake");
+    }
+
+    @Override
+    public CompletableFuture<Long> getLatestSequence(byte[] seqKey) {
+        throw new UnsupportedOperationException("not in the fake");
+    }
+
+    @Override
+    public CompletableFuture<Boolean> resetSequence(byte[] seqKey) {
+        throw new UnsupportedOperationException("not in the fake");
+    }
+
+    @Override
+    public CompletableFuture<io.kvraft.client.LockHandle> tryLock(byte[] key, long leaseMs, long waitMs) {
+        throw new UnsupportedOperationException("not in the fake");
+    }
+
+    @Override
+    public CompletableFuture<io.kvraft.client.LockHandle> lock(byte[] key, long leaseMs) {
+        throw new UnsupportedOperationException("not in the fake");
+    }
+
+    @Override
+    public CompletableFuture<List<io.kvraft.client.proto.KvProto.LockInfo>> locks(byte[] prefix) {
+        throw new UnsupportedOperationException("not in the fake");
+    }
+
+    @Override
+    public CompletableFuture<io.kvraft.client.proto.KvProto.LockInfo> lockInfo(byte[] key) {
+        throw new UnsupportedOperationException("not in the fake");
+    }
+
+    @Override
     public CompletableFuture<Void> deleteRange(byte[] startKey, byte[] endKey) {
         range(startKey, endKey, Integer.MAX_VALUE, false, true).forEach(kv -> map.remove(ByteBuffer.wrap(kv.key())));
         return CompletableFuture.completedFuture(null);

@@ -118,6 +118,58 @@ public interface KvClient extends AutoCloseable {
      */
     CompletableFuture<Void> deleteRange(byte[] startKey, byte[] endKey);
 
+    // ---- sequences ------------------------------------------------------------------------------
+
+    /**
+     * Takes {@code step} numbers from the sequence named {@code seqKey}: completes with [start, end), end - start =
+     * step, numbers no other call, before or after, ever gets (across leader changes, restarts and snapshot
+     * installs), unless the sequence is reset. A fresh sequence starts at 0. Sequences live apart from the pairs:
+     * a key may name a value and a sequence, and scans and deletes never see sequences. Concurrent calls on one
+     * key are batched into one log entry like writes. A call whose answer was lost is retried; its range is then
+     * skipped, never handed out. Fails with INVALID_ARGUMENT when step is below 1 or above 2^40, or when the
+     * range would pass {@link Long#MAX_VALUE}.
+     */
+    CompletableFuture<SequenceRange> getSequence(byte[] seqKey, long step);
+
+    /** The next number {@code seqKey} would hand out (0 for a fresh sequence), taking none. One log entry, as RheaKV's. */
+    CompletableFuture<Long> getLatestSequence(byte[] seqKey);
+
+    /**
+     * Starts the sequence again at 0; completes with whether it had handed out any number. Numbers handed out
+     * before are handed out again afterwards: an operator's tool, not for running code. Never retried when its
+     * outcome is unknown.
+     */
+    CompletableFuture<Boolean> resetSequence(byte[] seqKey);
+
+    // ---- locks ----------------------------------------------------------------------------------
+
+    /**
+     * Tries to take the distributed lock {@code key} for {@code leaseMs}, polling with a growing pause (5 ms to
+     * 0.5 s, never past the holder's lease) for up to {@code waitMs} while another holder has it; completes with
+     * a {@link LockHandle}, or null when the wait ran out. The holder is this client: taking a key it holds
+     * already is re-entrant (counted; the lease extended; the same fencing token). While held, a watchdog
+     * renews the lease every third of it; see {@link LockHandle} for when a lock counts as lost.
+     *
+     * <p>Expiry is decided by the servers on their leader's monotonic clock, stamped into the log, never a
+     * follower's; a leader change gives every held lock a full lease again (as etcd does), so a lease only
+     * ever lasts longer on the servers than the holder believes. Fails with INVALID_ARGUMENT for an empty key,
+     * a lease outside 1 ms to 1 day or a negative wait; an acquire whose outcome is unknown (TIMEOUT) is not
+     * retried, and a lock it may have taken runs out after its lease. Locks live apart from the pairs.
+     */
+    CompletableFuture<LockHandle> tryLock(byte[] key, long leaseMs, long waitMs);
+
+    /** As {@link #tryLock} with no end to the wait (until the client closes). */
+    CompletableFuture<LockHandle> lock(byte[] key, long leaseMs);
+
+    /**
+     * The locks whose keys start with {@code prefix} (null or empty: all), free ones included (they keep their
+     * last fencing token), as each region's leader sees them now: holder, token, count and lease left.
+     */
+    CompletableFuture<List<io.kvraft.client.proto.KvProto.LockInfo>> locks(byte[] prefix);
+
+    /** The lock {@code key} as its region's leader sees it now, or null when it was never taken. */
+    CompletableFuture<io.kvraft.client.proto.KvProto.LockInfo> lockInfo(byte[] key);
+
     /** The cluster's regions as one server sees them now: range, epoch, peers, leader, term, applied index. */
     CompletableFuture<List<RegionInfo>> regions();
 

@@ -67,12 +67,25 @@ final class PendingOp {
         return write != null && (write.getType() == WriteOpType.GET_AND_PUT || write.getType() == WriteOpType.PUT_IF_ABSENT);
     }
 
+    /** Whether the answer is a {@link CoordAnswer} (sequence and lock ops). */
+    boolean returnsCoord() {
+        if (write == null) {
+            return false;
+        }
+        return switch (write.getType()) {
+            case GET_SEQUENCE, RESET_SEQUENCE, LOCK_ACQUIRE, LOCK_RENEW, LOCK_RELEASE -> true;
+            default -> false;
+        };
+    }
+
     /**
      * Only reads may be sent again after an answer was lost. A write that was applied but whose answer was lost,
      * sent again after another client's write to the key, would apply a second time and undo that write.
+     * Two exceptions: taking numbers from a sequence again only skips the range whose answer was lost, which
+     * nobody ever gets, so no range is handed out twice; and renewing a lock twice is renewing it once, later.
      */
     boolean idempotent() {
-        return write == null;
+        return write == null || write.getType() == WriteOpType.GET_SEQUENCE || write.getType() == WriteOpType.LOCK_RENEW;
     }
 
     int bytes() {

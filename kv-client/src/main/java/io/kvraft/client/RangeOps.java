@@ -6,6 +6,7 @@ import io.kvraft.client.proto.KvProto.Error;
 import io.kvraft.client.proto.KvProto.ErrorCode;
 import io.kvraft.client.proto.KvProto.Pair;
 import io.kvraft.client.proto.KvProto.ReadMode;
+import io.kvraft.client.proto.KvProto.LockInfo;
 import io.kvraft.client.proto.KvProto.ScanRequest;
 import io.kvraft.client.proto.KvProto.ScanResponse;
 import io.kvraft.client.proto.KvProto.WriteOp;
@@ -96,6 +97,39 @@ final class RangeOps {
                     : scanFrom(page.resumeKey(), end, limit, false, keysOnly, mode, deadlineNanos, out);
         });
     }
+
+    /** The locks of [start, end) as the regions' leaders see them, in key order, region by region. */
+    CompletableFuture<List<LockInfo>> locks(byte[] start, byte[] end, long deadlineNanos) {
+        List<LockInfo> out = new ArrayList<>();
+        return locksFrom(start, end, deadlineNanos, out).thenApply(v -> out);
+    }
+
+    private CompletableFuture<Void> locksFrom(byte[] start, byte[] end, long deadlineNanos, List<LockInfo> out) {
+        Attempt<ScanResponse> attempt = new Attempt<>(start, false, true, ReadMode.READ_INDEX, deadlineNanos, route -> {
+            KeyRangeBytes part = clip(start, end, route);
+            return ScanRequest.newBuilder().setRegionId(route.regionId()).setRegionEpoch(route.epoch())
+                    .setStartKey(ByteString.copyFrom(part.start)).setEndKey(ByteString.copyFrom(part.end))
+                    .setLimit(LOCK_PAGE).setLocks(true).setMode(ReadMode.READ_INDEX).build();
+        }, ScanResponse::getError);
+        return attempt.run().thenCompose(answer -> {
+            List<KeyValue> keys = new ArrayList<>(answer.response.getPairsCount());
+            for (Pair p : answer.response.getPairsList()) {
+                keys.add(new KeyValue(p.getKey().toByteArray(), null));
+                if (p.getValue().isEmpty()) {
+                    continue; // a key never locked
+                }
+                try {
+                    out.add(LockInfo.parseFrom(p.getValue()));
+                } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+                    throw new KvException(ErrorCode.INTERNAL, "undecodable lock of " + RoutingKvClient.printable(p.getKey().toByteArray()));
+                }
+            }
+            byte[] next = resume(start, end, false, answer.route, answer.response.getMore(), keys);
+            return next == null ? CompletableFuture.completedFuture(null) : locksFrom(next, end, deadlineNanos, out);
+        });
+    }
+
+    private static final int LOCK_PAGE = 1000;
 
     /** One DELETE_RANGE per region [start, end) touches, one region after the other. */
     CompletableFuture<Void> deleteRange(byte[] start, byte[] end, long deadlineNanos) {

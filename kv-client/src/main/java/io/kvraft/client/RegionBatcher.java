@@ -2,6 +2,7 @@ package io.kvraft.client;
 
 import io.kvraft.client.batch.Coalescer;
 import io.kvraft.client.config.ClientConfig.Batching;
+import io.kvraft.client.proto.KvProto.CoordResult;
 import io.kvraft.client.proto.KvProto.Error;
 import io.kvraft.client.proto.KvProto.ErrorCode;
 import io.kvraft.client.proto.KvProto.ReadMode;
@@ -102,7 +103,10 @@ final class RegionBatcher {
         }, (WriteResponse resp) -> resp.getError(), resp -> {
             int at = 0; // the first wire op of each operation
             for (PendingOp op : batch) {
-                if (op.returnsPrevious()) {
+                if (op.returnsCoord()) {
+                    op.result.complete(new CoordAnswer(at < resp.getSucceededCount() && resp.getSucceeded(at),
+                            at < resp.getCoordCount() ? resp.getCoord(at) : CoordResult.getDefaultInstance()));
+                } else if (op.returnsPrevious()) {
                     Value v = at < resp.getPreviousCount() ? resp.getPrevious(at) : Value.getDefaultInstance();
                     op.result.complete(v.getFound() ? v.getValue().toByteArray() : null);
                 } else {

@@ -42,6 +42,7 @@ final class RoutingKvClient implements KvClient {
     private final ReadMode readMode;
     private final ScheduledExecutorService timer;
     private final RangeOps ranges;
+    private final ClientLocks locks;
     private CompletableFuture<Void> refreshing;
 
     RoutingKvClient(ClientConfig config) {
@@ -57,6 +58,7 @@ final class RoutingKvClient implements KvClient {
             return t;
         });
         this.ranges = new RangeOps(this);
+        this.locks = new ClientLocks(this, System::nanoTime);
     }
 
     /** A view of {@code root} whose reads default to {@code mode}; it shares everything else. */
@@ -69,6 +71,7 @@ final class RoutingKvClient implements KvClient {
         this.readMode = mode;
         this.timer = root.timer;
         this.ranges = new RangeOps(this);
+        this.locks = root.locks;
     }
 
     /** The wire read mode of a YAML {@code readMode} value (already checked by the config). */
@@ -313,6 +316,81 @@ final class RoutingKvClient implements KvClient {
     }
 
     @Override
+    public CompletableFuture<SequenceRange> getSequence(byte[] seqKey, long step) {
+        if (step < 1) {
+            return invalid("sequence step must be at least 1, got " + step);
+        }
+        if (step > MAX_SEQUENCE_STEP) {
+            return invalid("sequence step " + step + " exceeds " + MAX_SEQUENCE_STEP);
+        }
+        return sequenceOp(WriteOpType.GET_SEQUENCE, seqKey, step).thenApply(a -> {
+            if (!a.succeeded()) {
+                throw new KvException(ErrorCode.INVALID_ARGUMENT, "sequence " + printable(seqKey) + " is at "
+                        + a.result().getStart() + ": " + step + " more would pass " + Long.MAX_VALUE);
+            }
+            return new SequenceRange(a.result().getStart(), a.result().getEnd());
+        });
+    }
+
+    @Override
+    public CompletableFuture<Long> getLatestSequence(byte[] seqKey) {
+        return sequenceOp(WriteOpType.GET_SEQUENCE, seqKey, 0).thenApply(a -> a.result().getStart());
+    }
+
+    @Override
+    public CompletableFuture<Boolean> resetSequence(byte[] seqKey) {
+        return sequenceOp(WriteOpType.RESET_SEQUENCE, seqKey, 0).thenApply(CoordAnswer::succeeded);
+    }
+
+    private CompletableFuture<CoordAnswer> sequenceOp(WriteOpType type, byte[] seqKey, long step) {
+        return coordOp(WriteOp.newBuilder().setType(type).setKey(bytes(seqKey)).setStep(step).build(), deadline());
+    }
+
+    /** A sequence or lock op, routed, batched and retried as writes are, until {@code deadlineNanos}. */
+    CompletableFuture<CoordAnswer> coordOp(WriteOp op, long deadlineNanos) {
+        return root.submit(PendingOp.write(op, deadlineNanos)).thenApply(r -> (CoordAnswer) r);
+    }
+
+    @Override
+    public CompletableFuture<LockHandle> tryLock(byte[] key, long leaseMs, long waitMs) {
+        return locks.tryLock(key, leaseMs, waitMs);
+    }
+
+    @Override
+    public CompletableFuture<LockHandle> lock(byte[] key, long leaseMs) {
+        return locks.tryLock(key, leaseMs, Long.MAX_VALUE);
+    }
+
+    @Override
+    public CompletableFuture<List<io.kvraft.client.proto.KvProto.LockInfo>> locks(byte[] prefix) {
+        byte[] start = RangeOps.orEmpty(prefix);
+        return ranges.locks(start, prefixEnd(start), deadline());
+    }
+
+    @Override
+    public CompletableFuture<io.kvraft.client.proto.KvProto.LockInfo> lockInfo(byte[] key) {
+        if (key == null || key.length == 0) {
+            return invalid("empty lock key");
+        }
+        return ranges.locks(key, RangeOps.successor(key), deadline()).thenApply(l -> l.isEmpty() ? null : l.get(0));
+    }
+
+    /** The smallest key above every key that starts with {@code prefix}; empty (+inf) when there is none. */
+    static byte[] prefixEnd(byte[] prefix) {
+        for (int i = prefix.length - 1; i >= 0; i--) {
+            if (prefix[i] != (byte) 0xff) {
+                byte[] end = Arrays.copyOf(prefix, i + 1);
+                end[i]++;
+                return end;
+            }
+        }
+        return new byte[0];
+    }
+
+    /** The server's limit too ({@code Sequences.MAX_STEP}). */
+    static final long MAX_SEQUENCE_STEP = 1L << 40;
+
+    @Override
     public CompletableFuture<List<RegionInfo>> regions() {
         return askAnyServer().thenApply(RegionsResponse::getRegionsList);
     }
@@ -517,7 +595,7 @@ final class RoutingKvClient implements KvClient {
         return "'" + new String(key, java.nio.charset.StandardCharsets.US_ASCII) + "'";
     }
 
-    private long deadline() {
+    long deadline() {
         return System.nanoTime() + config.operationTimeoutMs() * 1_000_000L;
     }
 

@@ -160,6 +160,17 @@ class ReplicatorLoopTest {
         }
 
         @Override
+        public byte[] getSystem(byte[] key) {
+            return store.getSystem(key);
+        }
+
+        @Override
+        public io.kvraft.server.store.ScanPage scanSystem(int region, KeyRange range,
+                                                          io.kvraft.server.store.ScanPage.Builder page) {
+            return store.scanSystem(region, range, page);
+        }
+
+        @Override
         public io.kvraft.server.store.ScanPage scan(int region, KeyRange range, boolean reverse,
                                                     io.kvraft.server.store.ScanPage.Builder page) {
             return store.scan(region, range, reverse, page);

@@ -87,6 +87,11 @@ public final class NemesisCommand implements Callable<Integer> {
                     + " the upper half of one region's keys and the lower half of the next region's, clear of the fresh keys.")
     int keysPerRegion;
 
+    @Option(names = "--workload", defaultValue = "register", paramLabel = "NAME",
+            description = "register, or lock: the register workload plus 4 lock clients on 3 locks and a sequence, "
+                    + "checked by the lock checker (default: ${DEFAULT-VALUE}).")
+    String workload;
+
     @Option(names = "--threads", defaultValue = "8", paramLabel = "N",
             description = "Client threads, one operation at a time each (default: ${DEFAULT-VALUE}).")
     int threads;
@@ -187,6 +192,14 @@ public final class NemesisCommand implements Callable<Integer> {
             log.printf(Locale.ROOT, "%d regions, %d keys, %d client threads at %.0f ops/s%n", regions.size(), keys.size(),
                     threads, rate);
             load.start();
+            List<KvClient> lockClients = new ArrayList<>();
+            for (int i = 0; workload.equals("lock") && i < 4; i++) {
+                lockClients.add(parent.connector().apply(new ClientConfig(endpoints, 2_000L, 8_000L, null, null, null)));
+            }
+            LockWorkload locks = lockClients.isEmpty() ? null : new LockWorkload(lockClients, 3, s);
+            if (locks != null) {
+                locks.start();
+            }
             Progress progress = new Progress(load, nemesis, log, origin);
             progress.start();
             Histogram during;
@@ -215,6 +228,10 @@ public final class NemesisCommand implements Callable<Integer> {
             } catch (RuntimeException | InterruptedException e) {
                 progress.stop();
                 load.stop();
+                if (locks != null) {
+                    locks.stop();
+                    lockClients.forEach(KvClient::close);
+                }
                 throw e;
             }
             Recovery rec = awaitRecovery(cluster, load, lastHealNs);
@@ -223,6 +240,12 @@ public final class NemesisCommand implements Callable<Integer> {
             }
             load.stop();
             progress.stop();
+            LockChecker.Result lockCheck = null;
+            if (locks != null) {
+                locks.stop();
+                lockClients.forEach(KvClient::close);
+                lockCheck = LockChecker.check(new ArrayList<>(locks.holds), new ArrayList<>(locks.ranges));
+            }
             Histogram after = load.latency.getIntervalHistogram();
             int unread = load.finalReads(System.nanoTime() + TimeUnit.SECONDS.toNanos(60));
             long[] lost = verifyFresh(client, load);
@@ -234,7 +257,11 @@ public final class NemesisCommand implements Callable<Integer> {
                     recoveries, during, after, origin);
             report.write(out, history);
             parent.stdout().print(report.text());
-            return report.exitCode();
+            if (lockCheck != null) {
+                parent.stdout().print(LockChecker.text(lockCheck));
+                Files.writeString(out.resolve("locks.txt"), LockChecker.text(lockCheck));
+            }
+            return lockCheck == null || lockCheck.ok() ? report.exitCode() : BenchmarkMain.EXIT_FAILED;
         } finally {
             if (client != null) {
                 client.close();
@@ -410,6 +437,9 @@ public final class NemesisCommand implements Callable<Integer> {
                 throw new UsageException("--raft: raft." + key + " is given twice");
             }
             seen.add(key);
+        }
+        if (!workload.equals("register") && !workload.equals("lock")) {
+            throw new UsageException("--workload: register or lock, got '" + workload + "'");
         }
         if (!engine.equals("memory") && !engine.equals("rocksdb")) {
             throw new UsageException("--engine: memory or rocksdb, got '" + engine + "'");

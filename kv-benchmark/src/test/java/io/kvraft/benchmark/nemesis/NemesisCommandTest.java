@@ -32,6 +32,7 @@ class NemesisCommandTest {
             "--interval 1s --hold 500ms       | at least 2s",
             "--check-budget 10ms              | --check-budget at least 1s",
             "--engine leveldb                 | memory or rocksdb",
+            "--workload locks                 | register or lock",
             "--hold 9000 --interval 5         | shorter than --interval",
             "--threads 0                      | must be positive",
             "--read-mode stale                | stale reads are not linearizable",

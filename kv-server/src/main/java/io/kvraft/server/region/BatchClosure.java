@@ -6,6 +6,7 @@ import com.alipay.sofa.jraft.option.ReadOnlyOption;
 import com.alipay.sofa.jraft.error.RaftError;
 import io.kvraft.client.proto.KvProto.Error;
 import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.CoordResult;
 import io.kvraft.client.proto.KvProto.WriteBatch;
 import io.kvraft.client.proto.KvProto.Value;
 import io.kvraft.client.proto.KvProto.WriteResponse;
@@ -31,6 +32,10 @@ final class BatchClosure implements Closure {
     boolean[] results;
     /** Set by the state machine when {@link #returnsValues}: per op, the value it found (null = absent). */
     byte[][] previous;
+    /** Whether the answers carry a {@link CoordResult} per op (the entry has a sequence op). */
+    final boolean returnsCoord;
+    /** Set by the state machine when {@link #returnsCoord}: per op, its answer (null for other ops). */
+    CoordResult[] coord;
     private final long proposedNanos = System.nanoTime();
 
     BatchClosure(WriteBatch batch, List<WriteProposal> proposals, List<Region.PendingRead> reads, Region region,
@@ -41,6 +46,7 @@ final class BatchClosure implements Closure {
         this.region = region;
         this.coalescerDone = coalescerDone;
         this.returnsValues = RegionStateMachine.returnsValues(batch);
+        this.returnsCoord = RegionStateMachine.returnsCoord(batch);
     }
 
     @Override
@@ -57,6 +63,9 @@ final class BatchClosure implements Closure {
                             byte[] v = previous[at];
                             b.addPrevious(v == null ? Value.getDefaultInstance()
                                     : Value.newBuilder().setFound(true).setValue(ByteString.copyFrom(v)).build());
+                        }
+                        if (coord != null) {
+                            b.addCoord(coord[at] == null ? CoordResult.getDefaultInstance() : coord[at]);
                         }
                     }
                     p.reply().accept(b.build());

@@ -20,6 +20,8 @@ final class BatchView {
     private final TreeMap<byte[], byte[]> written = new TreeMap<>(Arrays::compareUnsigned);
     /** Ranges deleted earlier in the entry; a key in one reads as absent unless written after it. */
     private final List<KeyRange> deleted = new ArrayList<>();
+    /** System records written earlier in the entry; a null value is a delete. */
+    private final TreeMap<byte[], byte[]> systemWritten = new TreeMap<>(Arrays::compareUnsigned);
 
     /** Starts from the writes {@code soFar} already holds (only puts and deletes: no op before the first read deletes ranges). */
     BatchView(KvStore store, StoreBatch soFar) {
@@ -44,6 +46,18 @@ final class BatchView {
     /** A put, or a delete when {@code value} is null. */
     void put(byte[] key, byte[] value) {
         written.put(key, value);
+    }
+
+    /** The system record of {@code key} as the entry's earlier ops left it (range deletes never touch these). */
+    byte[] getSystem(byte[] key) {
+        if (systemWritten.containsKey(key)) {
+            return systemWritten.get(key);
+        }
+        return store.getSystem(key);
+    }
+
+    void putSystem(byte[] key, byte[] record) {
+        systemWritten.put(key, record);
     }
 
     void deleteRange(KeyRange range) {

@@ -35,6 +35,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 
 /**
  * One region on one node: its jraft group, its state machine, and the leader's write coalescer
@@ -56,6 +57,14 @@ public final class Region {
     private final io.kvraft.server.metrics.RegionMetrics metrics = new io.kvraft.server.metrics.RegionMetrics();
 
     private volatile Node node;
+    /** The lease clock: monotonic ms of this node, stamped into every entry it proposes as leader. */
+    private final LongSupplier leaseClockMs = () -> System.nanoTime() / 1_000_000L;
+    /** The term this node last began to lead and when, on the lease clock: one value, swapped whole. */
+    private volatile TermStart termStart = new TermStart(0, 0);
+
+    /** When this node's leadership of a term began, on its lease clock. */
+    record TermStart(long term, long startMs) {
+    }
     private final Object readLock = new Object();
     /** Reads that arrived while an entry was in flight; they ride on the next one. Guarded by readLock. */
     private List<PendingRead> waitingReads = new ArrayList<>();
@@ -149,7 +158,10 @@ public final class Region {
     }
 
     private void propose(List<WriteProposal> proposals, Runnable done) {
-        WriteBatch.Builder b = WriteBatch.newBuilder();
+        // one reading of the clock for the whole entry: "now" of every lock op in it, on every replica
+        TermStart started = termStart;
+        WriteBatch.Builder b = WriteBatch.newBuilder().setLeaseClockMs(leaseClockMs.getAsLong())
+                .setTermStartMs(started.startMs()).setLeaderTerm(started.term());
         for (WriteProposal p : proposals) {
             b.addAllOps(p.ops());
         }
@@ -329,6 +341,51 @@ public final class Region {
     }
 
     // ---- state --------------------------------------------------------------------------------
+
+    /** Called when this node starts to lead {@code term}: leases held from earlier terms run from now. */
+    void onLeaderStart(long term) {
+        termStart = new TermStart(term, leaseClockMs.getAsLong());
+    }
+
+    /**
+     * The lease clock as a read on this leader sees it now (to tell how long a lock has left). Only an estimate
+     * during the moment after an election before the leader's start is recorded.
+     */
+    public io.kvraft.server.coord.Locks.Clock leaseClockNow() {
+        TermStart started = termStart;
+        return new io.kvraft.server.coord.Locks.Clock(started.term(), leaseClockMs.getAsLong(), started.startMs());
+    }
+
+    /** The system records of {@code range}, one page, as LockInfo pairs (an empty value for keys never locked). */
+    public PendingRead locks(KeyRange range, ScanPage.Builder page, KvStore store, Consumer<ScanResponse> reply) {
+        return new PendingRead() {
+            @Override
+            public void serve() {
+                ScanPage result = store.scanSystem(id, range, page);
+                io.kvraft.server.coord.Locks.Clock clock = leaseClockNow();
+                ScanResponse.Builder b = ScanResponse.newBuilder().setMore(result.more());
+                try {
+                    for (int i = 0; i < result.keys().size(); i++) {
+                        ByteString key = ByteString.copyFrom(result.keys().get(i));
+                        io.kvraft.client.proto.KvProto.LockInfo info = io.kvraft.server.coord.Locks.info(key,
+                                io.kvraft.client.proto.KvProto.CoordRecord.parseFrom(result.values().get(i)), clock);
+                        // a key never locked (a sequence's) comes with an empty value, so the client goes on after it
+                        b.addPairs(Pair.newBuilder().setKey(key).setValue(info == null ? ByteString.EMPTY : info.toByteString()));
+                    }
+                } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+                    fail(Responses.error(ErrorCode.INTERNAL, "region " + id + ": undecodable lock record: " + e.getMessage()));
+                    return;
+                }
+                readOps.increment();
+                reply.accept(b.build());
+            }
+
+            @Override
+            public void fail(Error error) {
+                reply.accept(ScanResponse.newBuilder().setError(error).build());
+            }
+        };
+    }
 
     void onLeadershipChange() {
         if (startupTimeoutCleared.compareAndSet(false, true)) {

@@ -10,9 +10,13 @@ import com.alipay.sofa.jraft.storage.snapshot.SnapshotReader;
 import com.alipay.sofa.jraft.storage.snapshot.SnapshotWriter;
 import com.alipay.sofa.jraft.Closure;
 import com.google.protobuf.InvalidProtocolBufferException;
+import io.kvraft.client.proto.KvProto.CoordRecord;
+import io.kvraft.client.proto.KvProto.CoordResult;
 import io.kvraft.client.proto.KvProto.WriteBatch;
 import io.kvraft.client.proto.KvProto.WriteOp;
 import io.kvraft.client.proto.KvProto.WriteOpType;
+import io.kvraft.server.coord.Locks;
+import io.kvraft.server.coord.Sequences;
 import io.kvraft.server.store.KeyRange;
 import io.kvraft.server.store.KvStore;
 import io.kvraft.server.store.StoreBatch;
@@ -84,9 +88,18 @@ final class RegionStateMachine extends StateMachineAdapter {
             }
             boolean[] results = new boolean[batch.getOpsCount()];
             byte[][] previous = closure != null && closure.returnsValues ? new byte[batch.getOpsCount()][] : null;
+            CoordResult[] coord = closure != null && closure.returnsCoord ? new CoordResult[batch.getOpsCount()] : null;
             if (index > storeIndex) {
                 long start = System.nanoTime();
-                store.apply(region.id(), index, toStoreBatch(batch, results, previous));
+                StoreBatch writes;
+                try {
+                    writes = toStoreBatch(batch, clockOf(batch, iter.getTerm()), results, previous, coord);
+                } catch (InvalidProtocolBufferException e) {
+                    iter.setErrorAndRollback(1, new Status(RaftError.ESTATEMACHINE,
+                            "region %d: undecodable system record at index %d: %s", region.id(), index, e.getMessage()));
+                    return;
+                }
+                store.apply(region.id(), index, writes);
                 region.metrics().applied(start);
                 storeIndex = index;
             }
@@ -97,6 +110,7 @@ final class RegionStateMachine extends StateMachineAdapter {
             if (closure != null) {
                 closure.results = results;
                 closure.previous = previous;
+                closure.coord = coord;
                 closure.run(Status.OK());
             } else if (done != null) {
                 done.run(Status.OK());
@@ -110,7 +124,8 @@ final class RegionStateMachine extends StateMachineAdapter {
      * earlier writes) only for ops whose outcome depends on the current value. Fills {@code results} per op
      * and, when not null, {@code previous} with the value each op found.
      */
-    private StoreBatch toStoreBatch(WriteBatch batch, boolean[] results, byte[][] previous) {
+    private StoreBatch toStoreBatch(WriteBatch batch, Locks.Clock clock, boolean[] results, byte[][] previous,
+                                    CoordResult[] coord) throws InvalidProtocolBufferException {
         StoreBatch out = new StoreBatch(batch.getOpsCount());
         BatchView view = null; // created on the first op that reads: plain puts need no reads
         for (int i = 0; i < batch.getOpsCount(); i++) {
@@ -178,6 +193,27 @@ final class RegionStateMachine extends StateMachineAdapter {
                         view.deleteRange(range);
                     }
                 }
+                case GET_SEQUENCE, RESET_SEQUENCE, LOCK_ACQUIRE, LOCK_RENEW, LOCK_RELEASE -> {
+                    byte[] stored = view.getSystem(key);
+                    CoordRecord record = stored == null ? null : CoordRecord.parseFrom(stored);
+                    Sequences.Outcome outcome = switch (op.getType()) {
+                        case GET_SEQUENCE -> Sequences.take(record, op.getStep());
+                        case RESET_SEQUENCE -> Sequences.reset(record);
+                        case LOCK_ACQUIRE -> Locks.acquire(record, op.getHolder(), op.getLeaseMs(), clock);
+                        case LOCK_RENEW -> Locks.renew(record, op.getHolder(), op.getToken(), op.getLeaseMs(), clock);
+                        default -> Locks.release(record, op.getHolder(), op.getToken(), clock);
+                    };
+                    results[i] = outcome.succeeded();
+                    if (coord != null) {
+                        coord[i] = outcome.result();
+                    }
+                    CoordRecord next = Sequences.orNull(outcome.record());
+                    if (next == null ? stored != null : !next.equals(record)) {
+                        byte[] bytes = next == null ? null : next.toByteArray();
+                        out.putSystem(key, bytes);
+                        view.putSystem(key, bytes);
+                    }
+                }
                 default -> throw new IllegalStateException("unknown op type " + op.getType());
             }
         }
@@ -194,6 +230,29 @@ final class RegionStateMachine extends StateMachineAdapter {
         if (previous != null) {
             previous[i] = value;
         }
+    }
+
+    /** True when the batch has a sequence or lock op, whose answer is a {@link CoordResult}. */
+    static boolean returnsCoord(WriteBatch batch) {
+        for (int i = 0; i < batch.getOpsCount(); i++) {
+            switch (batch.getOps(i).getType()) {
+                case GET_SEQUENCE, RESET_SEQUENCE, LOCK_ACQUIRE, LOCK_RENEW, LOCK_RELEASE -> {
+                    return true;
+                }
+                default -> { }
+            }
+        }
+        return false;
+    }
+
+    /**
+     * The entry's time, from its leader's stamps only. The term start counts only when the leader had recorded
+     * the start of the entry's own term when it proposed; otherwise the entry's own time stands in for it, which
+     * is later, so leases carried over from earlier terms only get longer.
+     */
+    static Locks.Clock clockOf(WriteBatch batch, long entryTerm) {
+        long start = batch.getLeaderTerm() == entryTerm ? batch.getTermStartMs() : batch.getLeaseClockMs();
+        return new Locks.Clock(entryTerm, batch.getLeaseClockMs(), start);
     }
 
     /** True when the batch has an op that answers with the value it found (GET_AND_PUT, PUT_IF_ABSENT). */
@@ -272,6 +331,7 @@ final class RegionStateMachine extends StateMachineAdapter {
 
     @Override
     public void onLeaderStart(long term) {
+        region.onLeaderStart(term);
         this.term = term;
         LOG.info("region {}: leader now, term {}", region.id(), term);
         region.onLeadershipChange();

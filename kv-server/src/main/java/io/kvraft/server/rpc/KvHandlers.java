@@ -22,6 +22,8 @@ import io.kvraft.client.proto.KvProto.WriteOpType;
 import io.kvraft.client.proto.KvProto.WriteRequest;
 import io.kvraft.client.proto.KvProto.WriteResponse;
 import io.kvraft.server.config.ServerConfig.LimitsConfig;
+import io.kvraft.server.coord.Locks;
+import io.kvraft.server.coord.Sequences;
 import io.kvraft.server.metrics.KvMetrics;
 import io.kvraft.server.region.Region;
 import io.kvraft.server.region.RegionHost;
@@ -220,10 +222,17 @@ public final class KvHandlers {
             error = Responses.error(ErrorCode.INVALID_ARGUMENT, "scan limit must be at least 1, got " + req.getLimit());
         }
         if (error == null) {
-            error = checkReadMode(region, req.getMode());
+            // a lock's time left is told by the leader's lease clock, so lock listings are the leader's
+            error = req.getLocks() ? checkLeader(region) : checkReadMode(region, req.getMode());
         }
         if (error != null) {
             reply.accept(ScanResponse.newBuilder().setError(error).build());
+            return;
+        }
+        if (req.getLocks()) {
+            int limit = req.getLimit() < 0 ? limits.maxBatchOps() : Math.min(req.getLimit(), limits.maxBatchOps());
+            ScanPage.Builder page = new ScanPage.Builder(limit, limits.maxScanBytes(), false);
+            region.read(region.locks(range, page, store, reply), ReadMode.READ_INDEX);
             return;
         }
         // an unsigned limit above maxBatchOps (or above Integer.MAX_VALUE, negative here) is capped: the page ends early
@@ -319,6 +328,18 @@ public final class KvHandlers {
                 return checkRange(region, new KeyRange(op.getKey().toByteArray(), op.getEndKey().toByteArray()),
                         op.getKey(), op.getEndKey());
             }
+            case GET_SEQUENCE, RESET_SEQUENCE -> {
+                Error error = checkKey(region, op.getKey());
+                if (error == null && Long.compareUnsigned(op.getStep(), Sequences.MAX_STEP) > 0) {
+                    error = Responses.error(ErrorCode.INVALID_ARGUMENT, "sequence step " + Long.toUnsignedString(op.getStep())
+                            + " exceeds " + Sequences.MAX_STEP);
+                }
+                return error;
+            }
+            case LOCK_ACQUIRE, LOCK_RENEW, LOCK_RELEASE -> {
+                Error error = checkKey(region, op.getKey());
+                return error != null ? error : checkLockOp(op);
+            }
             default -> {
                 return Responses.error(ErrorCode.INVALID_ARGUMENT, "op " + i + " has an unknown type " + op.getTypeValue());
             }
@@ -332,6 +353,23 @@ public final class KvHandlers {
         }
         if (op.getGroupSize() > 1) {
             return checkGroup(req, i);
+        }
+        return null;
+    }
+
+    /** A lock op's holder, lease and token: present where the op needs them, and of sane size. */
+    private static Error checkLockOp(WriteOp op) {
+        if (op.getHolder().isEmpty() || op.getHolder().size() > Locks.MAX_HOLDER_BYTES) {
+            return Responses.error(ErrorCode.INVALID_ARGUMENT, "lock holder must have 1 to " + Locks.MAX_HOLDER_BYTES
+                    + " bytes, got " + op.getHolder().size());
+        }
+        if (op.getType() != WriteOpType.LOCK_RELEASE
+                && (op.getLeaseMs() == 0 || Long.compareUnsigned(op.getLeaseMs(), Locks.MAX_LEASE_MS) > 0)) {
+            return Responses.error(ErrorCode.INVALID_ARGUMENT, "lock lease must be 1 to " + Locks.MAX_LEASE_MS
+                    + " ms, got " + Long.toUnsignedString(op.getLeaseMs()));
+        }
+        if (op.getType() != WriteOpType.LOCK_ACQUIRE && op.getToken() == 0) {
+            return Responses.error(ErrorCode.INVALID_ARGUMENT, "a lock renewal or release needs the holding's fencing token");
         }
         return null;
     }

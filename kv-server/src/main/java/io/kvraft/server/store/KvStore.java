@@ -18,6 +18,17 @@ public interface KvStore extends Closeable {
     byte[] get(byte[] key);
 
     /**
+     * The system record of {@code key} (a sequence's or a lock's state), or null. The system space is a
+     * second key space beside the pairs: client reads, scans and range deletes never see it, region
+     * snapshots carry it (the records whose key is in the region's range), and {@link #apply} writes both
+     * in one atomic step.
+     */
+    byte[] getSystem(byte[] key);
+
+    /** A page of the system records of {@code range}, ascending, never half of an applied batch. */
+    ScanPage scanSystem(int regionId, KeyRange range, ScanPage.Builder page);
+
+    /**
      * Applies {@code batch} atomically and records {@code appliedIndex} as the region's last applied
      * Raft index in the same atomic step (engines that keep no data across restarts may ignore it).
      */
@@ -28,12 +39,12 @@ public interface KvStore extends Closeable {
 
     /**
      * Writes the data of {@code range} into {@code dir} (which exists and is empty), with checksums,
-     * as one region's snapshot. Never a copy of the whole store.
+     * as one region's snapshot: its pairs and its system records. Never a copy of the whole store.
      */
     void writeSnapshot(KeyRange range, Path dir) throws IOException;
 
     /**
-     * Replaces everything in {@code range} by the snapshot in {@code dir} and records
+     * Replaces everything in {@code range}, pairs and system records, by the snapshot in {@code dir} and records
      * {@code appliedIndex} for the region. A snapshot that fails its checksums or is truncated is
      * refused with {@link CorruptSnapshotException} and leaves the store unchanged.
      */

@@ -30,16 +30,21 @@ import java.util.zip.CheckedOutputStream;
  *
  * <p>Snapshot file {@value #SNAPSHOT_FILE}: header (magic, version, engine tag), pair count, then
  * per pair {@code int keyLength, key, int valueLength, value}, then a CRC32C of everything before it.
+ * {@value #SYSTEM_SNAPSHOT_FILE} holds the region's system records in the same format; like the data
+ * file it must be there (a snapshot without it is refused as corrupt).
  */
 public final class MemoryStore implements KvStore {
 
     public static final String ENGINE = "memory";
     public static final String SNAPSHOT_FILE = "data.snap";
+    public static final String SYSTEM_SNAPSHOT_FILE = "system.snap";
     private static final int IO_BUFFER_BYTES = 64 * 1024;
     /** The smallest pair on disk: two empty length prefixes. */
     private static final int MIN_PAIR_BYTES = 2 * Integer.BYTES;
 
     private final ConcurrentSkipListMap<byte[], byte[]> data = new ConcurrentSkipListMap<>(Arrays::compareUnsigned);
+    /** The system space: sequences and locks, by the key they are named by. */
+    private final ConcurrentSkipListMap<byte[], byte[]> system = new ConcurrentSkipListMap<>(Arrays::compareUnsigned);
     private final Map<Integer, Long> appliedIndexByRegion = new ConcurrentHashMap<>();
     /**
      * Per region: a batch of several writes is applied under the write lock, so client reads (optimistic
@@ -55,6 +60,28 @@ public final class MemoryStore implements KvStore {
     @Override
     public byte[] get(byte[] key) {
         return data.get(key);
+    }
+
+    @Override
+    public byte[] getSystem(byte[] key) {
+        return system.get(key);
+    }
+
+    @Override
+    public ScanPage scanSystem(int regionId, KeyRange range, ScanPage.Builder page) {
+        StampedLock lock = lock(regionId);
+        long stamp = lock.readLock();
+        try {
+            for (Map.Entry<byte[], byte[]> e : view(system, range).entrySet()) {
+                if (!page.hasRoom()) {
+                    return page.build(true);
+                }
+                page.add(e.getKey(), e.getValue());
+            }
+            return page.build(false);
+        } finally {
+            lock.unlockRead(stamp);
+        }
     }
 
     @Override
@@ -97,13 +124,16 @@ public final class MemoryStore implements KvStore {
 
     @Override
     public void apply(int regionId, long appliedIndex, StoreBatch batch) {
-        if (batch.size() == 1 && !batch.hasRangeDeletes()) {
-            write(batch.key(0), batch.value(0));
-        } else if (batch.size() > 0) {
+        if (batch.size() == 1 && !batch.hasRangeDeletes() && batch.systemSize() == 0) {
+            write(data, batch.key(0), batch.value(0));
+        } else if (batch.size() > 0 || batch.systemSize() > 0) {
             StampedLock lock = lock(regionId);
             long stamp = lock.writeLock();
             try {
                 applyMany(batch);
+                for (int i = 0; i < batch.systemSize(); i++) {
+                    write(system, batch.systemKey(i), batch.systemValue(i));
+                }
             } finally {
                 lock.unlockWrite(stamp);
             }
@@ -118,7 +148,7 @@ public final class MemoryStore implements KvStore {
                 if (rangeEnd != null) {
                     view(new KeyRange(batch.key(i), rangeEnd)).clear();
                 } else {
-                    write(batch.key(i), batch.value(i));
+                    write(data, batch.key(i), batch.value(i));
                 }
             }
         } else {
@@ -127,16 +157,16 @@ public final class MemoryStore implements KvStore {
             for (int i = 0; i < batch.size(); i++) {
                 lastWrites.put(batch.key(i), batch.value(i));
             }
-            lastWrites.forEach(this::write);
+            lastWrites.forEach((k, v) -> write(data, k, v));
         }
     }
 
     /** A put, or a delete when {@code value} is null. */
-    private void write(byte[] key, byte[] value) {
+    private static void write(Map<byte[], byte[]> map, byte[] key, byte[] value) {
         if (value == null) {
-            data.remove(key);
+            map.remove(key);
         } else {
-            data.put(key, value);
+            map.put(key, value);
         }
     }
 
@@ -147,9 +177,13 @@ public final class MemoryStore implements KvStore {
 
     @Override
     public void writeSnapshot(KeyRange range, Path dir) throws IOException {
-        // Only this region's thread writes to the range, so the view is stable while we copy it.
-        List<Map.Entry<byte[], byte[]>> pairs = new ArrayList<>(view(range).entrySet());
-        Path file = dir.resolve(SNAPSHOT_FILE);
+        // Only this region's thread writes to the range, so the views are stable while we copy them.
+        writePairs(new ArrayList<>(view(range).entrySet()), dir.resolve(SNAPSHOT_FILE));
+        writePairs(new ArrayList<>(view(system, range).entrySet()), dir.resolve(SYSTEM_SNAPSHOT_FILE));
+        SnapshotFiles.syncDirectory(dir);
+    }
+
+    private static void writePairs(List<Map.Entry<byte[], byte[]>> pairs, Path file) throws IOException {
         try (FileOutputStream fileOut = new FileOutputStream(file.toFile())) {
             CheckedOutputStream checked = new CheckedOutputStream(new BufferedOutputStream(fileOut, IO_BUFFER_BYTES), new CRC32C());
             DataOutputStream out = new DataOutputStream(checked);
@@ -165,19 +199,23 @@ public final class MemoryStore implements KvStore {
             out.flush();
             fileOut.getChannel().force(true);
         }
-        SnapshotFiles.syncDirectory(dir);
     }
 
     @Override
     public void loadSnapshot(int regionId, long appliedIndex, KeyRange range, Path dir) throws IOException {
         // Parse and verify the whole file before touching the map; a refused snapshot changes nothing.
         List<byte[]> pairs = readVerified(dir.resolve(SNAPSHOT_FILE), range);
+        List<byte[]> records = readSystem(dir, range);
         StampedLock lock = lock(regionId);
         long stamp = lock.writeLock();
         try {
             view(range).clear();
             for (int i = 0; i < pairs.size(); i += 2) {
                 data.put(pairs.get(i), pairs.get(i + 1));
+            }
+            view(system, range).clear();
+            for (int i = 0; i < records.size(); i += 2) {
+                system.put(records.get(i), records.get(i + 1));
             }
         } finally {
             lock.unlockWrite(stamp);
@@ -193,6 +231,12 @@ public final class MemoryStore implements KvStore {
      */
     public static void verifySnapshot(Path dir, KeyRange range) throws IOException {
         readVerified(dir.resolve(SNAPSHOT_FILE), range);
+        readSystem(dir, range);
+    }
+
+    /** The system records of a snapshot, keys and values alternating. */
+    private static List<byte[]> readSystem(Path dir, KeyRange range) throws IOException {
+        return readVerified(dir.resolve(SYSTEM_SNAPSHOT_FILE), range);
     }
 
     @Override
@@ -203,14 +247,19 @@ public final class MemoryStore implements KvStore {
     @Override
     public void close() {
         data.clear();
+        system.clear();
         appliedIndexByRegion.clear();
     }
 
     private ConcurrentNavigableMap<byte[], byte[]> view(KeyRange range) {
+        return view(data, range);
+    }
+
+    private static ConcurrentNavigableMap<byte[], byte[]> view(ConcurrentNavigableMap<byte[], byte[]> map, KeyRange range) {
         // An empty start is the smallest key anyway; only an empty end needs special casing.
         return range.end().length == 0
-                ? data.tailMap(range.start(), true)
-                : data.subMap(range.start(), true, range.end(), false);
+                ? map.tailMap(range.start(), true)
+                : map.subMap(range.start(), true, range.end(), false);
     }
 
     /** Keys and values alternating, after checking framing, range and CRC. */

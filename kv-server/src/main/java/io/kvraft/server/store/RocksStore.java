@@ -37,19 +37,24 @@ import org.rocksdb.WriteBatch;
 import org.rocksdb.WriteOptions;
 
 /**
- * Engine {@code rocksdb}: one RocksDB per node. Column family "default" holds the data, "meta" the
- * applied index of each region, written in the same WriteBatch as the data it covers.
+ * Engine {@code rocksdb}: one RocksDB per node. Column family "default" holds the data, "system" the
+ * system records (sequences, locks), "meta" the applied index of each region, written in the same
+ * WriteBatch as the data it covers.
  *
  * <p>A region snapshot is {@value #SST_FILE} (the range's pairs, absent when the range is empty) plus
- * {@value #MANIFEST_FILE} (key count, sst size and CRC32C; see {@link RocksSnapshotManifest}).
+ * {@value #MANIFEST_FILE} (key count, sst size and CRC32C; see {@link RocksSnapshotManifest}), and the
+ * same pair of files for the system records ({@value #SYSTEM_SST_FILE}, {@value #SYSTEM_MANIFEST_FILE}).
  */
 public final class RocksStore implements KvStore {
 
     public static final String ENGINE = "rocksdb";
     public static final String SST_FILE = "data.sst";
     public static final String MANIFEST_FILE = "manifest";
+    public static final String SYSTEM_SST_FILE = "system.sst";
+    public static final String SYSTEM_MANIFEST_FILE = "system.manifest";
 
     private static final byte[] META_COLUMN_FAMILY = "meta".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] SYSTEM_COLUMN_FAMILY = "system".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] APPLIED_KEY_PREFIX = "applied/".getBytes(StandardCharsets.US_ASCII);
     /** The meta family holds a few bytes per region; a large memtable would only waste memory. */
     private static final long MAX_META_WRITE_BUFFER_BYTES = 4L << 20;
@@ -68,6 +73,7 @@ public final class RocksStore implements KvStore {
     private final RocksDB db;
     private final ColumnFamilyHandle dataFamily;
     private final ColumnFamilyHandle metaFamily;
+    private final ColumnFamilyHandle systemFamily;
     private final WriteOptions writeOptions;
     /** Options matching the data family (comparator, table format, compression) for snapshot sst files. */
     private final Options sstOptions;
@@ -80,10 +86,12 @@ public final class RocksStore implements KvStore {
     private volatile boolean closed;
 
     private RocksStore(RocksDB db, ColumnFamilyHandle dataFamily, ColumnFamilyHandle metaFamily,
-                       WriteOptions writeOptions, Options sstOptions, Deque<AutoCloseable> nativeHandles) {
+                       ColumnFamilyHandle systemFamily, WriteOptions writeOptions, Options sstOptions,
+                       Deque<AutoCloseable> nativeHandles) {
         this.db = db;
         this.dataFamily = dataFamily;
         this.metaFamily = metaFamily;
+        this.systemFamily = systemFamily;
         this.writeOptions = writeOptions;
         this.sstOptions = sstOptions;
         this.nativeHandles = nativeHandles;
@@ -140,11 +148,14 @@ public final class RocksStore implements KvStore {
 
             List<ColumnFamilyDescriptor> descriptors = List.of(
                     new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, dataOptions),
-                    new ColumnFamilyDescriptor(META_COLUMN_FAMILY, metaOptions));
+                    new ColumnFamilyDescriptor(META_COLUMN_FAMILY, metaOptions),
+                    // few records, as in meta; the sst options of snapshots fit it too (same comparator)
+                    new ColumnFamilyDescriptor(SYSTEM_COLUMN_FAMILY, metaOptions));
             List<ColumnFamilyHandle> familyHandles = new ArrayList<>();
             RocksDB db = push(handles, RocksDB.open(dbOptions, dir.toString(), descriptors, familyHandles));
             familyHandles.forEach(handles::push);
-            return new RocksStore(db, familyHandles.get(0), familyHandles.get(1), writeOptions, sstOptions, handles);
+            return new RocksStore(db, familyHandles.get(0), familyHandles.get(1), familyHandles.get(2), writeOptions,
+                    sstOptions, handles);
         } catch (RocksDBException | IOException | RuntimeException e) {
             closeAll(handles, e);
             if (e instanceof RuntimeException runtime) {
@@ -170,6 +181,34 @@ public final class RocksStore implements KvStore {
     }
 
     @Override
+    public byte[] getSystem(byte[] key) {
+        ensureOpen();
+        try {
+            return db.get(systemFamily, key);
+        } catch (RocksDBException e) {
+            throw failure("system get", e);
+        }
+    }
+
+    @Override
+    public ScanPage scanSystem(int regionId, KeyRange range, ScanPage.Builder page) {
+        ensureOpen();
+        try (RangeScan scan = new RangeScan(systemFamily, range, null, true)) {
+            RocksIterator it = scan.iterator();
+            for (it.seekToFirst(); it.isValid(); it.next()) {
+                if (!page.hasRoom()) {
+                    return page.build(true);
+                }
+                page.add(it.key(), it.value());
+            }
+            it.status();
+            return page.build(false);
+        } catch (RocksDBException e) {
+            throw failure("system scan of " + range, e);
+        }
+    }
+
+    @Override
     public void apply(int regionId, long appliedIndex, StoreBatch batch) {
         ensureOpen();
         // One WriteBatch: the data and the index that covers it are both recovered or both lost.
@@ -183,6 +222,13 @@ public final class RocksStore implements KvStore {
                     writes.delete(dataFamily, batch.key(i));
                 } else {
                     writes.put(dataFamily, batch.key(i), value);
+                }
+            }
+            for (int i = 0; i < batch.systemSize(); i++) {
+                if (batch.systemValue(i) == null) {
+                    writes.delete(systemFamily, batch.systemKey(i));
+                } else {
+                    writes.put(systemFamily, batch.systemKey(i), batch.systemValue(i));
                 }
             }
             writes.put(metaFamily, appliedKey(regionId), longBytes(appliedIndex));
@@ -269,10 +315,23 @@ public final class RocksStore implements KvStore {
     @Override
     public void writeSnapshot(KeyRange range, Path dir) throws IOException {
         ensureOpen();
-        Path sstFile = dir.resolve(SST_FILE);
         // A RocksDB snapshot pins one point in time even if another thread writes meanwhile.
         Snapshot pointInTime = db.getSnapshot();
-        try (RangeScan scan = new RangeScan(range, pointInTime)) {
+        try {
+            writeSst(dataFamily, range, pointInTime, dir.resolve(SST_FILE), dir.resolve(MANIFEST_FILE));
+            writeSst(systemFamily, range, pointInTime, dir.resolve(SYSTEM_SST_FILE), dir.resolve(SYSTEM_MANIFEST_FILE));
+            SnapshotFiles.syncDirectory(dir);
+        } catch (RocksDBException e) {
+            throw new IOException("cannot write snapshot of " + range + " to " + dir + ": " + e.getMessage(), e);
+        } finally {
+            db.releaseSnapshot(pointInTime);
+        }
+    }
+
+    /** One family's part of a region snapshot: an sst (none when the range is empty there) and its manifest. */
+    private void writeSst(ColumnFamilyHandle family, KeyRange range, Snapshot pointInTime, Path sstFile, Path manifestFile)
+            throws IOException, RocksDBException {
+        try (RangeScan scan = new RangeScan(family, range, pointInTime, false)) {
             RocksIterator it = scan.iterator();
             long keyCount = 0;
             it.seekToFirst();
@@ -293,12 +352,7 @@ public final class RocksStore implements KvStore {
             RocksSnapshotManifest manifest = keyCount == 0
                     ? RocksSnapshotManifest.EMPTY
                     : new RocksSnapshotManifest(keyCount, Files.size(sstFile), SnapshotFiles.crc32c(sstFile));
-            manifest.writeDurably(dir.resolve(MANIFEST_FILE));
-            SnapshotFiles.syncDirectory(dir);
-        } catch (RocksDBException e) {
-            throw new IOException("cannot write snapshot of " + range + " to " + dir + ": " + e.getMessage(), e);
-        } finally {
-            db.releaseSnapshot(pointInTime);
+            manifest.writeDurably(manifestFile);
         }
     }
 
@@ -311,24 +365,42 @@ public final class RocksStore implements KvStore {
         if (manifest.keyCount() > 0) {
             verifySst(sstFile, manifest, range, sstOptions);
         }
+        RocksSnapshotManifest systemManifest = systemManifest(dir);
+        Path systemSst = dir.resolve(SYSTEM_SST_FILE);
+        if (systemManifest.keyCount() > 0) {
+            verifySst(systemSst, systemManifest, range, sstOptions);
+        }
         // From here on a crash leaves the old applied index behind, so the state machine reloads the
         // snapshot on restart: the index is recorded last, after the data is complete.
         try {
-            deleteRange(range);
+            deleteRange(dataFamily, range);
+            deleteRange(systemFamily, range);
             if (manifest.keyCount() > 0) {
-                // Copy, not move: the snapshot dir belongs to Raft and must stay intact.
-                try (IngestExternalFileOptions ingestOptions = new IngestExternalFileOptions()
-                        .setMoveFiles(false)
-                        .setSnapshotConsistency(true)
-                        .setAllowGlobalSeqNo(true)
-                        .setAllowBlockingFlush(true)) {
-                    db.ingestExternalFile(dataFamily, List.of(sstFile.toString()), ingestOptions);
-                }
+                ingest(dataFamily, sstFile);
+            }
+            if (systemManifest.keyCount() > 0) {
+                ingest(systemFamily, systemSst);
             }
             db.put(metaFamily, writeOptions, appliedKey(regionId), longBytes(appliedIndex));
         } catch (RocksDBException e) {
             throw new IOException("cannot load snapshot " + dir + " into region " + regionId + ": " + e.getMessage(), e);
         }
+    }
+
+    private void ingest(ColumnFamilyHandle family, Path sstFile) throws RocksDBException {
+        // Copy, not move: the snapshot dir belongs to Raft and must stay intact.
+        try (IngestExternalFileOptions ingestOptions = new IngestExternalFileOptions()
+                .setMoveFiles(false)
+                .setSnapshotConsistency(true)
+                .setAllowGlobalSeqNo(true)
+                .setAllowBlockingFlush(true)) {
+            db.ingestExternalFile(family, List.of(sstFile.toString()), ingestOptions);
+        }
+    }
+
+    /** The manifest of a snapshot's system records (a missing one is corrupt, as the data's is). */
+    private static RocksSnapshotManifest systemManifest(Path dir) throws IOException {
+        return RocksSnapshotManifest.read(dir.resolve(SYSTEM_MANIFEST_FILE));
     }
 
     /** Exact: a bounded scan of the range (regions are split well before a scan becomes expensive). */
@@ -373,10 +445,14 @@ public final class RocksStore implements KvStore {
      */
     public static void verifySnapshot(Path dir, KeyRange range) throws IOException {
         RocksSnapshotManifest manifest = RocksSnapshotManifest.read(dir.resolve(MANIFEST_FILE));
-        if (manifest.keyCount() > 0) {
-            // the data family uses the default bytewise comparator, which is all a reader needs
-            try (Options options = new Options()) {
+        RocksSnapshotManifest systemManifest = systemManifest(dir);
+        // the families use the default bytewise comparator, which is all a reader needs
+        try (Options options = new Options()) {
+            if (manifest.keyCount() > 0) {
                 verifySst(dir.resolve(SST_FILE), manifest, range, options);
+            }
+            if (systemManifest.keyCount() > 0) {
+                verifySst(dir.resolve(SYSTEM_SST_FILE), systemManifest, range, options);
             }
         }
     }
@@ -419,33 +495,37 @@ public final class RocksStore implements KvStore {
         }
     }
 
-    /** Deletes every key of {@code range} in one atomic write. */
-    private void deleteRange(KeyRange range) throws RocksDBException {
+    /** Deletes every key of {@code range} in {@code family} in one atomic write. */
+    private void deleteRange(ColumnFamilyHandle family, KeyRange range) throws RocksDBException {
         byte[] start = range.start();
         try (WriteBatch deletes = new WriteBatch()) {
             if (range.end().length > 0) {
                 if (Arrays.compareUnsigned(start, range.end()) < 0) {
-                    deletes.deleteRange(dataFamily, start, range.end());
+                    deletes.deleteRange(family, start, range.end());
                 }
             } else {
                 // No finite key sorts above every key (k < k + 0x00), so an unbounded end has no deleteRange
                 // limit. Use the range's current last key: delete [start, last) plus last itself. Only this
                 // region writes at or above start (it owns the top of the key space), so nothing lands above last.
-                byte[] last = lastKey(range);
+                byte[] last = lastKey(family, range);
                 if (last == null) {
                     return;
                 }
                 if (Arrays.compareUnsigned(start, last) < 0) {
-                    deletes.deleteRange(dataFamily, start, last);
+                    deletes.deleteRange(family, start, last);
                 }
-                deletes.delete(dataFamily, last);
+                deletes.delete(family, last);
             }
             db.write(writeOptions, deletes);
         }
     }
 
     private byte[] lastKey(KeyRange range) throws RocksDBException {
-        try (RangeScan scan = new RangeScan(range, null)) {
+        return lastKey(dataFamily, range);
+    }
+
+    private byte[] lastKey(ColumnFamilyHandle family, KeyRange range) throws RocksDBException {
+        try (RangeScan scan = new RangeScan(family, range, null, false)) {
             RocksIterator it = scan.iterator();
             it.seekToLast();
             byte[] last = it.isValid() ? it.key() : null;
@@ -516,6 +596,10 @@ public final class RocksStore implements KvStore {
 
         /** @param fillCache false for one-off scans (snapshots, counts), to keep them from evicting hot blocks */
         RangeScan(KeyRange range, Snapshot snapshot, boolean fillCache) {
+            this(dataFamily, range, snapshot, fillCache);
+        }
+
+        RangeScan(ColumnFamilyHandle family, KeyRange range, Snapshot snapshot, boolean fillCache) {
             readOptions = new ReadOptions().setFillCache(fillCache);
             // An empty start or end is unbounded on that side, which is ReadOptions' default.
             lowerBound = range.start().length == 0 ? null : new Slice(range.start());
@@ -529,7 +613,7 @@ public final class RocksStore implements KvStore {
             if (snapshot != null) {
                 readOptions.setSnapshot(snapshot);
             }
-            iterator = db.newIterator(dataFamily, readOptions);
+            iterator = db.newIterator(family, readOptions);
         }
 
         RocksIterator iterator() {

@@ -6,6 +6,8 @@ import java.util.List;
 /**
  * Puts, deletes and range deletes to apply atomically, in order. A null value is a delete; a non-null
  * range end makes the write a delete of every key in [key, rangeEnd) (an empty end is +inf).
+ * Writes to the system space (sequences, locks) are kept apart: puts and deletes only, applied in the
+ * same atomic step, never touched by range deletes.
  */
 public final class StoreBatch {
 
@@ -13,6 +15,8 @@ public final class StoreBatch {
     private final List<byte[]> values;
     /** Null until the batch holds a range delete; then one entry per write, null where it is none. */
     private List<byte[]> rangeEnds;
+    /** Null until the batch writes the system space; keys and values alternate, a null value is a delete. */
+    private List<byte[]> system;
 
     public StoreBatch(int expectedSize) {
         keys = new ArrayList<>(expectedSize);
@@ -44,6 +48,29 @@ public final class StoreBatch {
         if (rangeEnds != null) {
             rangeEnds.add(rangeEnd);
         }
+    }
+
+    /** Sets the system record of {@code key}; a null record deletes it. */
+    public void putSystem(byte[] key, byte[] record) {
+        if (system == null) {
+            system = new ArrayList<>(2);
+        }
+        system.add(key);
+        system.add(record);
+    }
+
+    /** Number of system-space writes. */
+    public int systemSize() {
+        return system == null ? 0 : system.size() / 2;
+    }
+
+    public byte[] systemKey(int i) {
+        return system.get(2 * i);
+    }
+
+    /** The record of the i-th system write, or null when it is a delete. */
+    public byte[] systemValue(int i) {
+        return system.get(2 * i + 1);
     }
 
     public int size() {

@@ -536,6 +536,62 @@ abstract class KvStoreContractTest {
         }
     }
 
+    @Test
+    void when_systemRecordsAreWritten_then_pairScansDeletesAndCountsNeverSeeThem() throws IOException {
+        KvStore store = newStore();
+        StoreBatch batch = new StoreBatch(2);
+        batch.put(remember(bytes("k")), bytes("v:k"));
+        batch.putSystem(bytes("k"), bytes("seq"));
+        batch.putSystem(bytes("only-system"), bytes("lock"));
+        store.apply(REGION, 1, batch);
+
+        ScanPage page = store.scan(REGION, KeyRange.ALL, false, new ScanPage.Builder(100, 1 << 20, false));
+        assertThat(page.keys()).extracting(k -> new String(k, StandardCharsets.UTF_8)).containsExactly("k");
+        assertThat(dump(store)).containsOnlyKeys(hex("k"));
+
+        StoreBatch wipe = new StoreBatch(1);
+        wipe.deleteRange(new byte[0], new byte[0]);
+        store.apply(REGION, 2, wipe);
+        assertThat(store.get(bytes("k"))).isNull();
+        assertThat(store.getSystem(bytes("k"))).isEqualTo(bytes("seq"));
+        assertThat(store.getSystem(bytes("only-system"))).isEqualTo(bytes("lock"));
+        assertThat(store.appliedIndex(REGION)).isEqualTo(2);
+
+        StoreBatch forget = new StoreBatch(1);
+        forget.putSystem(bytes("k"), null);
+        store.apply(REGION, 3, forget);
+        assertThat(store.getSystem(bytes("k"))).isNull();
+        ScanPage system = store.scanSystem(REGION, KeyRange.ALL, new ScanPage.Builder(100, 1 << 20, false));
+        assertThat(system.keys()).extracting(k -> new String(k, StandardCharsets.UTF_8)).containsExactly("only-system");
+    }
+
+    @Test
+    void when_snapshotLoaded_then_theRangesSystemRecordsAreReplacedAndOthersKept() throws IOException {
+        KvStore source = newStore();
+        StoreBatch batch = new StoreBatch(0);
+        batch.putSystem(bytes("a"), bytes("source-a"));
+        batch.putSystem(bytes("b1"), bytes("source-b1"));
+        batch.putSystem(bytes("z"), bytes("source-z"));
+        source.apply(REGION, 1, batch);
+        KeyRange range = new KeyRange(bytes("b"), bytes("d"));
+        Path snapshot = newSnapshotDir();
+        source.writeSnapshot(range, snapshot);
+
+        KvStore target = newStore();
+        StoreBatch stale = new StoreBatch(0);
+        stale.putSystem(bytes("a"), bytes("target-a"));
+        stale.putSystem(bytes("b1"), bytes("target-b1"));
+        stale.putSystem(bytes("c"), bytes("target-c"));
+        target.apply(REGION, 1, stale);
+        target.loadSnapshot(REGION, 9, range, snapshot);
+
+        assertThat(target.getSystem(bytes("a"))).isEqualTo(bytes("target-a"));
+        assertThat(target.getSystem(bytes("b1"))).isEqualTo(bytes("source-b1"));
+        assertThat(target.getSystem(bytes("c"))).as("in the range, absent from the snapshot").isNull();
+        assertThat(target.getSystem(bytes("z"))).isNull();
+        assertThat(target.appliedIndex(REGION)).isEqualTo(9);
+    }
+
     /** Writes key -> "v:" + key for each key, one batch per key. */
     private void putAll(KvStore store, String... keys) {
         for (String key : keys) {

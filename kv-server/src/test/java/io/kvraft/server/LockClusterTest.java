@@ -1,0 +1,316 @@
+package io.kvraft.server;
+
+import com.alipay.sofa.jraft.entity.PeerId;
+import com.google.protobuf.ByteString;
+import io.kvraft.client.KvClient;
+import io.kvraft.client.KvException;
+import io.kvraft.client.LockHandle;
+import io.kvraft.client.cli.KvCtl;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.LockInfo;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.WriteOp;
+import io.kvraft.client.proto.KvProto.WriteOpType;
+import io.kvraft.client.proto.KvProto.WriteRequest;
+import io.kvraft.client.proto.KvProto.WriteResponse;
+import io.kvraft.client.rpc.Transport;
+import io.kvraft.server.region.Region;
+import io.kvraft.server.store.KeyRange;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+
+import static io.kvraft.client.KvClient.sync;
+import static java.util.concurrent.TimeUnit.SECONDS;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Distributed locks against three servers with six regions in this JVM, two clients as two holders:
+ * exclusion, re-entrance, a watchdog keeping a lock past its lease, a dead holder's lease running out,
+ * a lost lock and its typed errors, fencing tokens across a leader transfer and a restart of every node,
+ * bad input, and the CLI. Every test uses keys of its own; each leaves all nodes running.
+ */
+@Timeout(value = 240, unit = SECONDS)
+class LockClusterTest {
+
+    @TempDir
+    static Path dir;
+
+    static InProcessCluster cluster;
+    static KvClient alice;
+    static KvClient bob;
+
+    @BeforeAll
+    static void start() throws Exception {
+        cluster = InProcessCluster.start(3, 6, dir, "memory");
+        cluster.awaitBalanced(60);
+        alice = cluster.client();
+        bob = cluster.client();
+    }
+
+    @AfterAll
+    static void stop() {
+        if (cluster != null) {
+            cluster.close();
+        }
+    }
+
+    @Test
+    void when_oneClientHoldsALock_then_anotherCannotTakeItUntilItIsUnlockedAndThenGetsAGreaterToken() {
+        byte[] key = bytes("lock/exclusive");
+        LockHandle a = sync(alice.tryLock(key, 30_000, 0));
+        assertThat(a).isNotNull();
+        assertThat(a.isHeld()).isTrue();
+        assertThat(sync(bob.tryLock(key, 30_000, 0))).isNull();
+
+        LockInfo info = sync(bob.lockInfo(key));
+        assertThat(info.getToken()).isEqualTo(a.token());
+        assertThat(info.getCount()).isEqualTo(1);
+        assertThat(info.getLeaseLeftMs()).isBetween(1L, 30_000L);
+        assertThat(sync(bob.locks(bytes("lock/excl")))).extracting(LockInfo::getHolder).containsExactly(info.getHolder());
+
+        sync(a.unlock());
+        assertThat(a.isHeld()).isFalse();
+        LockHandle b = sync(bob.tryLock(key, 30_000, 0));
+        assertThat(b.token()).isGreaterThan(a.token());
+        assertThat(sync(alice.lockInfo(key)).getHolder()).isNotEqualTo(info.getHolder());
+        b.close();
+        assertThat(sync(alice.lockInfo(key)).getHolder()).isEmpty();
+    }
+
+    @Test
+    void when_theHolderLocksAgain_then_itIsCountedAndFreeOnlyAfterTheLastUnlock() {
+        byte[] key = bytes("lock/reentrant");
+        LockHandle first = sync(alice.lock(key, 30_000));
+        LockHandle second = sync(alice.tryLock(key, 30_000, 0));
+        assertThat(second.token()).isEqualTo(first.token());
+        assertThat(sync(bob.lockInfo(key)).getCount()).isEqualTo(2);
+
+        sync(first.unlock());
+        assertThat(second.isHeld()).isTrue();
+        assertThat(sync(bob.tryLock(key, 30_000, 0))).as("still held once").isNull();
+        assertThatThrownBy(() -> sync(first.unlock())).as("a handle unlocked twice")
+                .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT));
+
+        sync(second.unlock());
+        LockHandle bobs = sync(bob.tryLock(key, 30_000, 0));
+        assertThat(bobs.token()).isEqualTo(first.token() + 1);
+        bobs.close();
+    }
+
+    @Test
+    void when_theHolderLives_then_itsWatchdogKeepsTheLockForManyLeases() {
+        byte[] key = bytes("lock/watchdog");
+        LockHandle a = sync(alice.tryLock(key, 1000, 0));
+        // bob polls for three leases; alice's renewals (every third of a lease) keep him out
+        assertThat(sync(bob.tryLock(key, 1000, 3000))).isNull();
+        assertThat(a.isHeld()).isTrue();
+        assertThat(a.lost()).isNotDone();
+        sync(a.unlock());
+    }
+
+    @Test
+    void when_aHolderDiesWithoutUnlocking_then_itsLeaseRunsOutAndAWaiterGetsTheLock() {
+        byte[] key = bytes("lock/dead-holder");
+        // a holder with no watchdog, as after its JVM died
+        WriteResponse taken = send(key, WriteOp.newBuilder().setType(WriteOpType.LOCK_ACQUIRE).setKey(ByteString.copyFrom(key))
+                .setHolder(ByteString.copyFromUtf8("ghost")).setLeaseMs(500).build());
+        assertThat(taken.getSucceeded(0)).isTrue();
+        long ghostToken = taken.getCoord(0).getLock().getToken();
+
+        LockHandle b = sync(bob.tryLock(key, 30_000, 60_000));
+        assertThat(b).isNotNull();
+        assertThat(b.token()).isGreaterThan(ghostToken);
+        b.close();
+    }
+
+    @Test
+    void when_aHoldersLockIsTakenFromIt_then_itsRenewalIsRefusedItsHandleReportsTheLossAndUnlockIsTyped() {
+        byte[] key = bytes("lock/lost");
+        LockHandle a = sync(alice.tryLock(key, 1000, 0));
+        LockInfo info = sync(bob.lockInfo(key));
+        // an operator frees it under alice's name; bob takes it
+        WriteResponse freed = send(key, WriteOp.newBuilder().setType(WriteOpType.LOCK_RELEASE).setKey(ByteString.copyFrom(key))
+                .setHolder(info.getHolder()).setToken(a.token()).build());
+        assertThat(freed.getSucceeded(0)).isTrue();
+        LockHandle b = sync(bob.tryLock(key, 30_000, 0));
+        assertThat(b).isNotNull();
+
+        await().atMost(30, SECONDS).until(() -> a.lost().isDone());
+        assertThat(a.isHeld()).isFalse();
+        assertThatThrownBy(() -> sync(a.unlock()))
+                .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.LOCK_NOT_HELD));
+        assertThat(b.isHeld()).isTrue();
+        b.close();
+    }
+
+    @Test
+    void when_everyHandleIsGivenUpButTheServersStillCountTheLock_then_theWatchdogStopsAndTheLeaseRunsOut() {
+        byte[] key = bytes("lock/given-up");
+        LockHandle a = sync(alice.tryLock(key, 1000, 0));
+        ByteString holder = sync(bob.lockInfo(key)).getHolder();
+        // as when an earlier unlock's outcome was unknown: the servers count one acquisition more than the client
+        WriteResponse again = send(key, WriteOp.newBuilder().setType(WriteOpType.LOCK_ACQUIRE).setKey(ByteString.copyFrom(key))
+                .setHolder(holder).setLeaseMs(1000).build());
+        assertThat(again.getCoord(0).getLock().getCount()).isEqualTo(2);
+        sync(a.unlock());
+        assertThat(sync(bob.lockInfo(key)).getCount()).as("still counted once on the servers").isEqualTo(1);
+
+        LockHandle b = sync(bob.tryLock(key, 30_000, 60_000));
+        assertThat(b).as("alice's watchdog must not renew a lock she gave up").isNotNull();
+        assertThat(b.token()).isGreaterThan(a.token());
+        b.close();
+    }
+
+    @Test
+    void when_someoneElseReleasesOnTheWire_then_itIsRefusedAndTheLockStaysHeld() {
+        byte[] key = bytes("lock/non-holder");
+        LockHandle a = sync(alice.tryLock(key, 30_000, 0));
+        WriteResponse refused = send(key, WriteOp.newBuilder().setType(WriteOpType.LOCK_RELEASE).setKey(ByteString.copyFrom(key))
+                .setHolder(ByteString.copyFromUtf8("mallory")).setToken(a.token()).build());
+        assertThat(refused.getSucceeded(0)).isFalse();
+        assertThat(sync(bob.lockInfo(key)).getCount()).isEqualTo(1);
+        assertThat(a.isHeld()).isTrue();
+        a.close();
+    }
+
+    @Test
+    void when_theLeaderMovesAndEveryNodeRestarts_then_fencingTokensOnlyGrow() throws Exception {
+        byte[] key = bytes("lock/tokens");
+        LockHandle first = sync(alice.tryLock(key, 30_000, 0));
+        first.close();
+
+        int region = regionOf(key);
+        int leader = leaderOf(region);
+        assertThat(cluster.node(leader).host().region(region).node().transferLeadershipTo(
+                PeerId.parsePeer(cluster.node((leader + 1) % 3).config().endpoint())).isOk()).isTrue();
+        await().atMost(30, SECONDS).until(() -> !cluster.node(leader).host().region(region).isLeader()
+                && cluster.allRegionsLed());
+        LockHandle second = sync(bob.tryLock(key, 30_000, 0));
+        assertThat(second.token()).isGreaterThan(first.token());
+        second.close();
+
+        for (int i = 0; i < 3; i++) {
+            cluster.stopNode(i);
+        }
+        for (int i = 0; i < 3; i++) {
+            cluster.startNode(i);
+        }
+        await().atMost(60, SECONDS).until(cluster::allRegionsLed);
+        LockHandle third = sync(alice.tryLock(key, 30_000, 10_000));
+        assertThat(third.token()).isGreaterThan(second.token());
+        third.close();
+        cluster.awaitBalanced(60);
+    }
+
+    @Test
+    void when_leaseWaitOrKeyIsAbsurd_then_theCallFailsWithInvalidArgument() {
+        byte[] key = bytes("lock/bad");
+        List<Runnable> calls = List.of(
+                () -> sync(alice.tryLock(key, 0, 0)),
+                () -> sync(alice.tryLock(key, -5, 0)),
+                () -> sync(alice.tryLock(key, 86_400_001L, 0)),
+                () -> sync(alice.tryLock(key, 1000, -1)),
+                () -> sync(alice.lock(new byte[0], 1000)),
+                () -> sync(alice.lockInfo(new byte[0])));
+        for (Runnable call : calls) {
+            assertThatThrownBy(call::run)
+                    .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT));
+        }
+        List<WriteOp> wire = List.of(
+                WriteOp.newBuilder().setType(WriteOpType.LOCK_ACQUIRE).setKey(ByteString.copyFrom(key)).setLeaseMs(100).build(),
+                WriteOp.newBuilder().setType(WriteOpType.LOCK_ACQUIRE).setKey(ByteString.copyFrom(key))
+                        .setHolder(ByteString.copyFrom(new byte[129])).setLeaseMs(100).build(),
+                WriteOp.newBuilder().setType(WriteOpType.LOCK_ACQUIRE).setKey(ByteString.copyFrom(key))
+                        .setHolder(ByteString.copyFromUtf8("h")).setLeaseMs(-1L).build(),
+                WriteOp.newBuilder().setType(WriteOpType.LOCK_RENEW).setKey(ByteString.copyFrom(key))
+                        .setHolder(ByteString.copyFromUtf8("h")).setLeaseMs(100).build(),
+                WriteOp.newBuilder().setType(WriteOpType.LOCK_RELEASE).setKey(ByteString.copyFrom(key))
+                        .setHolder(ByteString.copyFromUtf8("h")).build());
+        for (WriteOp op : wire) {
+            assertThat(send(key, op).getError().getCode()).as("%s", op).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+        }
+        assertThat(sync(alice.lockInfo(key))).as("nothing was taken").isNull();
+    }
+
+    @Test
+    void when_theCliListsAndShowsLocks_then_itPrintsHolderTokenAndTimeLeft() {
+        byte[] key = bytes("lock/cli");
+        LockHandle a = sync(alice.tryLock(key, 60_000, 0));
+        String holder = sync(bob.lockInfo(key)).getHolder().toStringUtf8();
+
+        Run list = cli("lock", "list", "--prefix", "lock/cl");
+        assertThat(list.code).as(list.err).isZero();
+        assertThat(list.out).startsWith("lock/cli\t" + holder + "\t" + a.token() + "\t1\t");
+
+        Run show = cli("lock", "show", "lock/cli");
+        assertThat(show.code).as(show.err).isZero();
+        assertThat(show.out).contains("holder: " + holder, "token: " + a.token(), "count: 1", "lease left ms: ");
+
+        Run never = cli("lock", "show", "lock/never");
+        assertThat(never.code).isEqualTo(1);
+        a.close();
+        assertThat(cli("lock", "list", "--prefix", "lock/cli").out).startsWith("lock/cli\t-\t" + a.token() + "\t0\t0");
+    }
+
+    record Run(int code, String out, String err) {
+    }
+
+    private static Run cli(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        String[] all = new String[args.length + 2];
+        all[0] = "--servers";
+        all[1] = String.join(",", cluster.endpoints());
+        System.arraycopy(args, 0, all, 2, args.length);
+        int code = KvCtl.run(all, new PrintWriter(out, true), new PrintWriter(err, true));
+        return new Run(code, out.toString(), err.toString());
+    }
+
+    /** One op straight to the leader of the key's region, past the client's checks and its holder id. */
+    private static WriteResponse send(byte[] key, WriteOp op) {
+        int region = regionOf(key);
+        String leader = cluster.node(leaderOf(region)).config().endpoint();
+        try (Transport transport = new Transport()) {
+            WriteRequest req = WriteRequest.newBuilder().setRegionId(region).setRegionEpoch(Region.EPOCH).addOps(op).build();
+            return transport.<WriteResponse>call(leader, req, 10_000).join();
+        }
+    }
+
+    private static int regionOf(byte[] key) {
+        for (RegionInfo r : sync(alice.regions())) {
+            if (new KeyRange(r.getStartKey().toByteArray(), r.getEndKey().toByteArray()).contains(key)) {
+                return r.getId();
+            }
+        }
+        throw new AssertionError("no region holds the key");
+    }
+
+    private static int leaderOf(int region) {
+        await().atMost(30, SECONDS).until(() -> leaderIndex(region) >= 0);
+        return leaderIndex(region);
+    }
+
+    private static int leaderIndex(int region) {
+        for (int i = 0; i < cluster.size(); i++) {
+            if (cluster.node(i) != null && cluster.node(i).host().region(region).isLeader()) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+}

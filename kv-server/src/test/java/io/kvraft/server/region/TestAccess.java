@@ -1,0 +1,15 @@
+package io.kvraft.server.region;
+
+import io.kvraft.client.proto.KvProto.WriteBatch;
+import io.kvraft.server.coord.Locks;
+
+/** Package-private pieces of the region for tests elsewhere. */
+public final class TestAccess {
+
+    private TestAccess() {
+    }
+
+    public static Locks.Clock clockOf(WriteBatch batch, long entryTerm) {
+        return RegionStateMachine.clockOf(batch, entryTerm);
+    }
+}
