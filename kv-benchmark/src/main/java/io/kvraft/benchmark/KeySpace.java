@@ -55,6 +55,7 @@ public interface KeySpace {
      * keys (with the default even split, region 1 up to 0x0aaa): a hot region, for reads that all hit one leader.
      */
     static KeySpace hotRegion(long keys, int keySize) {
+        KeySpace uniform = uniform(keys, keySize);
         return new KeySpace() {
             @Override
             public long size() {
@@ -63,14 +64,17 @@ public interface KeySpace {
 
             @Override
             public byte[] keyAt(long i) {
-                byte[] k = KeyGenerator.key(i, keySize);
-                k[0] = 0;
-                return k;
+                return lowest(uniform.keyAt(i));
             }
 
             @Override
             public byte[] next(SplittableRandom random) {
-                return keyAt(random.nextLong(keys));
+                return lowest(uniform.next(random));
+            }
+
+            private byte[] lowest(byte[] key) {
+                key[0] = 0;
+                return key;
             }
         };
     }
