@@ -14,43 +14,17 @@ cd "$(dirname "$0")/.."
 engine=${1:-memory}
 keys=${2:-1000000}
 case "$engine" in memory|rocksdb) ;; *) echo "engine must be memory or rocksdb" >&2; exit 2 ;; esac
-for j in kv-server/target/kv-server.jar kv-client/target/kv-client.jar kv-benchmark/target/kv-benchmark.jar; do
-  [ -f "$j" ] || mvn -q -B -DskipTests package
-done
-work=$(mktemp -d /tmp/kv-range.XXXXXX)
-pids=()
+. bench/lib/local-cluster.sh
+kv_build_jars
 sampler=""
 cleanup() {
   [ -n "$sampler" ] && kill "$sampler" 2>/dev/null
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
+  kv_cluster_cleanup
 } 2>/dev/null
 trap cleanup EXIT
-ports=($(python3 -c 'import socket
-s=[socket.socket() for _ in range(3)]
-[x.bind(("127.0.0.1",0)) for x in s]
-print(" ".join(str(x.getsockname()[1]) for x in s))'))
-peers="127.0.0.1:${ports[0]}, 127.0.0.1:${ports[1]}, 127.0.0.1:${ports[2]}"
-servers="127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}"
-for i in 0 1 2; do
-  cat >"$work/server-$((i + 1)).yaml" <<EOF2
-endpoint: 127.0.0.1:${ports[$i]}
-dataDir: $work/data-$((i + 1))
-cluster:
-  peers: [$peers]
-  regionCount: 10
-store:
-  engine: $engine
-EOF2
-done
-for i in 1 2 3; do
-  java -Xms256m -Xmx768m -XX:+UseParallelGC -jar kv-server/target/kv-server.jar --config "$work/server-$i.yaml" \
-    >>"$work/node-$i.log" 2>&1 &
-  pids+=($!)
-done
-kvc() { java -jar kv-client/target/kv-client.jar --servers "$servers" "$@"; }
-for _ in $(seq 600); do kvc health >/dev/null 2>&1 && break; sleep 0.2; done
-kvc health >/dev/null || { echo "cluster not healthy; logs in $work" >&2; exit 1; }
+kv_cluster_init "$engine" 10
+kv_cluster_start -Xms256m -Xmx768m -XX:+UseParallelGC
+kv_cluster_await_health
 
 echo "preloading $keys keys ($engine, 10 regions) ..."
 java -jar kv-benchmark/target/kv-benchmark.jar --servers "$servers" --keys "$keys" --duration 1 --warmup 0 \

@@ -12,49 +12,13 @@ keys=${2:-1000000}
 mode=kill
 [ "${3:-}" = "--graceful" ] && mode=graceful
 case "$engine" in memory|rocksdb) ;; *) echo "engine must be memory or rocksdb" >&2; exit 2 ;; esac
-for j in kv-server/target/kv-server.jar kv-client/target/kv-client.jar kv-benchmark/target/kv-benchmark.jar; do
-  [ -f "$j" ] || mvn -q -B -DskipTests package
-done
-work=$(mktemp -d /tmp/kv-restart.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-} 2>/dev/null
-trap cleanup EXIT
-ports=($(python3 -c 'import socket
-s=[socket.socket() for _ in range(3)]
-[x.bind(("127.0.0.1",0)) for x in s]
-print(" ".join(str(x.getsockname()[1]) for x in s))'))
-peers="127.0.0.1:${ports[0]}, 127.0.0.1:${ports[1]}, 127.0.0.1:${ports[2]}"
-servers="127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}"
-for i in 0 1 2; do
-  cat >"$work/server-$((i + 1)).yaml" <<EOF
-endpoint: 127.0.0.1:${ports[$i]}
-dataDir: $work/data-$((i + 1))
-cluster:
-  peers: [$peers]
-  regionCount: 24
-store:
-  engine: $engine
-EOF
-done
-start_all() {
-  pids=()
-  for i in 1 2 3; do
-    java -Xms256m -Xmx1g -XX:+UseParallelGC -jar kv-server/target/kv-server.jar --config "$work/server-$i.yaml" \
-      >>"$work/node-$i.log" 2>&1 &
-    pids+=($!)
-  done
-}
+. bench/lib/local-cluster.sh
+kv_build_jars
+trap kv_cluster_cleanup EXIT 2>/dev/null
+kv_cluster_init "$engine" 24
+start_all() { kv_cluster_start -Xms256m -Xmx1g -XX:+UseParallelGC; }
 now() { date +%s.%N; }
-await_health() {
-  for _ in $(seq 600); do
-    java -jar kv-client/target/kv-client.jar --servers "$servers" health >/dev/null 2>&1 && return 0
-    sleep 0.2
-  done
-  echo "cluster not healthy after the wait; logs in $work" >&2; return 1
-}
+await_health() { kv_cluster_await_health; }
 start_all
 await_health
 echo "preloading $keys keys ($engine) ..."

@@ -1,0 +1,64 @@
+# Sourced by bench scripts: a 3-node cluster of server JVMs in a temp dir on free loopback ports.
+#   kv_cluster_init ENGINE REGIONS   makes $work, picks ports, writes $work/server-{1,2,3}.yaml, sets $servers
+#   kv_cluster_start [JVM ARGS...]   starts the three nodes (their PIDs in the array pids), logs in $work
+#   kv_cluster_await_health          waits until every region has a leader (kv-client health)
+#   kvc ARGS...                      the admin CLI against the cluster
+# The caller's EXIT trap must run kv_cluster_cleanup, which kills only the PIDs started here.
+# Bash only; written by hand because it is glue between our own jars, nothing a library does.
+
+pids=()
+
+kv_cluster_init() {
+  local engine=$1 regions=$2 i
+  work=$(mktemp -d /tmp/kv-bench.XXXXXX)
+  ports=($(python3 -c 'import socket
+s=[socket.socket() for _ in range(3)]
+[x.bind(("127.0.0.1",0)) for x in s]
+print(" ".join(str(x.getsockname()[1]) for x in s))'))
+  local peers="127.0.0.1:${ports[0]}, 127.0.0.1:${ports[1]}, 127.0.0.1:${ports[2]}"
+  servers="127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}"
+  for i in 0 1 2; do
+    cat >"$work/server-$((i + 1)).yaml" <<EOF2
+endpoint: 127.0.0.1:${ports[$i]}
+dataDir: $work/data-$((i + 1))
+cluster:
+  peers: [$peers]
+  regionCount: $regions
+store:
+  engine: $engine
+EOF2
+  done
+}
+
+kv_cluster_start() {
+  local i
+  pids=()
+  for i in 1 2 3; do
+    java "$@" -jar kv-server/target/kv-server.jar --config "$work/server-$i.yaml" >>"$work/node-$i.log" 2>&1 &
+    pids+=($!)
+  done
+}
+
+kvc() { java -jar kv-client/target/kv-client.jar --servers "$servers" "$@"; }
+
+kv_cluster_await_health() {
+  for _ in $(seq 600); do
+    kvc health >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  echo "cluster not healthy after the wait; logs in $work" >&2
+  return 1
+}
+
+kv_cluster_cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  [ -n "${work:-}" ] && rm -rf "$work"
+}
+
+kv_build_jars() {
+  local j
+  for j in kv-server/target/kv-server.jar kv-client/target/kv-client.jar kv-benchmark/target/kv-benchmark.jar; do
+    [ -f "$j" ] || mvn -q -B -DskipTests package
+  done
+}
