@@ -17,9 +17,6 @@ import java.util.concurrent.Callable;
 /** The backup verbs of the admin CLI: backup DIR, backup verify DIR, restore DIR. */
 final class BackupCommands {
 
-    /** The CLI's operations retry for this long (a region capture waits for its leader's next entry). */
-    private static final long OPERATION_MS = 60_000L;
-
     private BackupCommands() {
     }
 
@@ -52,7 +49,7 @@ final class BackupCommands {
                 throw new IllegalArgumentException("backup needs a directory: backup DIR (or backup verify DIR)");
             }
             Backup.Options options = new Backup.Options(rateLimit, parallel, pageSize, quiet ? 0 : 2000, 3);
-            try (KvClient c = parent.connect(OPERATION_MS)) {
+            try (KvClient c = parent.connect()) {
                 Backup.Result r = Backup.run(c, dir, options, spec.commandLine().getErr());
                 BackupManifest m = r.manifest();
                 spec.commandLine().getOut().printf("backup %s: %d regions, %,d keys, %.1f MB in %.1f s (%.1f MB/s, %,.0f keys/s);"
@@ -108,7 +105,7 @@ final class BackupCommands {
         @Override
         public Integer call() throws Exception {
             Restore.Options options = new Restore.Options(rateLimit, force, batch, inflight, quiet ? 0 : 2000);
-            try (KvClient c = parent.connect(OPERATION_MS)) {
+            try (KvClient c = parent.connect()) {
                 Restore.Result r = Restore.run(c, dir, options, spec.commandLine().getErr());
                 BackupManifest m = r.manifest();
                 PrintWriter out = spec.commandLine().getOut();
