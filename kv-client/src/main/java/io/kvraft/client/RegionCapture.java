@@ -90,10 +90,14 @@ public final class RegionCapture implements AutoCloseable {
         });
     }
 
-    /** Ends the session on its node (not waited for; an unreachable node expires it on its own). */
+    /**
+     * Ends the session on its node, waiting at most one request timeout for the answer; an error is ignored,
+     * since a node that does not answer drops the session on its own after its idle timeout.
+     */
     @Override
     public void close() {
-        transport.call(node, BackupCloseRequest.newBuilder().setSessionId(sessionId).build(), requestTimeoutMs);
+        transport.call(node, BackupCloseRequest.newBuilder().setSessionId(sessionId).build(), requestTimeoutMs)
+                .handle((r, e) -> null).join();
     }
 
     public int regionId() {

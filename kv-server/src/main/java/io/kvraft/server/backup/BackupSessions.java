@@ -110,6 +110,11 @@ public final class BackupSessions implements AutoCloseable {
         return expired;
     }
 
+    /** The ids of the sessions held now. */
+    public List<Long> ids() {
+        return List.copyOf(sessions.keySet());
+    }
+
     public int size() {
         return sessions.size();
     }
