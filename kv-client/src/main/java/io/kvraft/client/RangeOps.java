@@ -116,11 +116,9 @@ final class RangeOps {
 
     /** Opens a backup session on the leader of the region holding {@code key}, retried as a read is. */
     CompletableFuture<RegionCapture> capture(byte[] key, long deadlineNanos, long operationTimeoutMs) {
-        String[] target = new String[1];
-        Attempt<BackupOpenResponse> attempt = new Attempt<>(key, false, true, null, deadlineNanos, route -> {
-            target[0] = route.target();
-            return BackupOpenRequest.newBuilder().setRegionId(route.regionId()).setRegionEpoch(route.epoch()).build();
-        }, BackupOpenResponse::getError);
+        Attempt<BackupOpenResponse> attempt = new Attempt<>(key, false, true, null, deadlineNanos, route ->
+                BackupOpenRequest.newBuilder().setRegionId(route.regionId()).setRegionEpoch(route.epoch()).build(),
+                BackupOpenResponse::getError);
         return attempt.run().thenApply(answer -> {
             BackupOpenResponse r = answer.response;
             return new RegionCapture(client.transport(), client.requestTimeoutMs(), operationTimeoutMs,

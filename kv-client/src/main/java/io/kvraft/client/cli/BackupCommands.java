@@ -20,11 +20,13 @@ final class BackupCommands {
     private BackupCommands() {
     }
 
-    @Command(name = "backup", subcommands = Verify.class, description = {
-            "Backs the cluster up into DIR (absent or empty) while it serves: every region's data as of one applied",
-            "index of that region, captured on its leader after every write acknowledged before, in portable files",
-            "(region-N.kvb) and manifest.json, written last. Consistent per region, not one cluster-wide instant.",
-            "Progress lines go to stderr; the summary to stdout. 'backup verify DIR' checks a backup without a cluster."})
+    @Command(name = "backup", subcommands = Verify.class, mixinStandardHelpOptions = true, description = {
+            "Backs the cluster up into DIR while it serves; 'backup verify DIR' checks a backup without a cluster.",
+            "DIR must be absent or empty. Every region's data is taken as of one applied index of that region, captured"
+                    + " on its leader after every write acknowledged before, into portable files (region-N.kvb) and"
+                    + " manifest.json, written last. Consistent per region, not one cluster-wide instant.",
+            "Progress lines go to stderr, the summary to stdout. Exit 0; 1 failed; 2 bad usage (e.g. DIR not empty);"
+                    + " 3 no server answered."})
     static final class BackupCommand implements Callable<Integer> {
         @ParentCommand
         KvCtl parent;
@@ -60,10 +62,10 @@ final class BackupCommands {
         }
     }
 
-    @Command(name = "verify", description = {
-            "Checks a backup without a cluster: the manifest (ours, known version, regions covering the whole key",
-            "space) and every region file (size, CRC32C, framing, key order and range, counts). Exit 0 when it is",
-            "whole; 1 with one line naming the bad file otherwise."})
+    @Command(name = "verify", mixinStandardHelpOptions = true, description = {
+            "Checks a backup without a cluster: exit 0 when it is whole, 1 with one line naming the bad file.",
+            "Checks the manifest (ours, a known version, regions covering the whole key space once) and every region"
+                    + " file (size, CRC32C, framing, key order and range, counts)."})
     static final class Verify implements Callable<Integer> {
         @Parameters(index = "0", paramLabel = "DIR")
         Path dir;
@@ -79,10 +81,13 @@ final class BackupCommands {
         }
     }
 
-    @Command(name = "restore", description = {
-            "Writes the backup in DIR into the cluster (any number of nodes, any regions, either engine: keys are",
-            "routed by range). The whole backup is verified first, and a cluster holding any key is refused unless",
-            "--force (then the backup's keys overwrite, other keys stay). Progress lines go to stderr."})
+    @Command(name = "restore", mixinStandardHelpOptions = true, description = {
+            "Writes the backup in DIR into an empty cluster of any shape; --force into a non-empty one.",
+            "Keys are routed by range, so the target may have any number of nodes, any regions and either engine. The"
+                    + " whole backup is verified first (a corrupt one writes nothing), and a cluster holding any key is"
+                    + " refused unless --force (then the backup's keys overwrite and other keys stay).",
+            "Progress lines go to stderr, the summary to stdout. Exit 0; 1 refused or failed; 2 bad usage;"
+                    + " 3 no server answered."})
     static final class RestoreCommand implements Callable<Integer> {
         @ParentCommand
         KvCtl parent;

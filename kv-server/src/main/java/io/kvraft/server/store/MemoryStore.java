@@ -46,6 +46,7 @@ public final class MemoryStore implements KvStore {
      * first) and scans never see half of one, e.g. one key of an all-or-nothing compare-and-put group.
      */
     private final Map<Integer, StampedLock> regionLocks = new ConcurrentHashMap<>();
+    private volatile boolean closed;
 
     @Override
     public String engine() {
@@ -213,8 +214,8 @@ public final class MemoryStore implements KvStore {
         return new Capture(keys.toArray(byte[][]::new), values.toArray(byte[][]::new));
     }
 
-    /** A sorted copy of a range's entries. */
-    private static final class Capture implements RangeCapture {
+    /** A sorted copy of a range's entries; unreadable once it or the store is closed, as with RocksDB. */
+    private final class Capture implements RangeCapture {
         private volatile byte[][] keys;
         private volatile byte[][] values;
 
@@ -233,7 +234,7 @@ public final class MemoryStore implements KvStore {
         public ScanPage page(byte[] from, ScanPage.Builder page) {
             byte[][] k = keys;
             byte[][] v = values;
-            if (k == null || v == null) {
+            if (k == null || v == null || closed) {
                 throw new IllegalStateException("backup capture is closed");
             }
             int i = Arrays.binarySearch(k, from, Arrays::compareUnsigned);
@@ -260,6 +261,7 @@ public final class MemoryStore implements KvStore {
 
     @Override
     public void close() {
+        closed = true;
         data.clear();
         appliedIndexByRegion.clear();
     }
