@@ -12,7 +12,8 @@
 #  6. one byte of a copy of the backup flipped: `backup verify` and `restore` must both refuse it (exit 1).
 # Prints one line per figure and PASS, or FAIL and exit 1. Stops only the processes it started.
 # Usage: bench/backup-drill.sh [KEYS] [SRC_ENGINE] [DST_ENGINE]   (defaults: 1000000 memory rocksdb)
-# Environment: DURATION (default 30), WARMUP (default 20), KEEP=1 keeps the work dir.
+# Environment: DURATION (default 30), WARMUP (default 20), LOAD_SECS (a load round, default 60; rounds go on
+# until KEYS puts are recorded, so a round can overshoot KEYS), KEEP=1 keeps the work dir.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 keys=${1:-1000000}
@@ -20,6 +21,7 @@ src_engine=${2:-memory}
 dst_engine=${3:-rocksdb}
 duration=${DURATION:-30}
 warmup=${WARMUP:-20}
+load_secs=${LOAD_SECS:-60}
 for e in "$src_engine" "$dst_engine"; do
   case "$e" in memory|rocksdb) ;; *) echo "engines must be memory or rocksdb" >&2; exit 2 ;; esac
 done
@@ -78,7 +80,7 @@ touch "$acked"
 round=0
 while [ "$(wc -l <"$acked")" -lt "$keys" ]; do
   round=$((round + 1))
-  bench --keys 1000 --read-ratio 0 --duration 60 --warmup 0 --threads 4 --inflight 256 \
+  bench --keys 1000 --read-ratio 0 --duration "$load_secs" --warmup 0 --threads 4 --inflight 256 \
     --record-acked "$acked" --max-error-rate 1 >"$work/load-$round.txt" 2>&1 || fail "load round $round; see $work"
   echo "  round $round: $(wc -l <"$acked") acknowledged puts recorded"
 done
