@@ -173,6 +173,22 @@ public interface KvClient extends AutoCloseable {
     /** The cluster's regions as one server sees them now: range, epoch, peers, leader, term, applied index. */
     CompletableFuture<List<RegionInfo>> regions();
 
+    /**
+     * Captures the region holding {@code key} for a backup: its leader freezes the region's data at a log entry
+     * it proposes now (so the capture holds every write acknowledged before this call) and keeps it as a session
+     * to read with {@link RegionCapture#page}. Retried like a read until the operation's deadline.
+     */
+    default CompletableFuture<RegionCapture> captureRegion(byte[] key) {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+                "this client cannot take backups"));
+    }
+
+    /** Each reachable node's store id (the random id of its data directory), by host:port. */
+    default CompletableFuture<java.util.Map<String, String>> storeIds() {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+                "this client cannot list store ids"));
+    }
+
     @Override
     void close();
 }

@@ -2,6 +2,8 @@ package io.kvraft.client;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.Message;
+import io.kvraft.client.proto.KvProto.BackupOpenRequest;
+import io.kvraft.client.proto.KvProto.BackupOpenResponse;
 import io.kvraft.client.proto.KvProto.Error;
 import io.kvraft.client.proto.KvProto.ErrorCode;
 import io.kvraft.client.proto.KvProto.Pair;
@@ -146,6 +148,19 @@ final class RangeOps {
         });
     }
 
+    /** Opens a backup session on the leader of the region holding {@code key}, retried as a read is. */
+    CompletableFuture<RegionCapture> capture(byte[] key, long deadlineNanos, long operationTimeoutMs) {
+        Attempt<BackupOpenResponse> attempt = new Attempt<>(key, false, true, null, deadlineNanos, route ->
+                BackupOpenRequest.newBuilder().setRegionId(route.regionId()).setRegionEpoch(route.epoch()).build(),
+                BackupOpenResponse::getError);
+        return attempt.run().thenApply(answer -> {
+            BackupOpenResponse r = answer.response;
+            return new RegionCapture(client.transport(), client.requestTimeoutMs(), operationTimeoutMs,
+                    answer.target, r.getSessionId(), answer.route.regionId(), r.getStartKey().toByteArray(),
+                    r.getEndKey().toByteArray(), r.getEpoch(), r.getAppliedIndex(), r.getTerm(), r.getStoreId());
+        });
+    }
+
     /** [start, end) cut to the region's range. */
     private static KeyRangeBytes clip(byte[] start, byte[] end, Route route) {
         byte[] rs = route.startKey();
@@ -170,7 +185,7 @@ final class RangeOps {
         return Arrays.copyOf(key, key.length + 1);
     }
 
-    private record Answer<R>(Route route, R response) {
+    private record Answer<R>(Route route, String target, R response) {
     }
 
     /**
@@ -217,7 +232,7 @@ final class RangeOps {
             client.transport().<R>call(target, request.apply(route), timeoutMs).whenComplete((resp, err) -> {
                 Error error = err != null ? client.transportError(err) : errorOf.apply(resp);
                 if (err == null && error.getCode() == ErrorCode.OK) {
-                    result.complete(new Answer<>(route, resp));
+                    result.complete(new Answer<>(route, target, resp));
                 } else {
                     retry(route, target, error, err != null && KvException.unwrap(err).unsent());
                 }

@@ -391,6 +391,34 @@ final class RoutingKvClient implements KvClient {
     static final long MAX_SEQUENCE_STEP = 1L << 40;
 
     @Override
+    public CompletableFuture<RegionCapture> captureRegion(byte[] key) {
+        return ranges.capture(RangeOps.orEmpty(key), deadline(), config.operationTimeoutMs());
+    }
+
+    @Override
+    public CompletableFuture<java.util.Map<String, String>> storeIds() {
+        Set<String> nodes = new LinkedHashSet<>(config.servers());
+        for (Route r : routes.routes()) {
+            nodes.addAll(r.info().getPeersList());
+        }
+        java.util.Map<String, CompletableFuture<RegionsResponse>> asked = new java.util.TreeMap<>();
+        for (String n : nodes) {
+            asked.put(n, transport.call(n, RegionsRequest.getDefaultInstance(), config.requestTimeoutMs()));
+        }
+        return CompletableFuture.allOf(asked.values().stream().map(f -> f.handle((r, e) -> null))
+                .toArray(CompletableFuture[]::new)).thenApply(v -> {
+                    java.util.Map<String, String> ids = new java.util.TreeMap<>();
+                    asked.forEach((n, f) -> {
+                        RegionsResponse r = f.isCompletedExceptionally() ? null : f.join();
+                        if (r != null && !r.getStoreId().isEmpty()) {
+                            ids.put(r.getNode().isEmpty() ? n : r.getNode(), r.getStoreId());
+                        }
+                    });
+                    return ids;
+                });
+    }
+
+    @Override
     public CompletableFuture<List<RegionInfo>> regions() {
         return askAnyServer().thenApply(RegionsResponse::getRegionsList);
     }

@@ -16,6 +16,8 @@ import java.nio.file.StandardCopyOption;
 final class DataDir {
 
     static final String ENGINE_FILE = "ENGINE";
+    /** A random id made the first time the directory is used; backups record it to tell clusters apart. */
+    static final String STORE_ID_FILE = "STORE_ID";
     private static final String PROBE_FILE = "WRITE_CHECK.tmp";
     private static final int MAX_ENGINE_FILE_BYTES = 64;
 
@@ -55,6 +57,31 @@ final class DataDir {
         }
     }
 
+    /**
+     * The directory's store id: read from {@value #STORE_ID_FILE}, or made (random, 16 hex digits) and written
+     * once when there is none (a directory made before store ids existed gets one on its next start).
+     */
+    static String storeId(Path dir) throws IOException {
+        Path file = dir.resolve(STORE_ID_FILE);
+        if (Files.exists(file)) {
+            String id = readMarker(file);
+            if (!id.matches("[0-9a-f]{16}")) {
+                throw new IOException("data directory " + dir + ": its " + STORE_ID_FILE + " file holds '" + id
+                        + "', not 16 hex digits; refusing to use it (nothing was changed)");
+            }
+            return id;
+        }
+        String id = String.format("%016x", new java.security.SecureRandom().nextLong());
+        Path tmp = dir.resolve(STORE_ID_FILE + ".tmp");
+        try {
+            Files.writeString(tmp, id + "\n");
+            Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            throw new IOException("data directory " + dir + " is not writable: " + describe(e));
+        }
+        return id;
+    }
+
     private static void createDirectory(Path dir) throws IOException {
         if (Files.isDirectory(dir)) {
             if (!Files.isWritable(dir)) {
@@ -84,7 +111,7 @@ final class DataDir {
             }
             return Files.readString(marker, StandardCharsets.US_ASCII).trim();
         } catch (IOException e) {
-            throw new IOException("data directory " + marker.getParent() + ": its " + ENGINE_FILE + " file is unreadable ("
+            throw new IOException("data directory " + marker.getParent() + ": its " + marker.getFileName() + " file is unreadable ("
                     + describe(e) + "); refusing to use it (nothing was changed)");
         }
     }

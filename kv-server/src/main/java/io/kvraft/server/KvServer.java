@@ -44,6 +44,11 @@ public final class KvServer implements AutoCloseable {
     private final ScheduledExecutorService housekeeping;
     private final RegionHost host;
     private final KvHandlers handlers;
+    private final io.kvraft.server.backup.BackupSessions backups;
+    private final java.util.concurrent.ExecutorService backupPages;
+    /** A backup session nobody reads for this long is closed (a killed client then pins nothing). */
+    static final long BACKUP_SESSION_IDLE_MS = Long.getLong("kv.backup.sessionIdleMs", 60_000L);
+    private static final int MAX_BACKUP_SESSIONS = 64;
     private final NodeMetrics metrics = new NodeMetrics();
     private volatile boolean closed;
     private volatile ScheduledFuture<?> balancer;
@@ -57,6 +62,7 @@ public final class KvServer implements AutoCloseable {
         }
         Path dataDir = Path.of(config.dataDir());
         DataDir.prepare(dataDir, config.store().engine());
+        String storeId = DataDir.storeId(dataDir);
         this.store = storeWrapper.apply(openStore(config, dataDir));
         this.housekeeping = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "kv-housekeeping");
@@ -72,8 +78,16 @@ public final class KvServer implements AutoCloseable {
             store.close();
             throw e;
         }
-        this.handlers = new KvHandlers(host, store, config.limits(), metrics.kv(), config.metrics().port());
+        this.handlers = new KvHandlers(host, store, config.limits(), metrics.kv(), config.metrics().port(), storeId);
         host.registerHandlers(handlers::register);
+        this.backups = new io.kvraft.server.backup.BackupSessions(System::nanoTime, BACKUP_SESSION_IDLE_MS,
+                MAX_BACKUP_SESSIONS);
+        this.backupPages = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "kv-backup-pages");
+            t.setDaemon(true);
+            return t;
+        });
+        host.registerHandlers(new io.kvraft.server.rpc.BackupHandlers(handlers, backups, backupPages)::register);
         metrics.bind(host, handlers::inFlight);
     }
 
@@ -99,6 +113,7 @@ public final class KvServer implements AutoCloseable {
                     TimeUnit.MILLISECONDS);
         }
         server.housekeeping.scheduleWithFixedDelay(new PeerWatcher(server.host), 1, 1, TimeUnit.SECONDS);
+        server.housekeeping.scheduleWithFixedDelay(server.backups::expireIdle, 1, 1, TimeUnit.SECONDS);
         LOG.info("node {} started: engine {}, {} regions, data in {}", config.endpoint(), config.store().engine(),
                 server.host.regions().size(), config.dataDir());
         return server;
@@ -147,6 +162,11 @@ public final class KvServer implements AutoCloseable {
 
     public RegionHost host() {
         return host;
+    }
+
+    /** The backup sessions this node holds. */
+    public io.kvraft.server.backup.BackupSessions backups() {
+        return backups;
     }
 
     public KvStore store() {
@@ -202,6 +222,8 @@ public final class KvServer implements AutoCloseable {
         housekeeping.shutdownNow();
         metrics.close();
         host.close();
+        backups.close(); // before the store: a capture may pin a RocksDB snapshot
+        backupPages.shutdownNow();
         peerProbe.close();
         LOG.info("node {}: raft groups stopped", config.endpoint());
         try {

@@ -192,6 +192,11 @@ class ReplicatorLoopTest {
         }
 
         @Override
+        public io.kvraft.server.store.RangeCapture capture(int region, KeyRange range) {
+            return store.capture(region, range);
+        }
+
+        @Override
         public long approximateCount(KeyRange range) {
             return store.approximateCount(range);
         }

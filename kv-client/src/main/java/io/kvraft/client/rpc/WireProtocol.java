@@ -24,17 +24,27 @@ import java.util.Map;
  */
 public final class WireProtocol {
 
-    private static final Map<String, Parser<? extends Message>> PARSERS = Map.of(
-            KvProto.WriteRequest.class.getName(), KvProto.WriteRequest.parser(),
-            KvProto.WriteResponse.class.getName(), KvProto.WriteResponse.parser(),
-            KvProto.ReadRequest.class.getName(), KvProto.ReadRequest.parser(),
-            KvProto.ReadResponse.class.getName(), KvProto.ReadResponse.parser(),
-            KvProto.ScanRequest.class.getName(), KvProto.ScanRequest.parser(),
-            KvProto.ScanResponse.class.getName(), KvProto.ScanResponse.parser(),
-            KvProto.RegionsRequest.class.getName(), KvProto.RegionsRequest.parser(),
-            KvProto.RegionsResponse.class.getName(), KvProto.RegionsResponse.parser(),
-            KvProto.TransferLeaderRequest.class.getName(), KvProto.TransferLeaderRequest.parser(),
-            KvProto.AdminResponse.class.getName(), KvProto.AdminResponse.parser());
+    private static final Map<String, Parser<? extends Message>> PARSERS = Map.ofEntries(
+            parser(KvProto.BackupOpenRequest.class, KvProto.BackupOpenRequest.parser()),
+            parser(KvProto.BackupOpenResponse.class, KvProto.BackupOpenResponse.parser()),
+            parser(KvProto.BackupPageRequest.class, KvProto.BackupPageRequest.parser()),
+            parser(KvProto.BackupPageResponse.class, KvProto.BackupPageResponse.parser()),
+            parser(KvProto.BackupCloseRequest.class, KvProto.BackupCloseRequest.parser()),
+            parser(KvProto.WriteRequest.class, KvProto.WriteRequest.parser()),
+            parser(KvProto.WriteResponse.class, KvProto.WriteResponse.parser()),
+            parser(KvProto.ReadRequest.class, KvProto.ReadRequest.parser()),
+            parser(KvProto.ReadResponse.class, KvProto.ReadResponse.parser()),
+            parser(KvProto.ScanRequest.class, KvProto.ScanRequest.parser()),
+            parser(KvProto.ScanResponse.class, KvProto.ScanResponse.parser()),
+            parser(KvProto.RegionsRequest.class, KvProto.RegionsRequest.parser()),
+            parser(KvProto.RegionsResponse.class, KvProto.RegionsResponse.parser()),
+            parser(KvProto.TransferLeaderRequest.class, KvProto.TransferLeaderRequest.parser()),
+            parser(KvProto.AdminResponse.class, KvProto.AdminResponse.parser()));
+
+    private static Map.Entry<String, Parser<? extends Message>> parser(Class<? extends Message> type,
+                                                                      Parser<? extends Message> parser) {
+        return Map.entry(type.getName(), parser);
+    }
 
     private static final CustomSerializer SERIALIZER = new ProtoSerializer();
 

@@ -86,7 +86,11 @@ class WireProtocolTest {
                         .addOps(WriteOp.newBuilder().setType(WriteOpType.PUT_IF_ABSENT).setKey(bytes("f")).setValue(bytes("2")))
                         .build(),
                 RegionsRequest.getDefaultInstance(),
-                TransferLeaderRequest.newBuilder().setRegionId(5).setTarget("10.0.0.3:8183").build());
+                TransferLeaderRequest.newBuilder().setRegionId(5).setTarget("10.0.0.3:8183").build(),
+                KvProto.BackupOpenRequest.newBuilder().setRegionId(4).setRegionEpoch(1).build(),
+                KvProto.BackupPageRequest.newBuilder().setSessionId(Long.MAX_VALUE).setStartKey(bytes("k"))
+                        .setLimit(1000).build(),
+                KvProto.BackupCloseRequest.newBuilder().setSessionId(7).build());
     }
 
     static Stream<Named<Message>> responses() {
@@ -113,7 +117,16 @@ class WireProtocolTest {
                                 .setEpoch(2).addPeers("10.0.0.1:8181").setRole("FOLLOWER"))
                         .build(),
                 AdminResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.INVALID_ARGUMENT).setDetail("no such peer")).build(),
-                AdminResponse.getDefaultInstance());
+                AdminResponse.getDefaultInstance(),
+                KvProto.BackupOpenResponse.newBuilder().setSessionId(3).setAppliedIndex(1234).setTerm(2)
+                        .setStartKey(bytes("a")).setEndKey(ByteString.copyFrom(new byte[]{(byte) 0xff})).setEpoch(1)
+                        .setKeyCount(41_666).setStoreId("6f1c").build(),
+                KvProto.BackupOpenResponse.newBuilder().setError(error()).build(),
+                KvProto.BackupPageResponse.newBuilder().addPairs(Pair.newBuilder().setKey(bytes("a")).setValue(bytes("1")))
+                        .setMore(true).build(),
+                KvProto.BackupPageResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.SESSION_NOT_FOUND)
+                        .setDetail("expired")).build(),
+                RegionsResponse.newBuilder().setNode("10.0.0.1:8181").setStoreId("0b9d6c1e").build());
     }
 
     private static Stream<Named<Message>> named(Message... messages) {

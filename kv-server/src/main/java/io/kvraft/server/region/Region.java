@@ -176,6 +176,25 @@ public final class Region {
         }
     }
 
+    /**
+     * Captures the region's data for a backup at a Raft-consistent point: proposes a BACKUP_POINT entry (no
+     * data) and, when this leader applies it, freezes the store's range on the state machine thread. The
+     * entry commits after this call, so the capture holds every write acknowledged before it. Only called
+     * on the leader; a lost leadership fails the callback with NOT_LEADER or a TIMEOUT.
+     */
+    public void captureForBackup(BackupPoint.Callback callback) {
+        WriteBatch batch = WriteBatch.newBuilder()
+                .addOps(WriteOp.newBuilder().setType(io.kvraft.client.proto.KvProto.WriteOpType.BACKUP_POINT)).build();
+        Task task = new Task();
+        task.setData(ByteBuffer.wrap(batch.toByteArray()));
+        task.setDone(new BackupPoint(this, callback));
+        try {
+            node.apply(task);
+        } catch (IllegalStateException shuttingDown) {
+            // jraft has already run the closure with ENODESHUTDOWN
+        }
+    }
+
     void countWrites(int ops) {
         writeOps.add(ops);
     }

@@ -107,6 +107,16 @@ final class RegionStateMachine extends StateMachineAdapter {
             // outcome of a compare-and-put, so it is skipped. Only entries of an earlier run get here, and they
             // have no closure (closures exist only for entries proposed by this process).
             raftIndex = index;
+            if (done instanceof BackupPoint point) {
+                // on this thread no write to the region runs, so the capture is the state at exactly this index
+                try {
+                    point.capture = store.capture(region.id(), region.range());
+                    point.index = index;
+                    point.term = term;
+                } catch (RuntimeException e) {
+                    point.captureFailure = e;
+                }
+            }
             if (closure != null) {
                 closure.results = results;
                 closure.previous = previous;
@@ -184,6 +194,7 @@ final class RegionStateMachine extends StateMachineAdapter {
                         view.put(key, value);
                     }
                 }
+                case BACKUP_POINT -> results[i] = true; // no data: the leader that proposed it captures the store
                 case DELETE_RANGE -> {
                     KeyRange range = new KeyRange(key, op.getEndKey().toByteArray());
                     // checked on the leader before proposing; checked again here, where every replica decides alike

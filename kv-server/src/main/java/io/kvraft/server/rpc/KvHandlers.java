@@ -54,18 +54,48 @@ public final class KvHandlers {
 
     private final KvMetrics metrics;
     private final int metricsPort;
+    private final String storeId;
 
     public KvHandlers(RegionHost host, KvStore store, LimitsConfig limits) {
-        this(host, store, limits, new KvMetrics(), 0);
+        this(host, store, limits, new KvMetrics(), 0, "");
     }
 
-    /** @param metricsPort announced in the Regions answer, so tools find the node's metrics; 0 = none */
-    public KvHandlers(RegionHost host, KvStore store, LimitsConfig limits, KvMetrics metrics, int metricsPort) {
+    /**
+     * @param metricsPort announced in the Regions answer, so tools find the node's metrics; 0 = none
+     * @param storeId     the data directory's id, announced in the Regions answer
+     */
+    public KvHandlers(RegionHost host, KvStore store, LimitsConfig limits, KvMetrics metrics, int metricsPort,
+                      String storeId) {
         this.host = host;
         this.store = store;
         this.limits = limits;
         this.metrics = metrics;
         this.metricsPort = metricsPort;
+        this.storeId = storeId;
+    }
+
+    String storeId() {
+        return storeId;
+    }
+
+    LimitsConfig limits() {
+        return limits;
+    }
+
+    RegionHost host() {
+        return host;
+    }
+
+    /** Counts a request in flight until the returned action runs (a graceful shutdown waits for it). */
+    Runnable track() {
+        inFlight.increment();
+        return inFlight::decrement;
+    }
+
+    /** The error for a request to {@code region} that needs its leader, or null when this node may serve it. */
+    Error checkRegionLeader(Region region, int regionId, long epoch) {
+        Error error = checkRegion(region, regionId, epoch);
+        return error != null ? error : checkLeader(region);
     }
 
     public void register(RpcServer server) {
@@ -129,7 +159,7 @@ public final class KvHandlers {
         };
     }
 
-    private static <T> RpcProcessor<T> processor(Class<T> type, BiConsumer<RpcContext, T> handler) {
+    static <T> RpcProcessor<T> processor(Class<T> type, BiConsumer<RpcContext, T> handler) {
         return new RpcProcessor<>() {
             @Override
             public void handleRequest(RpcContext ctx, T request) {
@@ -252,7 +282,8 @@ public final class KvHandlers {
                 .setNode(host.endpoint())
                 .setWriteOps(host.writeOps())
                 .setReadOps(host.readOps())
-                .setMetricsPort(metricsPort);
+                .setMetricsPort(metricsPort)
+                .setStoreId(storeId);
         for (Region r : host.regions()) {
             b.addRegions(r.info(host.peers()));
         }

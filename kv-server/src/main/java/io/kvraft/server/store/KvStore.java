@@ -64,6 +64,14 @@ public interface KvStore extends Closeable {
         return get(key);
     }
 
+    /**
+     * Freezes the data of {@code range} as it is now, for a backup. Called on the region's state machine
+     * thread, between two entries, so no write to the range runs meanwhile and the capture is the state at
+     * the region's applied index. Cheap for the caller's thread: a RocksDB snapshot, or a copy of the range's
+     * entries (references only) for the memory engine.
+     */
+    RangeCapture capture(int regionId, KeyRange range);
+
     /** Number of keys in {@code range} (exact for memory, an estimate is allowed for disk engines). */
     long approximateCount(KeyRange range);
 }

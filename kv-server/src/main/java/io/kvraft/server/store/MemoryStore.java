@@ -51,6 +51,7 @@ public final class MemoryStore implements KvStore {
      * first) and scans never see half of one, e.g. one key of an all-or-nothing compare-and-put group.
      */
     private final Map<Integer, StampedLock> regionLocks = new ConcurrentHashMap<>();
+    private volatile boolean closed;
 
     @Override
     public String engine() {
@@ -240,12 +241,71 @@ public final class MemoryStore implements KvStore {
     }
 
     @Override
+    public RangeCapture capture(int regionId, KeyRange range) {
+        // Values are never changed in place (a put stores a new array), so copying the references is a copy.
+        StampedLock lock = lock(regionId);
+        long stamp = lock.readLock();
+        List<byte[]> keys = new ArrayList<>();
+        List<byte[]> values = new ArrayList<>();
+        try {
+            for (Map.Entry<byte[], byte[]> e : view(range).entrySet()) {
+                keys.add(e.getKey());
+                values.add(e.getValue());
+            }
+        } finally {
+            lock.unlockRead(stamp);
+        }
+        return new Capture(keys.toArray(byte[][]::new), values.toArray(byte[][]::new));
+    }
+
+    /** A sorted copy of a range's entries; unreadable once it or the store is closed, as with RocksDB. */
+    private final class Capture implements RangeCapture {
+        private volatile byte[][] keys;
+        private volatile byte[][] values;
+
+        Capture(byte[][] keys, byte[][] values) {
+            this.keys = keys;
+            this.values = values;
+        }
+
+        @Override
+        public long keyCount() {
+            byte[][] k = keys;
+            return k == null ? 0 : k.length;
+        }
+
+        @Override
+        public ScanPage page(byte[] from, ScanPage.Builder page) {
+            byte[][] k = keys;
+            byte[][] v = values;
+            if (k == null || v == null || closed) {
+                throw new IllegalStateException("backup capture is closed");
+            }
+            int i = Arrays.binarySearch(k, from, Arrays::compareUnsigned);
+            for (i = i < 0 ? -i - 1 : i; i < k.length; i++) {
+                if (!page.hasRoom()) {
+                    return page.build(true);
+                }
+                page.add(k[i], v[i]);
+            }
+            return page.build(false);
+        }
+
+        @Override
+        public void close() {
+            keys = null;
+            values = null;
+        }
+    }
+
+    @Override
     public long approximateCount(KeyRange range) {
         return view(range).size();
     }
 
     @Override
     public void close() {
+        closed = true;
         data.clear();
         system.clear();
         appliedIndexByRegion.clear();

@@ -84,6 +84,8 @@ public final class RocksStore implements KvStore {
      * use before close(); a racing call can slip past this check.
      */
     private volatile boolean closed;
+    /** Backup captures not closed yet: the store releases their snapshots before it closes the DB. */
+    private final java.util.Set<Capture> captures = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     private RocksStore(RocksDB db, ColumnFamilyHandle dataFamily, ColumnFamilyHandle metaFamily,
                        ColumnFamilyHandle systemFamily, WriteOptions writeOptions, Options sstOptions,
@@ -403,6 +405,65 @@ public final class RocksStore implements KvStore {
         return RocksSnapshotManifest.read(dir.resolve(SYSTEM_MANIFEST_FILE));
     }
 
+    @Override
+    public RangeCapture capture(int regionId, KeyRange range) {
+        ensureOpen();
+        Capture capture = new Capture(range, db.getSnapshot());
+        captures.add(capture);
+        return capture;
+    }
+
+    /** A RocksDB snapshot limited to one range; released on close, or by the store's close at the latest. */
+    private final class Capture implements RangeCapture {
+        private final KeyRange range;
+        private Snapshot snapshot; // guarded by RocksStore.this
+
+        Capture(KeyRange range, Snapshot snapshot) {
+            this.range = range;
+            this.snapshot = snapshot;
+        }
+
+        @Override
+        public long keyCount() {
+            return -1;
+        }
+
+        @Override
+        public ScanPage page(byte[] from, ScanPage.Builder page) {
+            byte[] start = Arrays.compareUnsigned(from, range.start()) > 0 ? from : range.start();
+            synchronized (RocksStore.this) { // so that close() cannot release the snapshot under the iterator
+                if (snapshot == null || closed) {
+                    throw new IllegalStateException("backup capture is closed");
+                }
+                // a backup reads every block once: keep it out of the block cache, as bulk scans do
+                try (RangeScan scan = new RangeScan(new KeyRange(start, range.end()), snapshot, false)) {
+                    RocksIterator it = scan.iterator();
+                    for (it.seekToFirst(); it.isValid(); it.next()) {
+                        if (!page.hasRoom()) {
+                            return page.build(true);
+                        }
+                        page.add(it.key(), it.value());
+                    }
+                    it.status();
+                    return page.build(false);
+                } catch (RocksDBException e) {
+                    throw failure("backup read of " + range, e);
+                }
+            }
+        }
+
+        @Override
+        public void close() {
+            synchronized (RocksStore.this) {
+                if (snapshot != null && !closed) {
+                    db.releaseSnapshot(snapshot);
+                }
+                snapshot = null;
+                captures.remove(this);
+            }
+        }
+    }
+
     /** Exact: a bounded scan of the range (regions are split well before a scan becomes expensive). */
     @Override
     public long approximateCount(KeyRange range) {
@@ -425,6 +486,9 @@ public final class RocksStore implements KvStore {
     public synchronized void close() {
         if (closed) {
             return;
+        }
+        for (Capture c : List.copyOf(captures)) {
+            c.close(); // a snapshot released after the DB is closed would crash the JVM
         }
         closed = true;
         closeAll(nativeHandles, null);

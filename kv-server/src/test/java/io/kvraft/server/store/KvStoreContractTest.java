@@ -411,6 +411,47 @@ abstract class KvStoreContractTest {
     }
 
     @Test
+    void when_aRangeIsCaptured_then_laterWritesDoNotShowInItsPages_andPagesGoOnFromAnyKey() throws IOException {
+        KvStore store = newStore();
+        for (String k : List.of("01", "02", "03", "04", "10")) {
+            putRaw(store, k);
+        }
+
+        RangeCapture capture = store.capture(REGION, range("", "10"));
+        StoreBatch later = new StoreBatch(3);
+        later.put(bytes("\u0005"), bytes("new"));
+        later.delete(HexFormat.of().parseHex("02"));
+        later.deleteRange(HexFormat.of().parseHex("03"), HexFormat.of().parseHex("04"));
+        store.apply(REGION, 2, later);
+
+        ScanPage first = capture.page(new byte[0], page(2));
+        ScanPage rest = capture.page(HexFormat.of().parseHex("0201"), page(10)); // between keys: from the next one
+        ScanPage again = capture.page(new byte[0], page(2));
+
+        assertThat(keys(first)).containsExactly("01", "02");
+        assertThat(first.more()).isTrue();
+        assertThat(keys(rest)).containsExactly("03", "04"); // "10" is past the captured range
+        assertThat(rest.more()).isFalse();
+        assertThat(keys(again)).isEqualTo(keys(first));
+        assertThat(store.get(HexFormat.of().parseHex("02"))).isNull();
+        capture.close();
+        capture.close();
+        assertThatThrownBy(() -> capture.page(new byte[0], page(1))).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void when_theStoreClosesWithACaptureOpen_then_itClosesCleanly_andTheCaptureIsClosedWithIt() throws IOException {
+        KvStore store = openStore(newDir("store"));
+        putRaw(store, "01");
+        RangeCapture capture = store.capture(REGION, KeyRange.ALL);
+
+        store.close();
+
+        assertThatThrownBy(() -> capture.page(new byte[0], page(1))).isInstanceOf(IllegalStateException.class);
+        capture.close(); // after the store: harmless
+    }
+
+    @Test
     void when_pageFillsByCountOrBytes_then_moreIsSetOnlyWhenKeysRemain() throws IOException {
         KvStore store = newStore();
         for (String k : List.of("01", "02", "03")) {

@@ -1,0 +1,139 @@
+package io.kvraft.client;
+
+import com.google.protobuf.ByteString;
+import io.kvraft.client.proto.KvProto.BackupCloseRequest;
+import io.kvraft.client.proto.KvProto.BackupPageRequest;
+import io.kvraft.client.proto.KvProto.BackupPageResponse;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.Pair;
+import io.kvraft.client.rpc.Transport;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * One region's data as of one applied index, held by the node that captured it (the region's leader then) as
+ * a backup session, and read page by page with {@link #page}; {@link #close} ends the session. The capture
+ * stays valid when the leadership moves: it is a committed state of the region. It is gone when the node
+ * restarts or nobody reads it for the node's idle timeout (then pages fail with SESSION_NOT_FOUND, and a
+ * backup starts the region again).
+ */
+public final class RegionCapture implements AutoCloseable {
+
+    /** A page of pairs in ascending key order; {@code more} when the capture holds keys after them. */
+    public record Page(List<KeyValue> pairs, boolean more) {
+    }
+
+    private final Transport transport;
+    private final long requestTimeoutMs;
+    private final long operationTimeoutMs;
+    private final String node;
+    private final long sessionId;
+    private final int regionId;
+    private final byte[] startKey;
+    private final byte[] endKey;
+    private final long epoch;
+    private final long appliedIndex;
+    private final long term;
+    private final String storeId;
+
+    RegionCapture(Transport transport, long requestTimeoutMs, long operationTimeoutMs, String node, long sessionId,
+                  int regionId, byte[] startKey, byte[] endKey, long epoch, long appliedIndex, long term, String storeId) {
+        this.transport = transport;
+        this.requestTimeoutMs = requestTimeoutMs;
+        this.operationTimeoutMs = operationTimeoutMs;
+        this.node = node;
+        this.sessionId = sessionId;
+        this.regionId = regionId;
+        this.startKey = startKey;
+        this.endKey = endKey;
+        this.epoch = epoch;
+        this.appliedIndex = appliedIndex;
+        this.term = term;
+        this.storeId = storeId;
+    }
+
+    /** Up to {@code limit} pairs from {@code from} (inclusive; empty = the region's start); a lost answer is asked again. */
+    public CompletableFuture<Page> page(byte[] from, int limit) {
+        BackupPageRequest req = BackupPageRequest.newBuilder().setSessionId(sessionId)
+                .setStartKey(ByteString.copyFrom(from)).setLimit(limit).build();
+        CompletableFuture<Page> result = new CompletableFuture<>();
+        ask(req, System.nanoTime() + operationTimeoutMs * 1_000_000L, result);
+        return result;
+    }
+
+    private void ask(BackupPageRequest req, long deadlineNanos, CompletableFuture<Page> result) {
+        long timeoutMs = Math.max(1, Math.min(requestTimeoutMs, (deadlineNanos - System.nanoTime()) / 1_000_000L));
+        transport.<BackupPageResponse>call(node, req, timeoutMs).whenComplete((resp, err) -> {
+            if (err != null) {
+                KvException e = KvException.unwrap(err);
+                // reading a page changes nothing: a timeout or a lost connection is simply asked again
+                boolean again = (e.code() == ErrorCode.TIMEOUT || e.code() == ErrorCode.UNAVAILABLE)
+                        && System.nanoTime() < deadlineNanos;
+                if (again) {
+                    ask(req, deadlineNanos, result);
+                } else {
+                    result.completeExceptionally(e);
+                }
+                return;
+            }
+            if (resp.hasError() && resp.getError().getCode() != ErrorCode.OK) {
+                result.completeExceptionally(new KvException(resp.getError().getCode(), resp.getError().getDetail()));
+                return;
+            }
+            List<KeyValue> pairs = new ArrayList<>(resp.getPairsCount());
+            for (Pair p : resp.getPairsList()) {
+                pairs.add(new KeyValue(p.getKey().toByteArray(), p.getValue().toByteArray()));
+            }
+            result.complete(new Page(pairs, resp.getMore()));
+        });
+    }
+
+    /**
+     * Ends the session on its node, waiting at most one request timeout for the answer; an error is ignored,
+     * since a node that does not answer drops the session on its own after its idle timeout.
+     */
+    @Override
+    public void close() {
+        transport.call(node, BackupCloseRequest.newBuilder().setSessionId(sessionId).build(), requestTimeoutMs)
+                .handle((r, e) -> null).join();
+    }
+
+    public int regionId() {
+        return regionId;
+    }
+
+    /** The region's range start (inclusive, empty = -inf). */
+    public byte[] startKey() {
+        return startKey.clone();
+    }
+
+    /** The region's range end (exclusive, empty = +inf). */
+    public byte[] endKey() {
+        return endKey.clone();
+    }
+
+    public long epoch() {
+        return epoch;
+    }
+
+    /** The region's log index whose state the capture is. */
+    public long appliedIndex() {
+        return appliedIndex;
+    }
+
+    public long term() {
+        return term;
+    }
+
+    /** host:port of the node holding the session. */
+    public String node() {
+        return node;
+    }
+
+    /** The store id of that node's data directory. */
+    public String storeId() {
+        return storeId;
+    }
+}

@@ -1,0 +1,134 @@
+package io.kvraft.server.rpc;
+
+import com.alipay.sofa.jraft.rpc.RpcContext;
+import com.alipay.sofa.jraft.rpc.RpcServer;
+import com.google.protobuf.ByteString;
+import io.kvraft.client.proto.KvProto.AdminResponse;
+import io.kvraft.client.proto.KvProto.BackupCloseRequest;
+import io.kvraft.client.proto.KvProto.BackupOpenRequest;
+import io.kvraft.client.proto.KvProto.BackupOpenResponse;
+import io.kvraft.client.proto.KvProto.BackupPageRequest;
+import io.kvraft.client.proto.KvProto.BackupPageResponse;
+import io.kvraft.client.proto.KvProto.Error;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.Pair;
+import io.kvraft.server.backup.BackupSessions;
+import io.kvraft.server.region.BackupPoint;
+import io.kvraft.server.region.Region;
+import io.kvraft.server.store.RangeCapture;
+import io.kvraft.server.store.ScanPage;
+
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.function.Consumer;
+
+/**
+ * The backup RPCs: open a session (a region's capture at a BACKUP_POINT entry, on its leader), read it page
+ * by page, close it. Pages are read on {@code pageExecutor} (one thread), not on bolt's I/O threads: a page is
+ * up to limits.maxScanBytes read from the store, and backups should queue behind each other, not beside
+ * client traffic.
+ */
+public final class BackupHandlers {
+
+    private final KvHandlers kv;
+    private final BackupSessions sessions;
+    private final Executor pageExecutor;
+
+    public BackupHandlers(KvHandlers kv, BackupSessions sessions, Executor pageExecutor) {
+        this.kv = kv;
+        this.sessions = sessions;
+        this.pageExecutor = pageExecutor;
+    }
+
+    public void register(RpcServer server) {
+        server.registerProcessor(KvHandlers.processor(BackupOpenRequest.class, this::open));
+        server.registerProcessor(KvHandlers.processor(BackupPageRequest.class, this::page));
+        server.registerProcessor(KvHandlers.processor(BackupCloseRequest.class, this::close));
+    }
+
+    private <T> Consumer<T> reply(RpcContext ctx) {
+        Runnable done = kv.track();
+        return resp -> {
+            try {
+                ctx.sendResponse(resp);
+            } finally {
+                done.run();
+            }
+        };
+    }
+
+    private void open(RpcContext ctx, BackupOpenRequest req) {
+        Consumer<BackupOpenResponse> reply = reply(ctx);
+        Region region = kv.host().region(req.getRegionId());
+        Error error = kv.checkRegionLeader(region, req.getRegionId(), req.getRegionEpoch());
+        if (error == null && !sessions.hasRoom()) {
+            error = Responses.error(ErrorCode.BUSY, "node " + kv.host().endpoint() + " holds too many backup sessions");
+        }
+        if (error != null) {
+            reply.accept(BackupOpenResponse.newBuilder().setError(error).build());
+            return;
+        }
+        region.captureForBackup(new BackupPoint.Callback() {
+            @Override
+            public void captured(RangeCapture capture, long index, long term) {
+                BackupSessions.Session s = sessions.open(region.id(), capture);
+                if (s == null) {
+                    failed(Responses.error(ErrorCode.SHUTTING_DOWN, "node " + kv.host().endpoint() + " is shutting down"));
+                    return;
+                }
+                reply.accept(BackupOpenResponse.newBuilder().setSessionId(s.id()).setAppliedIndex(index).setTerm(term)
+                        .setStartKey(ByteString.copyFrom(region.range().start()))
+                        .setEndKey(ByteString.copyFrom(region.range().end())).setEpoch(Region.EPOCH)
+                        .setKeyCount(Math.max(0, capture.keyCount())).setStoreId(kv.storeId()).build());
+            }
+
+            @Override
+            public void failed(Error e) {
+                reply.accept(BackupOpenResponse.newBuilder().setError(e).build());
+            }
+        });
+    }
+
+    private void page(RpcContext ctx, BackupPageRequest req) {
+        Consumer<BackupPageResponse> reply = reply(ctx);
+        BackupSessions.Session s = sessions.get(req.getSessionId());
+        if (s == null) {
+            reply.accept(error(ErrorCode.SESSION_NOT_FOUND, "node " + kv.host().endpoint() + " holds no backup session "
+                    + Long.toUnsignedString(req.getSessionId()) + " (ended, expired, or the node restarted)"));
+            return;
+        }
+        if (req.getLimit() < 1) {
+            reply.accept(error(ErrorCode.INVALID_ARGUMENT, "backup page limit must be at least 1, got " + req.getLimit()));
+            return;
+        }
+        int limit = req.getLimit() < 0 ? kv.limits().maxBatchOps() : Math.min(req.getLimit(), kv.limits().maxBatchOps());
+        try {
+            pageExecutor.execute(() -> {
+                try {
+                    ScanPage page = s.capture().page(req.getStartKey().toByteArray(),
+                            new ScanPage.Builder(limit, kv.limits().maxScanBytes(), false));
+                    BackupPageResponse.Builder b = BackupPageResponse.newBuilder().setMore(page.more());
+                    for (int i = 0; i < page.keys().size(); i++) {
+                        b.addPairs(Pair.newBuilder().setKey(ByteString.copyFrom(page.keys().get(i)))
+                                .setValue(ByteString.copyFrom(page.values().get(i))));
+                    }
+                    reply.accept(b.build());
+                } catch (RuntimeException e) { // the session was closed or expired under the read, or the store failed
+                    reply.accept(error(ErrorCode.SESSION_NOT_FOUND, "backup session " + Long.toUnsignedString(s.id())
+                            + " of region " + s.regionId() + " cannot be read: " + e.getMessage()));
+                }
+            });
+        } catch (RejectedExecutionException stopping) {
+            reply.accept(error(ErrorCode.SHUTTING_DOWN, "node " + kv.host().endpoint() + " is shutting down"));
+        }
+    }
+
+    private void close(RpcContext ctx, BackupCloseRequest req) {
+        sessions.close(req.getSessionId());
+        ctx.sendResponse(AdminResponse.getDefaultInstance());
+    }
+
+    private static BackupPageResponse error(ErrorCode code, String detail) {
+        return BackupPageResponse.newBuilder().setError(Responses.error(code, detail)).build();
+    }
+}

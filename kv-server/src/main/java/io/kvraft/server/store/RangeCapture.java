@@ -1,0 +1,21 @@
+package io.kvraft.server.store;
+
+/**
+ * One region's data frozen at one applied index, read page by page while writes go on: what a backup
+ * session holds. Closing it frees what it pins (a copy of the range, or a RocksDB snapshot).
+ */
+public interface RangeCapture extends AutoCloseable {
+
+    /** Keys in the capture, or -1 when the engine cannot tell without reading them all. */
+    long keyCount();
+
+    /**
+     * Pairs of the capture from {@code from} (inclusive; empty = the range's start) in ascending order, into
+     * {@code page}; the same {@code from} gives the same page every time.
+     */
+    ScanPage page(byte[] from, ScanPage.Builder page);
+
+    /** Frees the capture; idempotent. */
+    @Override
+    void close();
+}
