@@ -19,9 +19,9 @@ public final class LoadOptions {
 
     @Option(names = "--workload", paramLabel = "NAME", converter = WorkloadPreset.Converter.class,
             completionCandidates = WorkloadPreset.Candidates.class,
-            description = "A named mix instead of --read-ratio/--scan-ratio: default (90% put, 10% get, the SOFAJRaft"
-                    + " reference), a (50% get, 50% put: YCSB A), b (95% get, 5% put), c (100% get), e (95% scan,"
-                    + " 5% put: YCSB E). A put writes a key of the key space; a scan reads up to --scan-length keys"
+            description = "A named mix instead of --read-ratio/--scan-ratio: default (90%% put, 10%% get, the SOFAJRaft"
+                    + " reference), a (50%% get, 50%% put: YCSB A), b (95%% get, 5%% put), c (100%% get), e (95%% scan,"
+                    + " 5%% put: YCSB E). A put writes a key of the key space; a scan reads up to --scan-length keys"
                     + " from a start key drawn by --key-distribution (default: default).")
     WorkloadPreset workload;
 
