@@ -151,9 +151,10 @@ class SequenceClusterTest {
         int region = regionOf(key);
         int leader = leaderOf(region);
         int target = (leader + 1) % cluster.size();
+        long termBefore = regionOn(leader, region).info(List.of()).getTerm();
         assertThat(regionOn(leader, region).node().transferLeadershipTo(
                 PeerId.parsePeer(cluster.node(target).config().endpoint())).isOk()).isTrue();
-        await().atMost(30, SECONDS).until(() -> !regionOn(leader, region).isLeader() && cluster.allRegionsLed());
+        awaitNewTerm(region, termBefore);
         assertThat(sync(client.getSequence(key, 5))).isEqualTo(new SequenceRange(10, 15));
 
         for (int i = 0; i < cluster.size(); i++) {
@@ -295,5 +296,15 @@ class SequenceClusterTest {
 
     private static byte[] bytes(String s) {
         return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    /**
+     * Waits until a node of the cluster is in a later term of the region than {@code termBefore} and every
+     * region is led: a leader change happened. The term only grows, so this holds even when the leader
+     * balancer hands the leadership straight back.
+     */
+    private static void awaitNewTerm(int region, long termBefore) {
+        await().atMost(30, SECONDS).until(() -> cluster.allRegionsLed() && java.util.stream.IntStream.range(0, cluster.size())
+                .anyMatch(i -> cluster.node(i) != null && regionOn(i, region).info(List.of()).getTerm() > termBefore));
     }
 }
