@@ -20,6 +20,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 import static java.util.concurrent.TimeUnit.SECONDS;
@@ -66,7 +67,7 @@ class ReadFreshnessTest {
         AtomicBoolean running = new AtomicBoolean(true);
         ConcurrentLinkedQueue<String> stale = new ConcurrentLinkedQueue<>();
         ConcurrentLinkedQueue<String> writeErrors = new ConcurrentLinkedQueue<>();
-        long[] reads = new long[1];
+        AtomicLong reads = new AtomicLong();
 
         // one writer chain per key: value i+1 is written once value i is acknowledged; a write whose outcome is
         // unknown (a leader change may cause one) is written again, so the acknowledged values only grow
@@ -107,15 +108,15 @@ class ReadFreshnessTest {
                     }));
                 }
                 CompletableFuture.allOf(round.toArray(CompletableFuture[]::new)).join();
-                reads[0] += n;
+                reads.addAndGet(n);
             }
         }, "fresh-readers");
         AtomicInteger moves = new AtomicInteger();
-        Thread mover = new Thread(() -> moveLeaders(running, moves), "leader-mover");
+        Thread mover = new Thread(() -> moveLeaders(running, moves, reads::get, n), "leader-mover");
         readers.start();
         mover.start();
         try {
-            await().atMost(240, SECONDS).until(() -> reads[0] >= 3_000 && acked.get(0) >= 100 && moves.get() >= 20);
+            await().atMost(240, SECONDS).until(() -> reads.get() >= 3_000 && acked.get(0) >= 100 && moves.get() >= 20);
         } finally {
             running.set(false);
             readers.join();
@@ -131,8 +132,12 @@ class ReadFreshnessTest {
         }
     }
 
-    /** Hands the leadership of a random region to another node, again and again, while {@code running}. */
-    private void moveLeaders(AtomicBoolean running, AtomicInteger moves) {
+    /**
+     * Hands the leadership of a random region to another node, again and again, while {@code running};
+     * between two moves the readers finish at least one more round ({@code round} reads), so the load
+     * runs on every leader layout.
+     */
+    private void moveLeaders(AtomicBoolean running, AtomicInteger moves, java.util.function.LongSupplier reads, int round) {
         Random rnd = new Random(26);
         while (running.get()) {
             int node = rnd.nextInt(cluster.size());
@@ -151,10 +156,11 @@ class ReadFreshnessTest {
                     }
                 }
             }
+            long before = reads.getAsLong();
             try {
-                Thread.sleep(200); // pacing: the load runs a while between moves (no state is awaited here)
-            } catch (InterruptedException e) {
-                return;
+                await().atMost(60, SECONDS).until(() -> !running.get() || reads.getAsLong() >= before + round);
+            } catch (org.awaitility.core.ConditionTimeoutException stalled) {
+                return; // the readers stalled: the main thread's wait fails and says so
             }
         }
     }
