@@ -122,6 +122,54 @@ public final class InProcessCluster implements AutoCloseable {
         return c;
     }
 
+    /** The id of the region whose range holds {@code key}, as the first running node has it. */
+    public int regionOf(byte[] key) {
+        for (KvServer s : servers) {
+            if (s != null) {
+                for (Region r : s.host().regions()) {
+                    if (r.range().contains(key)) {
+                        return r.id();
+                    }
+                }
+            }
+        }
+        throw new AssertionError("no region holds the key");
+    }
+
+    /** The index of the running node that leads {@code region}, waiting up to 30 s for one. */
+    public int leaderOf(int region) {
+        await().atMost(30, SECONDS).until(() -> leaderIndex(region) >= 0);
+        return leaderIndex(region);
+    }
+
+    private int leaderIndex(int region) {
+        for (int i = 0; i < servers.length; i++) {
+            if (servers[i] != null && servers[i].host().region(region).isLeader()) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** The highest term of {@code region} among the running nodes. */
+    public long term(int region) {
+        long term = 0;
+        for (KvServer s : servers) {
+            if (s != null) {
+                term = Math.max(term, s.host().region(region).info(List.of()).getTerm());
+            }
+        }
+        return term;
+    }
+
+    /**
+     * Waits until a running node is in a later term of {@code region} than {@code termBefore} and every region is
+     * led: a leader change happened. Terms only grow, so this holds even if the balancer hands the leadership back.
+     */
+    public void awaitNewTerm(int region, long termBefore) {
+        await().atMost(30, SECONDS).until(() -> allRegionsLed() && term(region) > termBefore);
+    }
+
     /** Leaders per running node, as each node itself reports. */
     public Map<String, Long> leaderCounts() {
         Map<String, Long> counts = new HashMap<>();

@@ -190,14 +190,12 @@ class LockClusterTest {
         LockHandle first = sync(alice.tryLock(key, 30_000, 0));
         first.close();
 
-        int region = regionOf(key);
-        int leader = leaderOf(region);
-        long termBefore = cluster.node(leader).host().region(region).info(List.of()).getTerm();
+        int region = cluster.regionOf(key);
+        int leader = cluster.leaderOf(region);
+        long termBefore = cluster.term(region);
         assertThat(cluster.node(leader).host().region(region).node().transferLeadershipTo(
                 PeerId.parsePeer(cluster.node((leader + 1) % 3).config().endpoint())).isOk()).isTrue();
-        // the term only grows, so this holds even if the balancer hands the leadership straight back
-        await().atMost(30, SECONDS).until(() -> cluster.allRegionsLed() && java.util.stream.IntStream.range(0, 3)
-                .anyMatch(i -> cluster.node(i).host().region(region).info(List.of()).getTerm() > termBefore));
+        cluster.awaitNewTerm(region, termBefore);
         LockHandle second = sync(bob.tryLock(key, 30_000, 0));
         assertThat(second.token()).isGreaterThan(first.token());
         second.close();
@@ -281,36 +279,14 @@ class LockClusterTest {
 
     /** One op straight to the leader of the key's region, past the client's checks and its holder id. */
     private static WriteResponse send(byte[] key, WriteOp op) {
-        int region = regionOf(key);
-        String leader = cluster.node(leaderOf(region)).config().endpoint();
+        int region = cluster.regionOf(key);
+        String leader = cluster.node(cluster.leaderOf(region)).config().endpoint();
         try (Transport transport = new Transport()) {
             WriteRequest req = WriteRequest.newBuilder().setRegionId(region).setRegionEpoch(Region.EPOCH).addOps(op).build();
             return transport.<WriteResponse>call(leader, req, 10_000).join();
         }
     }
 
-    private static int regionOf(byte[] key) {
-        for (RegionInfo r : sync(alice.regions())) {
-            if (new KeyRange(r.getStartKey().toByteArray(), r.getEndKey().toByteArray()).contains(key)) {
-                return r.getId();
-            }
-        }
-        throw new AssertionError("no region holds the key");
-    }
-
-    private static int leaderOf(int region) {
-        await().atMost(30, SECONDS).until(() -> leaderIndex(region) >= 0);
-        return leaderIndex(region);
-    }
-
-    private static int leaderIndex(int region) {
-        for (int i = 0; i < cluster.size(); i++) {
-            if (cluster.node(i) != null && cluster.node(i).host().region(region).isLeader()) {
-                return i;
-            }
-        }
-        return -1;
-    }
 
     private static byte[] bytes(String s) {
         return s.getBytes(StandardCharsets.UTF_8);

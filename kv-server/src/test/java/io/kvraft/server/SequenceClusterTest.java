@@ -148,13 +148,13 @@ class SequenceClusterTest {
         byte[] key = bytes("seq/restart");
         assertThat(sync(client.getSequence(key, 10))).isEqualTo(new SequenceRange(0, 10));
 
-        int region = regionOf(key);
-        int leader = leaderOf(region);
+        int region = cluster.regionOf(key);
+        int leader = cluster.leaderOf(region);
         int target = (leader + 1) % cluster.size();
-        long termBefore = regionOn(leader, region).info(List.of()).getTerm();
+        long termBefore = cluster.term(region);
         assertThat(regionOn(leader, region).node().transferLeadershipTo(
                 PeerId.parsePeer(cluster.node(target).config().endpoint())).isOk()).isTrue();
-        awaitNewTerm(region, termBefore);
+        cluster.awaitNewTerm(region, termBefore);
         assertThat(sync(client.getSequence(key, 5))).isEqualTo(new SequenceRange(10, 15));
 
         for (int i = 0; i < cluster.size(); i++) {
@@ -194,13 +194,16 @@ class SequenceClusterTest {
             assertThat(CoordRecord.parseFrom(record).getNextSequence()).isEqualTo(15);
         });
 
-        int region = regionOf(key);
-        int leader = leaderOf(region);
-        if (leader != 2) {
-            assertThat(regionOn(leader, region).node().transferLeadershipTo(
-                    PeerId.parsePeer(wiped.config().endpoint())).isOk()).isTrue();
-            await().atMost(30, SECONDS).until(() -> wiped.host().region(region).isLeader());
-        }
+        int region = cluster.regionOf(key);
+        // hand the region to the wiped node, again if the leader balancer takes it away before it is seen leading
+        await().atMost(60, SECONDS).pollInterval(java.time.Duration.ofMillis(200)).until(() -> {
+            if (wiped.host().region(region).isLeader()) {
+                return true;
+            }
+            int leader = cluster.leaderOf(region);
+            regionOn(leader, region).node().transferLeadershipTo(PeerId.parsePeer(wiped.config().endpoint()));
+            return false;
+        });
         assertThat(sync(client.getSequence(key, 2)).start()).isGreaterThanOrEqualTo(15);
         cluster.awaitBalanced(60);
     }
@@ -237,8 +240,8 @@ class SequenceClusterTest {
     @Test
     void when_aRequestBypassesTheClientWithAHugeStep_then_theLeaderRefusesItBeforeTheLog() {
         byte[] key = bytes("seq/wire");
-        int region = regionOf(key);
-        String leader = cluster.node(leaderOf(region)).config().endpoint();
+        int region = cluster.regionOf(key);
+        String leader = cluster.node(cluster.leaderOf(region)).config().endpoint();
         try (Transport transport = new Transport()) {
             WriteRequest req = WriteRequest.newBuilder().setRegionId(region).setRegionEpoch(Region.EPOCH)
                     .addOps(WriteOp.newBuilder().setType(WriteOpType.GET_SEQUENCE).setKey(ByteString.copyFrom(key))
@@ -267,28 +270,6 @@ class SequenceClusterTest {
         assertThat(err2.toString()).contains("--step");
     }
 
-    private static int regionOf(byte[] key) {
-        for (RegionInfo r : sync(client.regions())) {
-            if (new KeyRange(r.getStartKey().toByteArray(), r.getEndKey().toByteArray()).contains(key)) {
-                return r.getId();
-            }
-        }
-        throw new AssertionError("no region holds the key");
-    }
-
-    private static int leaderOf(int region) {
-        await().atMost(30, SECONDS).until(() -> leaderIndex(region) >= 0);
-        return leaderIndex(region);
-    }
-
-    private static int leaderIndex(int region) {
-        for (int i = 0; i < cluster.size(); i++) {
-            if (cluster.node(i) != null && cluster.node(i).host().region(region).isLeader()) {
-                return i;
-            }
-        }
-        return -1;
-    }
 
     private static Region regionOn(int node, int region) {
         return cluster.node(node).host().region(region);
@@ -298,13 +279,4 @@ class SequenceClusterTest {
         return s.getBytes(StandardCharsets.UTF_8);
     }
 
-    /**
-     * Waits until a node of the cluster is in a later term of the region than {@code termBefore} and every
-     * region is led: a leader change happened. The term only grows, so this holds even when the leader
-     * balancer hands the leadership straight back.
-     */
-    private static void awaitNewTerm(int region, long termBefore) {
-        await().atMost(30, SECONDS).until(() -> cluster.allRegionsLed() && java.util.stream.IntStream.range(0, cluster.size())
-                .anyMatch(i -> cluster.node(i) != null && regionOn(i, region).info(List.of()).getTerm() > termBefore));
-    }
 }

@@ -243,8 +243,8 @@ public final class RocksStore implements KvStore {
     /**
      * Adds a delete of [start, end) to {@code writes}: one range tombstone, however many keys. An empty end
      * is +inf, which no finite key bounds (k < k + 0x00), so the tombstone then ends just past the largest
-     * key at or above start, in the store or put earlier in this batch, plus nothing: only the region that
-     * owns the top of the key space writes there.
+     * key at or above start, in the store or put earlier in this batch: only the region that owns the top
+     * of the key space writes there, one batch at a time.
      */
     private void deleteRange(WriteBatch writes, byte[] start, byte[] end, StoreBatch batch, int before)
             throws RocksDBException {
