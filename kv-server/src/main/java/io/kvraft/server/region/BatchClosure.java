@@ -38,14 +38,14 @@ final class BatchClosure implements Closure {
     CoordResult[] coord;
     private final long proposedNanos = System.nanoTime();
 
-    BatchClosure(WriteBatch batch, List<WriteProposal> proposals, List<Region.PendingRead> reads, Region region,
-                 Runnable coalescerDone) {
+    BatchClosure(WriteBatch batch, boolean returnsValues, List<WriteProposal> proposals, List<Region.PendingRead> reads,
+                 Region region, Runnable coalescerDone) {
         this.batch = batch;
         this.proposals = proposals;
         this.reads = reads;
         this.region = region;
         this.coalescerDone = coalescerDone;
-        this.returnsValues = RegionStateMachine.returnsValues(batch);
+        this.returnsValues = returnsValues;
         this.returnsCoord = RegionStateMachine.returnsCoord(batch);
     }
 

@@ -153,8 +153,8 @@ public final class Region {
     // ---- writes -------------------------------------------------------------------------------
 
     /** Queues validated writes; they go into the next log entry. Only called on the leader. */
-    public void write(List<WriteOp> ops, int bytes, Consumer<WriteResponse> reply) {
-        proposer.offer(new WriteProposal(ops, bytes, reply));
+    public void write(List<WriteOp> ops, int bytes, boolean returnsValues, Consumer<WriteResponse> reply) {
+        proposer.offer(new WriteProposal(ops, bytes, returnsValues, reply));
     }
 
     private void propose(List<WriteProposal> proposals, Runnable done) {
@@ -162,13 +162,15 @@ public final class Region {
         TermStart started = termStart;
         WriteBatch.Builder b = WriteBatch.newBuilder().setLeaseClockMs(leaseClockMs.getAsLong())
                 .setTermStartMs(started.startMs()).setLeaderTerm(started.term());
+        boolean returnsValues = false;
         for (WriteProposal p : proposals) {
             b.addAllOps(p.ops());
+            returnsValues |= p.returnsValues();
         }
         WriteBatch batch = b.build();
         Task task = new Task();
         task.setData(ByteBuffer.wrap(batch.toByteArray()));
-        task.setDone(new BatchClosure(batch, proposals, onProposal(), this, done));
+        task.setDone(new BatchClosure(batch, returnsValues, proposals, onProposal(), this, done));
         try {
             node.apply(task);
         } catch (IllegalStateException shuttingDown) {

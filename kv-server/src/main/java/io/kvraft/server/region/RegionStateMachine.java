@@ -266,17 +266,6 @@ final class RegionStateMachine extends StateMachineAdapter {
         return new Locks.Clock(entryTerm, batch.getLeaseClockMs(), start);
     }
 
-    /** True when the batch has an op that answers with the value it found (GET_AND_PUT, PUT_IF_ABSENT). */
-    static boolean returnsValues(WriteBatch batch) {
-        for (int i = 0; i < batch.getOpsCount(); i++) {
-            WriteOpType t = batch.getOps(i).getType();
-            if (t == WriteOpType.GET_AND_PUT || t == WriteOpType.PUT_IF_ABSENT) {
-                return true;
-            }
-        }
-        return false;
-    }
-
     @Override
     public void onSnapshotSave(SnapshotWriter writer, Closure done) {
         // jraft labels the snapshot with its own applied index. While it is still replaying entries that the

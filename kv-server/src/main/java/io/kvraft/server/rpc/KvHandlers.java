@@ -182,9 +182,14 @@ public final class KvHandlers {
         int puts = 0;
         int deletes = 0;
         int cas = 0;
+        boolean returnsValues = false;
         for (int i = 0; i < req.getOpsCount(); i++) {
             switch (req.getOps(i).getType()) {
-                case PUT, GET_AND_PUT, PUT_IF_ABSENT -> puts++;
+                case PUT -> puts++;
+                case GET_AND_PUT, PUT_IF_ABSENT -> {
+                    puts++;
+                    returnsValues = true;
+                }
                 case DELETE, DELETE_RANGE -> deletes++;
                 case COMPARE_AND_PUT -> cas++;
                 default -> { }
@@ -214,7 +219,7 @@ public final class KvHandlers {
             reply.accept(WriteResponse.newBuilder().setError(error).build());
             return;
         }
-        region.write(req.getOpsList(), bytes, reply);
+        region.write(req.getOpsList(), bytes, returnsValues, reply);
     }
 
     private void read(RpcContext ctx, ReadRequest req) {
