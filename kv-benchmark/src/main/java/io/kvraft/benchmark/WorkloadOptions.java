@@ -91,7 +91,7 @@ public record WorkloadOptions(
 
     /** The read mode as the client API's enum; null when the client config's is kept. */
     public ReadMode readModeValue() {
-        return readMode == null ? null : ReadMode.valueOf(readMode.toUpperCase(java.util.Locale.ROOT));
+        return readMode == null ? null : io.kvraft.client.config.ClientConfig.readModeOf(readMode);
     }
 
     /** The mix in words, e.g. {@code put 0.05, scan 0.95}: only the types with a share. */

@@ -51,7 +51,7 @@ final class RoutingKvClient implements KvClient {
         this.transport = new Transport(config.tls());
         this.routes = new RouteTable();
         this.batchers = new ConcurrentHashMap<>();
-        this.readMode = readMode(config.readMode());
+        this.readMode = ClientConfig.readModeOf(config.readMode());
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "kv-client-retry");
             t.setDaemon(true);
@@ -72,16 +72,6 @@ final class RoutingKvClient implements KvClient {
         this.timer = root.timer;
         this.ranges = new RangeOps(this);
         this.locks = root.locks;
-    }
-
-    /** The wire read mode of a YAML {@code readMode} value (already checked by the config). */
-    static ReadMode readMode(String yaml) {
-        return switch (yaml) {
-            case "leader_lease" -> ReadMode.LEADER_LEASE;
-            case "follower" -> ReadMode.FOLLOWER;
-            case "stale" -> ReadMode.STALE;
-            default -> ReadMode.READ_INDEX;
-        };
     }
 
     /** Fetches the route table once, so that a wrong address fails at connect with a clear error. */

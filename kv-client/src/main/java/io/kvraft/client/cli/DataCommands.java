@@ -28,11 +28,12 @@ final class DataCommands {
         if (value == null) {
             return null;
         }
-        if (!ClientConfig.READ_MODES.contains(value)) {
+        try {
+            return ClientConfig.readModeOf(value);
+        } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("--read-mode must be one of " + String.join(", ", ClientConfig.READ_MODES)
                     + ", got '" + value + "'");
         }
-        return ReadMode.valueOf(value.toUpperCase(java.util.Locale.ROOT));
     }
 
     @Command(name = "scan", description = {
