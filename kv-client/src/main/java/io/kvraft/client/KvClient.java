@@ -183,6 +183,19 @@ public interface KvClient extends AutoCloseable {
                 "this client cannot take backups"));
     }
 
+    /**
+     * Splits region {@code regionId} at {@code atKey} (null or empty: about its middle key), on its leader: the
+     * region keeps the keys below the split key and a new region, on the same nodes, takes the rest; both get a new
+     * epoch, and no data moves. Returns the two regions as they are right after the split (the new one still
+     * electing its leader). Fails with INVALID_ARGUMENT when the key is not strictly inside the region (or it has
+     * too few keys to split at its middle), REGION_NOT_FOUND for an unknown region, BUSY while a split of the
+     * region is under way, STALE_EPOCH when the region changed before the split applied.
+     */
+    default CompletableFuture<List<RegionInfo>> split(int regionId, byte[] atKey) {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+                "this client cannot split regions"));
+    }
+
     /** Each reachable node's store id (the random id of its data directory), by host:port. */
     default CompletableFuture<java.util.Map<String, String>> storeIds() {
         return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,

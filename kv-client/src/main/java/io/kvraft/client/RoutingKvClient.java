@@ -409,8 +409,13 @@ final class RoutingKvClient implements KvClient {
     }
 
     @Override
+    public CompletableFuture<List<RegionInfo>> split(int regionId, byte[] atKey) {
+        return new RegionAdmin(root).split(regionId, atKey);
+    }
+
+    @Override
     public CompletableFuture<List<RegionInfo>> regions() {
-        return askAnyServer().thenApply(RegionsResponse::getRegionsList);
+        return askAnyServer(null).thenApply(RegionsResponse::getRegionsList);
     }
 
     /** Closes the client; a read-mode view closes the client it was made from. */
@@ -466,7 +471,8 @@ final class RoutingKvClient implements KvClient {
             return;
         }
         if (RetryPolicy.refreshesRoute(code)) {
-            refreshRoutes().whenComplete((v, e) -> schedule(op, delay));
+            // the node that said the route is stale knows a newer one (or will, once it applies the split)
+            refreshRoutes(target).whenComplete((v, e) -> schedule(op, delay));
         } else if (delay == 0) {
             dispatch(op);
         } else {
@@ -524,21 +530,34 @@ final class RoutingKvClient implements KvClient {
         return config.requestTimeoutMs();
     }
 
-    /** One refresh at a time; callers that arrive meanwhile share it. */
-    CompletableFuture<Void> refreshRoutes() {
-        return root.refreshRootRoutes();
+    long operationTimeoutMs() {
+        return config.operationTimeoutMs();
     }
 
-    private synchronized CompletableFuture<Void> refreshRootRoutes() {
+    /** One refresh at a time; callers that arrive meanwhile share it. */
+    CompletableFuture<Void> refreshRoutes() {
+        return root.refreshRootRoutes(null);
+    }
+
+    /** As {@link #refreshRoutes()}, asking {@code first} (a host:port; null or empty: none) before the others. */
+    CompletableFuture<Void> refreshRoutes(String first) {
+        return root.refreshRootRoutes(first);
+    }
+
+    private synchronized CompletableFuture<Void> refreshRootRoutes(String first) {
         if (refreshing != null && !refreshing.isDone()) {
             return refreshing;
         }
-        refreshing = askAnyServer().thenAccept(resp -> routes.update(resp.getRegionsList()));
+        refreshing = askAnyServer(first).thenAccept(resp -> routes.update(resp.getRegionsList()));
         return refreshing;
     }
 
-    private CompletableFuture<RegionsResponse> askAnyServer() {
-        Set<String> targets = new LinkedHashSet<>(config.servers());
+    private CompletableFuture<RegionsResponse> askAnyServer(String first) {
+        Set<String> targets = new LinkedHashSet<>();
+        if (first != null && !first.isEmpty()) {
+            targets.add(first);
+        }
+        targets.addAll(config.servers());
         for (Route r : routes.routes()) {
             targets.addAll(r.info().getPeersList());
         }

@@ -52,6 +52,9 @@ public final class KvServer implements AutoCloseable {
     private final NodeMetrics metrics = new NodeMetrics();
     private volatile boolean closed;
     private volatile ScheduledFuture<?> balancer;
+    private final io.kvraft.server.region.Splitter splitter;
+    /** A client of the cluster's own API (region ids for splits), made when first needed. */
+    private io.kvraft.client.KvClient internalClient;
     /** Asks peers whether they serve (balancing and hand-off pick only those). */
     private final io.kvraft.client.rpc.Transport peerProbe;
 
@@ -88,6 +91,10 @@ public final class KvServer implements AutoCloseable {
             return t;
         });
         host.registerHandlers(new io.kvraft.server.rpc.BackupHandlers(handlers, backups, backupPages)::register);
+        this.splitter = new io.kvraft.server.region.Splitter(host, store,
+                io.kvraft.server.region.Splitter.fromSequence(this::internalClient), config.split(),
+                config.limits().maxKeyBytes(), System::currentTimeMillis);
+        handlers.splitter(splitter);
         metrics.bind(host, handlers::inFlight);
     }
 
@@ -114,9 +121,30 @@ public final class KvServer implements AutoCloseable {
         }
         server.housekeeping.scheduleWithFixedDelay(new PeerWatcher(server.host), 1, 1, TimeUnit.SECONDS);
         server.housekeeping.scheduleWithFixedDelay(server.backups::expireIdle, 1, 1, TimeUnit.SECONDS);
+        if (config.split().enabled()) {
+            long ms = config.split().checkIntervalMs();
+            server.housekeeping.scheduleWithFixedDelay(server.splitter, ms, ms, TimeUnit.MILLISECONDS);
+        }
         LOG.info("node {} started: engine {}, {} regions, data in {}", config.endpoint(), config.store().engine(),
                 server.host.regions().size(), config.dataDir());
         return server;
+    }
+
+    /** The node's client of the cluster (made on first use, closed with the node). */
+    private synchronized io.kvraft.client.KvClient internalClient() {
+        if (closed) {
+            throw new IllegalStateException("node " + config.endpoint() + " is closed");
+        }
+        if (internalClient == null) {
+            internalClient = io.kvraft.client.KvClients.connect(new io.kvraft.client.config.ClientConfig(
+                    config.cluster().peers(), null, null, null, null, config.tls()));
+        }
+        return internalClient;
+    }
+
+    /** Splits regions this node leads, by hand and by size. */
+    public io.kvraft.server.region.Splitter splitter() {
+        return splitter;
     }
 
     /** Whether {@code peer} answers and is not shutting down; never fails. */
@@ -220,6 +248,13 @@ public final class KvServer implements AutoCloseable {
         closed = true;
         handlers.beginShutdown();
         housekeeping.shutdownNow();
+        if (internalClient != null) {
+            try {
+                internalClient.close();
+            } catch (RuntimeException e) {
+                LOG.warn("closing the node's client: {}", e.toString());
+            }
+        }
         metrics.close();
         host.close();
         backups.close(); // before the store: a capture may pin a RocksDB snapshot

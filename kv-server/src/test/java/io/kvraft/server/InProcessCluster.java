@@ -183,7 +183,7 @@ public final class InProcessCluster implements AutoCloseable {
 
     /** True when every region has exactly one leader among the running nodes. */
     public boolean allRegionsLed() {
-        int regions = configs.get(0).cluster().regionCount();
+        int regions = regionCount();
         long led = 0;
         for (KvServer s : servers) {
             if (s != null) {
@@ -193,8 +193,18 @@ public final class InProcessCluster implements AutoCloseable {
         return led == regions;
     }
 
+    /** The regions the first running node hosts now (the configured count until regions split). */
+    public int regionCount() {
+        for (KvServer s : servers) {
+            if (s != null) {
+                return s.host().regions().size();
+            }
+        }
+        return configs.get(0).cluster().regionCount();
+    }
+
     public void awaitBalanced(int timeoutSecs) {
-        int regions = configs.get(0).cluster().regionCount();
+        int regions = regionCount();
         long running = java.util.Arrays.stream(servers).filter(java.util.Objects::nonNull).count();
         long share = regions / running;
         try {

@@ -282,7 +282,7 @@ class LockClusterTest {
         int region = cluster.regionOf(key);
         String leader = cluster.node(cluster.leaderOf(region)).config().endpoint();
         try (Transport transport = new Transport()) {
-            WriteRequest req = WriteRequest.newBuilder().setRegionId(region).setRegionEpoch(Region.EPOCH).addOps(op).build();
+            WriteRequest req = WriteRequest.newBuilder().setRegionId(region).setRegionEpoch(cluster.node(cluster.leaderOf(region)).host().region(region).epoch()).addOps(op).build();
             return transport.<WriteResponse>call(leader, req, 10_000).join();
         }
     }

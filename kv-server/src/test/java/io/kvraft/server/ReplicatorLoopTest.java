@@ -129,7 +129,7 @@ class ReplicatorLoopTest {
     /** Holds the load of one region's snapshot until released. */
     private record GatedLoad(KvStore store, int regionId, CountDownLatch loading, CountDownLatch release) implements KvStore {
         @Override
-        public void loadSnapshot(int region, long appliedIndex, KeyRange range, Path dir) throws IOException {
+        public void loadSnapshot(int region, long appliedIndex, KeyRange range, Path dir, byte[] state) throws IOException {
             if (region == regionId) {
                 loading.countDown();
                 try {
@@ -141,7 +141,17 @@ class ReplicatorLoopTest {
                     throw new IOException(e);
                 }
             }
-            store.loadSnapshot(region, appliedIndex, range, dir);
+            store.loadSnapshot(region, appliedIndex, range, dir, state);
+        }
+
+        @Override
+        public byte[] regionState(int region) {
+            return store.regionState(region);
+        }
+
+        @Override
+        public long approximateBytes(KeyRange range) {
+            return store.approximateBytes(range);
         }
 
         @Override

@@ -243,7 +243,7 @@ class SequenceClusterTest {
         int region = cluster.regionOf(key);
         String leader = cluster.node(cluster.leaderOf(region)).config().endpoint();
         try (Transport transport = new Transport()) {
-            WriteRequest req = WriteRequest.newBuilder().setRegionId(region).setRegionEpoch(Region.EPOCH)
+            WriteRequest req = WriteRequest.newBuilder().setRegionId(region).setRegionEpoch(cluster.node(cluster.leaderOf(region)).host().region(region).epoch())
                     .addOps(WriteOp.newBuilder().setType(WriteOpType.GET_SEQUENCE).setKey(ByteString.copyFrom(key))
                             .setStep(-1L)) // 2^64 - 1 on the wire
                     .build();

@@ -90,20 +90,60 @@ public final class RouteTable {
     private volatile TreeMap<byte[], Route> byStart = new TreeMap<>(Arrays::compareUnsigned);
     private final Map<Integer, Route> byId = new ConcurrentHashMap<>();
 
-    /** Replaces the table with {@code regions}, keeping known leaders where the regions did not change. */
+    /**
+     * Merges {@code regions} (one server's view) into the table by epoch: a region replaces the routes its range
+     * overlaps unless one of them has a higher epoch (then the answer is older than what the table knows, from a
+     * node that has not applied a split yet, and that region is ignored). A region's epoch grows with every split,
+     * so of two overlapping regions the one with the higher epoch is the newer. Known leaders are kept where a
+     * region did not change.
+     */
     public synchronized void update(List<RegionInfo> regions) {
-        TreeMap<byte[], Route> next = new TreeMap<>(Arrays::compareUnsigned);
+        TreeMap<byte[], Route> next = new TreeMap<>(byStart);
         for (RegionInfo r : regions) {
+            List<byte[]> overlapped = overlapping(next, r);
+            boolean older = false;
+            for (byte[] start : overlapped) {
+                older |= next.get(start).epoch() > r.getEpoch();
+            }
+            if (older) {
+                continue;
+            }
             Route old = byId.get(r.getId());
             Route route = new Route(r);
             if (r.getLeader().isEmpty() && old != null && old.epoch() == r.getEpoch()) {
                 route.leader(old.leader);
             }
+            for (byte[] start : overlapped) {
+                next.remove(start);
+            }
             next.put(r.getStartKey().toByteArray(), route);
-            byId.put(r.getId(), route);
         }
-        byId.keySet().retainAll(regions.stream().map(RegionInfo::getId).toList());
+        Map<Integer, Route> ids = new java.util.HashMap<>();
+        for (Route route : next.values()) {
+            ids.put(route.regionId(), route);
+        }
+        byId.putAll(ids);
+        byId.keySet().retainAll(ids.keySet());
         byStart = next;
+    }
+
+    /** The start keys of the routes in {@code table} whose ranges share a key with {@code r}'s. */
+    private static List<byte[]> overlapping(TreeMap<byte[], Route> table, RegionInfo r) {
+        byte[] start = r.getStartKey().toByteArray();
+        byte[] end = r.getEndKey().toByteArray();
+        byte[] from = table.floorKey(start);
+        java.util.ArrayList<byte[]> found = new java.util.ArrayList<>();
+        for (Route route : (from == null ? table : table.tailMap(from, true)).values()) {
+            byte[] rs = route.startKey();
+            if (end.length > 0 && Arrays.compareUnsigned(rs, end) >= 0) {
+                break;
+            }
+            byte[] re = route.endKey();
+            if (re.length == 0 || Arrays.compareUnsigned(re, start) > 0) {
+                found.add(rs);
+            }
+        }
+        return found;
     }
 
     public boolean isEmpty() {

@@ -39,7 +39,9 @@ public final class WireProtocol {
             parser(KvProto.RegionsRequest.class, KvProto.RegionsRequest.parser()),
             parser(KvProto.RegionsResponse.class, KvProto.RegionsResponse.parser()),
             parser(KvProto.TransferLeaderRequest.class, KvProto.TransferLeaderRequest.parser()),
-            parser(KvProto.AdminResponse.class, KvProto.AdminResponse.parser()));
+            parser(KvProto.AdminResponse.class, KvProto.AdminResponse.parser()),
+            parser(KvProto.SplitRequest.class, KvProto.SplitRequest.parser()),
+            parser(KvProto.SplitResponse.class, KvProto.SplitResponse.parser()));
 
     private static Map.Entry<String, Parser<? extends Message>> parser(Class<? extends Message> type,
                                                                       Parser<? extends Message> parser) {

@@ -21,6 +21,7 @@ import static java.util.Objects.requireNonNullElse;
  * @param logging  log level of the node's own loggers
  * @param metrics  the Prometheus endpoint and JMX
  * @param tls      mutual TLS on the RPC port, for clients and for the Raft traffic between nodes (off by default)
+ * @param split    automatic region splits by size and load
  */
 public record ServerConfig(
         String endpoint,
@@ -33,7 +34,8 @@ public record ServerConfig(
         ShutdownConfig shutdown,
         LoggingConfig logging,
         MetricsConfig metrics,
-        io.kvraft.client.config.TlsConfig tls) {
+        io.kvraft.client.config.TlsConfig tls,
+        SplitConfig split) {
 
     public ServerConfig {
         requireNonNull(endpoint, "endpoint is required (host:port)");
@@ -48,6 +50,7 @@ public record ServerConfig(
         logging = requireNonNullElse(logging, LoggingConfig.DEFAULT);
         metrics = requireNonNullElse(metrics, MetricsConfig.DEFAULT);
         tls = requireNonNullElse(tls, io.kvraft.client.config.TlsConfig.OFF);
+        split = requireNonNullElse(split, SplitConfig.DEFAULT);
         if (!cluster.peers().contains(endpoint)) {
             throw new IllegalArgumentException("endpoint " + endpoint + " is not one of cluster.peers " + cluster.peers());
         }
@@ -71,7 +74,7 @@ public record ServerConfig(
     /** Without the operational sections: their defaults apply. */
     public ServerConfig(String endpoint, String dataDir, ClusterConfig cluster, StoreConfig store, RaftConfig raft,
                         LimitsConfig limits, BalanceConfig balance) {
-        this(endpoint, dataDir, cluster, store, raft, limits, balance, null, null, null, null);
+        this(endpoint, dataDir, cluster, store, raft, limits, balance, null, null, null, null, null);
     }
 
     public static ServerConfig load(Path file) {
@@ -79,23 +82,23 @@ public record ServerConfig(
     }
 
     public ServerConfig withDataDir(String newDataDir) {
-        return new ServerConfig(endpoint, newDataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls);
+        return new ServerConfig(endpoint, newDataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split);
     }
 
     public ServerConfig withRaft(RaftConfig newRaft) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, newRaft, limits, balance, shutdown, logging, metrics, tls);
+        return new ServerConfig(endpoint, dataDir, cluster, store, newRaft, limits, balance, shutdown, logging, metrics, tls, split);
     }
 
     public ServerConfig withStore(StoreConfig newStore) {
-        return new ServerConfig(endpoint, dataDir, cluster, newStore, raft, limits, balance, shutdown, logging, metrics, tls);
+        return new ServerConfig(endpoint, dataDir, cluster, newStore, raft, limits, balance, shutdown, logging, metrics, tls, split);
     }
 
     public ServerConfig withLimits(LimitsConfig newLimits) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, newLimits, balance, shutdown, logging, metrics, tls);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, newLimits, balance, shutdown, logging, metrics, tls, split);
     }
 
     public ServerConfig withBalance(BalanceConfig newBalance) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, newBalance, shutdown, logging, metrics, tls);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, newBalance, shutdown, logging, metrics, tls, split);
     }
 
     /**
@@ -289,6 +292,36 @@ public record ServerConfig(
      * @param enabled    move region leaders so every node leads its fair share (after start and rejoin)
      * @param intervalMs how often a node compares its leader count to its fair share
      */
+    /**
+     * Automatic splits: every {@code checkIntervalMs} a node looks at the regions it leads and splits, at its middle
+     * key, the first one that holds more than {@code maxKeys} keys or {@code maxBytes} bytes (RocksDB's approximate
+     * sizes, MemoryDB's counts), or served more than {@code maxOpsPerSecond} operations a second since the last
+     * check (0: no splits by load). {@code kv-client split REGION} works whether or not {@code enabled}.
+     */
+    public record SplitConfig(Boolean enabled, Long maxKeys, Long maxBytes, Long maxOpsPerSecond, Integer checkIntervalMs) {
+        public static final SplitConfig DEFAULT = new SplitConfig(null, null, null, null, null);
+
+        public SplitConfig {
+            enabled = requireNonNullElse(enabled, true);
+            maxKeys = requireNonNullElse(maxKeys, 1_000_000L);
+            maxBytes = requireNonNullElse(maxBytes, 96L << 20);
+            maxOpsPerSecond = requireNonNullElse(maxOpsPerSecond, 0L);
+            checkIntervalMs = requireNonNullElse(checkIntervalMs, 10_000);
+            if (maxKeys < 2) {
+                throw new IllegalArgumentException("split.maxKeys must be at least 2, got " + maxKeys);
+            }
+            if (maxBytes < 1) {
+                throw new IllegalArgumentException("split.maxBytes must be positive, got " + maxBytes);
+            }
+            if (maxOpsPerSecond < 0) {
+                throw new IllegalArgumentException("split.maxOpsPerSecond must be 0 (off) or positive, got " + maxOpsPerSecond);
+            }
+            if (checkIntervalMs < 100) {
+                throw new IllegalArgumentException("split.checkIntervalMs must be at least 100, got " + checkIntervalMs);
+            }
+        }
+    }
+
     public record BalanceConfig(Boolean enabled, Integer intervalMs) {
         public static final BalanceConfig DEFAULT = new BalanceConfig(null, null);
 
@@ -330,12 +363,16 @@ public record ServerConfig(
         }
     }
 
+    public ServerConfig withSplit(SplitConfig newSplit) {
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, newSplit);
+    }
+
     public ServerConfig withTls(io.kvraft.client.config.TlsConfig newTls) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, newTls);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, newTls, split);
     }
 
     public ServerConfig withMetrics(MetricsConfig newMetrics) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, newMetrics, tls);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, newMetrics, tls, split);
     }
 
     /**

@@ -87,22 +87,28 @@ public final class NodeMetrics implements AutoCloseable {
         registry.register("kv.node.append_entries_queued", (Gauge<Integer>) host::appendEntriesQueued);
         registry.register("kv.node.queued_reads", (Gauge<Integer>) () -> host.regions().stream().mapToInt(Region::queuedReads).sum());
         for (Region r : host.regions()) {
-            String p = "kv.region." + r.id() + ".";
-            RegionMetrics m = r.metrics();
-            registry.register(p + "leader", (Gauge<Integer>) () -> r.isLeader() ? 1 : 0);
-            registry.register(p + "queued_write_requests", (Gauge<Integer>) r::queuedWriteRequests);
-            registry.register(p + "queued_reads", (Gauge<Integer>) r::queuedReads);
-            registry.register(p + "state", (Gauge<Integer>) () -> r.node() == null ? -1 : r.node().getNodeState().ordinal());
-            registry.register(p + "term", (Gauge<Long>) () -> r.info(List.of()).getTerm());
-            registry.register(p + "applied_index", (Gauge<Long>) () -> r.info(List.of()).getAppliedIndex());
-            registry.register(p + "committed_index", nodeGauge(r, Node::getLastCommittedIndex));
-            registry.register(p + "last_log_index", nodeGauge(r, Node::getLastLogIndex));
-            registry.register(p + "log_entries_since_snapshot", nodeGauge(r, n -> n.getLastLogIndex() - m.snapshotIndex()));
-            registry.register(p + "snapshot_index", (Gauge<Long>) m::snapshotIndex);
-            registry.register(p + "snapshot_timestamp_seconds", (Gauge<Long>) () -> m.snapshotMillis() / 1000);
+            bindRegion(r);
         }
+        host.onRegionStarted(this::bindRegion); // regions split off later
         new NodeCounters(host).register(prometheus);
-        new RegionCollector(host.regions()).register(prometheus);
+        new RegionCollector(host::regions).register(prometheus);
+    }
+
+    /** Registers one region's gauges. */
+    private void bindRegion(Region r) {
+        String p = "kv.region." + r.id() + ".";
+        RegionMetrics m = r.metrics();
+        registry.register(p + "leader", (Gauge<Integer>) () -> r.isLeader() ? 1 : 0);
+        registry.register(p + "queued_write_requests", (Gauge<Integer>) r::queuedWriteRequests);
+        registry.register(p + "queued_reads", (Gauge<Integer>) r::queuedReads);
+        registry.register(p + "state", (Gauge<Integer>) () -> r.node() == null ? -1 : r.node().getNodeState().ordinal());
+        registry.register(p + "term", (Gauge<Long>) () -> r.info(List.of()).getTerm());
+        registry.register(p + "applied_index", (Gauge<Long>) () -> r.info(List.of()).getAppliedIndex());
+        registry.register(p + "committed_index", nodeGauge(r, Node::getLastCommittedIndex));
+        registry.register(p + "last_log_index", nodeGauge(r, Node::getLastLogIndex));
+        registry.register(p + "log_entries_since_snapshot", nodeGauge(r, n -> n.getLastLogIndex() - m.snapshotIndex()));
+        registry.register(p + "snapshot_index", (Gauge<Long>) m::snapshotIndex);
+        registry.register(p + "snapshot_timestamp_seconds", (Gauge<Long>) () -> m.snapshotMillis() / 1000);
     }
 
     /** The node's cumulative counts, read from the node when scraped. */

@@ -19,16 +19,17 @@ final class RegionCollector extends Collector {
     private static final List<Function<RegionMetrics, Histogram>> HISTOGRAMS =
             List.of(m -> m.apply, m -> m.readIndex, m -> m.commit);
 
-    private final List<Region> regions;
+    private final java.util.function.Supplier<java.util.Collection<Region>> regions;
 
-    RegionCollector(java.util.Collection<Region> regions) {
-        this.regions = List.copyOf(regions);
+    /** @param regions the node's regions as they are when scraped (splits add some) */
+    RegionCollector(java.util.function.Supplier<java.util.Collection<Region>> regions) {
+        this.regions = regions;
     }
 
     @Override
     public List<MetricFamilySamples> collect() {
         Map<String, MetricFamilySamples> families = new LinkedHashMap<>();
-        for (Region r : regions) {
+        for (Region r : regions.get()) {
             String id = Integer.toString(r.id());
             for (Function<RegionMetrics, Histogram> h : HISTOGRAMS) {
                 for (MetricFamilySamples f : h.apply(r.metrics()).collect()) {

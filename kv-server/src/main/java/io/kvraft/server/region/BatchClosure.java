@@ -36,6 +36,8 @@ final class BatchClosure implements Closure {
     final boolean returnsCoord;
     /** Set by the state machine when {@link #returnsCoord}: per op, its answer (null for other ops). */
     CoordResult[] coord;
+    /** Set by the state machine: per op, whether its request was skipped for a key outside the region (null: none). */
+    boolean[] outOfRange;
     private final long proposedNanos = System.nanoTime();
 
     BatchClosure(WriteBatch batch, boolean returnsValues, List<WriteProposal> proposals, List<Region.PendingRead> reads,
@@ -56,6 +58,13 @@ final class BatchClosure implements Closure {
             if (status.isOk()) {
                 int at = 0;
                 for (WriteProposal p : proposals) {
+                    if (outOfRange != null && !p.ops().isEmpty() && outOfRange[at]) {
+                        at += p.ops().size();
+                        p.reply().accept(WriteResponse.newBuilder().setError(Responses.error(ErrorCode.KEY_OUT_OF_RANGE,
+                                "region " + region.id() + " was split before the request's entry applied; nothing of it"
+                                        + " was written")).build());
+                        continue;
+                    }
                     WriteResponse.Builder b = WriteResponse.newBuilder();
                     for (int i = 0; i < p.ops().size(); i++, at++) {
                         b.addSucceeded(results[at]);

@@ -272,6 +272,16 @@ final class RaftDirs {
             }
         }
         Path kv = dir.resolve(RegionStateMachine.SNAPSHOT_DIR);
+        io.kvraft.client.proto.KvProto.RegionState state;
+        try {
+            state = RegionStateMachine.readState(dir);
+        } catch (IOException | RuntimeException e) {
+            throw new IOException("snapshot region state " + dir.resolve(RegionStateMachine.STATE_FILE) + " is unreadable ("
+                    + oneLine(e) + ")", e);
+        }
+        if (state != null) {
+            range = Region.Shape.of(state).range(); // the region's range when the snapshot was taken (splits narrow it)
+        }
         switch (engine) {
             case MemoryStore.ENGINE -> MemoryStore.verifySnapshot(kv, range);
             case RocksStore.ENGINE -> RocksStore.verifySnapshot(kv, range);

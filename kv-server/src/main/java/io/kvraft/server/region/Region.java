@@ -17,6 +17,7 @@ import io.kvraft.client.proto.KvProto.ReadMode;
 import io.kvraft.client.proto.KvProto.ReadResponse;
 import io.kvraft.client.proto.KvProto.Pair;
 import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.RegionState;
 import io.kvraft.client.proto.KvProto.ScanResponse;
 import io.kvraft.client.proto.KvProto.Value;
 import io.kvraft.client.proto.KvProto.WriteBatch;
@@ -43,15 +44,16 @@ import java.util.function.LongSupplier;
  */
 public final class Region {
 
-    public static final long EPOCH = 1; // regions never split or move yet, so their epoch never changes
-
     private final int id;
-    private final KeyRange range;
+    /** What the region is now: its replicated state (range, epoch, regions split off it) and its range; swapped whole. */
+    private volatile Shape shape;
+    private final Splits splits;
     private final RegionStateMachine fsm;
     private final RaftGroupService service;
     private final Coalescer<WriteProposal> proposer;
     private final LongAdder writeOps;
     private final LongAdder readOps;
+    private final LongAdder opsServed = new LongAdder();
     private final Runnable onLeaderKnown;
     private final AtomicBoolean startupTimeoutCleared = new AtomicBoolean();
     private final io.kvraft.server.metrics.RegionMetrics metrics = new io.kvraft.server.metrics.RegionMetrics();
@@ -61,6 +63,34 @@ public final class Region {
     private final LongSupplier leaseClockMs = () -> System.nanoTime() / 1_000_000L;
     /** The term this node last began to lead and when, on the lease clock: one value, swapped whole. */
     private volatile TermStart termStart = new TermStart(0, 0);
+
+    /** The region's state and its range, decoded once. */
+    record Shape(RegionState state, KeyRange range) {
+        static Shape of(RegionState state) {
+            return new Shape(state, new KeyRange(state.getStartKey().toByteArray(), state.getEndKey().toByteArray()));
+        }
+    }
+
+    /** What the node does when a region's state machine splits it or learns of regions split off it. */
+    interface Splits {
+        /**
+         * Called on the parent's state machine thread when it applies a split at {@code index} (also on replay):
+         * makes sure the child's Raft group exists on this node (bootstrapped from the store's data of its range
+         * at this index, which no one writes meanwhile) and is listed in the node's catalog. Returns when both
+         * are durable.
+         */
+        void prepareChild(Region parent, RegionState child, long index);
+
+        /**
+         * Called while a snapshot of the parent taken after the split of {@code child} loads (this replica missed the
+         * split): lists the child in the node's catalog, if it is not there, as a group that starts with no log and
+         * no data and gets a snapshot from the child's leader. Returns when the catalog is durable.
+         */
+        void adoptChild(RegionState child, long createdAt);
+
+        /** Starts the Raft group of {@code child} in the background, if it is not running. */
+        void startChild(RegionState child);
+    }
 
     /** When this node's leadership of a term began, on its lease clock. */
     record TermStart(long term, long startMs) {
@@ -73,10 +103,11 @@ public final class Region {
     /** Off only to compare (-Dkv.readsRideWrites=false): every read then takes a ReadIndex round. */
     private static final boolean READS_RIDE_WRITES = Boolean.parseBoolean(System.getProperty("kv.readsRideWrites", "true"));
 
-    Region(int id, KeyRange range, KvStore store, PeerId self, NodeOptions options, RpcServer rpcServer,
-           RaftConfig raft, LongAdder writeOps, LongAdder readOps, Runnable onLeaderKnown) {
-        this.id = id;
-        this.range = range;
+    Region(RegionState state, KvStore store, PeerId self, NodeOptions options, RpcServer rpcServer,
+           RaftConfig raft, LongAdder writeOps, LongAdder readOps, Runnable onLeaderKnown, Splits splits) {
+        this.id = state.getId();
+        this.shape = Shape.of(state);
+        this.splits = splits;
         this.writeOps = writeOps;
         this.readOps = readOps;
         this.onLeaderKnown = onLeaderKnown;
@@ -115,7 +146,31 @@ public final class Region {
     }
 
     public KeyRange range() {
-        return range;
+        return shape.range();
+    }
+
+    /** The region's epoch: bumped by every split of it. */
+    public long epoch() {
+        return shape.state().getEpoch();
+    }
+
+    /** The region's replicated state as this replica has applied it. */
+    public RegionState state() {
+        return shape.state();
+    }
+
+    /** Only the region's state machine changes the state (on its thread, or while loading a snapshot). */
+    void state(RegionState state) {
+        this.shape = Shape.of(state);
+    }
+
+    /** The index the region's data in this node's store corresponds to. */
+    long appliedIndex() {
+        return fsm.appliedIndex();
+    }
+
+    Splits splits() {
+        return splits;
     }
 
     public Node node() {
@@ -166,6 +221,9 @@ public final class Region {
         for (WriteProposal p : proposals) {
             b.addAllOps(p.ops());
             returnsValues |= p.returnsValues();
+            if (proposals.size() > 1) {
+                b.addRequestSizes(p.ops().size());
+            }
         }
         WriteBatch batch = b.build();
         Task task = new Task();
@@ -197,7 +255,33 @@ public final class Region {
         }
     }
 
+    /**
+     * Proposes a split of this region at {@code splitKey} into a new region {@code newRegionId}, decided at
+     * {@code epoch}: the state machine applies it only if the region is still at that epoch and the key still lies
+     * strictly inside its range. Only called on the leader; {@code done} gets the outcome (true: split), or the
+     * jraft status of a proposal that failed.
+     */
+    public void split(byte[] splitKey, int newRegionId, long epoch, SplitClosure.Callback done) {
+        WriteBatch batch = WriteBatch.newBuilder().addOps(WriteOp.newBuilder()
+                .setType(io.kvraft.client.proto.KvProto.WriteOpType.SPLIT)
+                .setKey(ByteString.copyFrom(splitKey)).setRegionId(newRegionId).setEpoch(epoch)).build();
+        Task task = new Task();
+        task.setData(ByteBuffer.wrap(batch.toByteArray()));
+        task.setDone(new SplitClosure(done));
+        try {
+            node.apply(task);
+        } catch (IllegalStateException shuttingDown) {
+            // jraft has already run the closure with ENODESHUTDOWN
+        }
+    }
+
+    /** Operations this region served on this node (writes applied as leader, keys read, scan pages). */
+    public long opsServed() {
+        return opsServed.sum();
+    }
+
     void countWrites(int ops) {
+        opsServed.add(ops);
         writeOps.add(ops);
     }
 
@@ -217,6 +301,14 @@ public final class Region {
         return new PendingRead() {
             @Override
             public void serve() {
+                KeyRange now = range();
+                for (ByteString key : keys) {
+                    if (!now.contains(key.toByteArray())) { // split off while the read waited: ask the region holding it
+                        fail(Responses.error(ErrorCode.KEY_OUT_OF_RANGE, "region " + id + " was split while the read"
+                                + " waited; the key is no longer in its range " + now));
+                        return;
+                    }
+                }
                 ReadResponse.Builder b = ReadResponse.newBuilder();
                 for (ByteString key : keys) {
                     byte[] v = store.read(id, key.toByteArray());
@@ -224,6 +316,7 @@ public final class Region {
                             : Value.newBuilder().setFound(true).setValue(ByteString.copyFrom(v)).build());
                 }
                 readOps.add(keys.size());
+                opsServed.add(keys.size());
                 reply.accept(b.build());
             }
 
@@ -240,6 +333,11 @@ public final class Region {
         return new PendingRead() {
             @Override
             public void serve() {
+                if (!range().covers(range)) {
+                    fail(Responses.error(ErrorCode.KEY_OUT_OF_RANGE, "region " + id + " was split while the scan"
+                            + " waited; " + range + " is no longer inside its range " + range()));
+                    return;
+                }
                 ScanPage result = store.scan(id, range, reverse, page);
                 ScanResponse.Builder b = ScanResponse.newBuilder().setMore(result.more());
                 for (int i = 0; i < result.keys().size(); i++) {
@@ -247,6 +345,7 @@ public final class Region {
                             .setValue(ByteString.copyFrom(result.values().get(i))));
                 }
                 readOps.increment();
+                opsServed.increment();
                 reply.accept(b.build());
             }
 
@@ -382,6 +481,11 @@ public final class Region {
         return new PendingRead() {
             @Override
             public void serve() {
+                if (!range().covers(range)) {
+                    fail(Responses.error(ErrorCode.KEY_OUT_OF_RANGE, "region " + id + " was split while the listing"
+                            + " waited; " + range + " is no longer inside its range " + range()));
+                    return;
+                }
                 ScanPage result = store.scanSystem(id, range, page);
                 io.kvraft.server.coord.Locks.Clock clock = leaseClockNow();
                 ScanResponse.Builder b = ScanResponse.newBuilder().setMore(result.more());
@@ -428,9 +532,9 @@ public final class Region {
         }
         return RegionInfo.newBuilder()
                 .setId(id)
-                .setStartKey(ByteString.copyFrom(range.start()))
-                .setEndKey(ByteString.copyFrom(range.end()))
-                .setEpoch(EPOCH)
+                .setStartKey(shape.state().getStartKey())
+                .setEndKey(shape.state().getEndKey())
+                .setEpoch(epoch())
                 .addAllPeers(peers)
                 .setLeader(leaderHint())
                 .setTerm(fsm.term())

@@ -1,6 +1,5 @@
 package io.kvraft.server.region;
 
-import com.alipay.sofa.jraft.RaftGroupService;
 import com.alipay.sofa.jraft.entity.PeerId;
 import com.alipay.sofa.jraft.rpc.RpcServer;
 import com.alipay.sofa.jraft.util.Endpoint;
@@ -8,78 +7,104 @@ import io.kvraft.client.rpc.WireProtocol;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
 import io.kvraft.server.raftlog.SharedRaftLog;
-import io.kvraft.server.region.RegionLayout.RegionSpec;
+import io.kvraft.server.store.KeyRange;
 import io.kvraft.server.store.KvStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import com.alipay.sofa.jraft.Closure;
+import com.alipay.sofa.jraft.JRaftUtils;
+import com.alipay.sofa.jraft.Status;
+import com.alipay.sofa.jraft.conf.Configuration;
+import com.alipay.sofa.jraft.core.StateMachineAdapter;
+import com.alipay.sofa.jraft.error.RaftError;
+import com.alipay.sofa.jraft.option.BootstrapOptions;
+import com.alipay.sofa.jraft.option.NodeOptions;
+import com.alipay.sofa.jraft.storage.snapshot.SnapshotWriter;
+import io.kvraft.client.proto.KvProto.RegionState;
+import com.google.protobuf.ByteString;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
+import java.util.stream.Stream;
 
 /**
  * The Raft side of a node: one RPC server shared by all region groups, the groups themselves,
  * and the node-wide counters. The KV request handlers are registered on the same RPC server.
  */
-public final class RegionHost implements AutoCloseable {
+/**
+ * The Raft side of a node: one RPC server shared by all region groups, the groups themselves, and the
+ * node-wide counters. The KV request handlers are registered on the same RPC server. Which groups exist is in
+ * the node's {@link RegionCatalog}: the initial layout and every region split off since; a split's child
+ * group is made and started here when its parent's state machine applies the split.
+ */
+public final class RegionHost implements AutoCloseable, Region.Splits {
 
     private static final Logger LOG = LoggerFactory.getLogger(RegionHost.class);
 
     private final ServerConfig config;
+    private final KvStore store;
+    private final ScheduledExecutorService housekeeping;
     private final RpcServer rpcServer;
     private final RaftRpcServers.Server raftServer;
-    private final Map<Integer, Region> regions = new TreeMap<>();
+    private final Map<Integer, Region> regions = new ConcurrentSkipListMap<>();
     private final List<String> peers;
+    private final List<PeerId> peerIds;
+    private final PeerId self;
+    private final Path raftRoot;
+    private final RegionCatalog catalog;
     private final LongAdder writeOps = new LongAdder();
     /** All groups' Raft logs when raft.logStorage is shared, else null. */
     private final SharedRaftLog sharedLog;
     private final LongAdder readOps = new LongAdder();
+    /** Starts split-off regions' groups, away from the parent's state machine thread. */
+    private final ExecutorService starter;
+    private final List<Consumer<Region>> startListeners = new CopyOnWriteArrayList<>();
     private volatile boolean started;
+    private volatile boolean closed;
 
     public RegionHost(ServerConfig config, KvStore store, ScheduledExecutorService housekeeping) {
         this.config = config;
+        this.store = store;
+        this.housekeeping = housekeeping;
         this.peers = config.cluster().peers();
         WireProtocol.register();
         RaftOptionsFactory.tuneLogStorage();
-        PeerId self = PeerId.parsePeer(config.endpoint());
-        List<PeerId> peerIds = peers.stream().map(PeerId::parsePeer).toList();
+        this.self = PeerId.parsePeer(config.endpoint());
+        this.peerIds = peers.stream().map(PeerId::parsePeer).toList();
         this.raftServer = RaftRpcServers.create(new Endpoint(self.getIp(), self.getPort()), config.raft().appendEntriesThreads());
         this.rpcServer = raftServer.rpc();
-        Path raftRoot = Path.of(config.dataDir(), "raft");
+        this.raftRoot = Path.of(config.dataDir(), "raft");
         boolean shared = config.raft().logStorage().equals(RaftConfig.LOG_SHARED);
         RaftDirs.checkLogLayout(raftRoot, shared);
+        this.catalog = RegionCatalog.open(raftRoot, RegionLayout.of(config.cluster()));
         this.sharedLog = shared ? new SharedRaftLog(raftRoot.resolve(RaftDirs.SHARED_LOG_DIR), config.raft().sync()) : null;
-        int electionTimeoutMs = config.raft().electionTimeoutMs();
+        this.starter = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "kv-region-start");
+            t.setDaemon(true);
+            return t;
+        });
         try {
-            for (RegionSpec spec : RegionLayout.of(config.cluster())) {
-                Path regionDir = raftRoot.resolve("region-" + spec.id());
-                try {
-                    java.nio.file.Files.createDirectories(regionDir);
-                } catch (java.io.IOException e) {
-                    throw new java.io.UncheckedIOException("cannot create " + regionDir, e);
+            for (RegionCatalog.Entry e : catalog.entries()) {
+                if (e.parent() == 0) {
+                    Region region = create(e);
+                    regions.put(region.id(), region);
                 }
-                int regionId = spec.id();
-                Runnable dropLog = sharedLog == null ? null : () -> sharedLog.dropGroup(regionId);
-                // before the fsm reads the store
-                RaftDirs.checkBeforeStart(regionId, spec.range(), regionDir, store, peers.size(), dropLog);
-                var options = RaftOptionsFactory.nodeOptions(config, peerIds, regionDir, regionId, sharedLog);
-                Region[] holder = new Region[1];
-                Runnable leaderKnown = () -> housekeeping.execute(() -> {
-                    // once the region has had a leader, the configured (longer) timeout keeps idle groups quiet
-                    if (holder[0].node() != null) {
-                        holder[0].node().resetElectionTimeoutMs(electionTimeoutMs);
-                    }
-                });
-                Region region = new Region(spec.id(), spec.range(), store, self, options, rpcServer, config.raft(),
-                        writeOps, readOps, leaderKnown);
-                holder[0] = region;
-                regions.put(spec.id(), region);
             }
         } catch (RuntimeException e) {
+            starter.shutdownNow();
             if (sharedLog != null) {
                 sharedLog.close();
             }
@@ -87,19 +112,71 @@ public final class RegionHost implements AutoCloseable {
         }
     }
 
+    private static RegionState stateOf(RegionCatalog.Entry e) {
+        KeyRange range = e.range();
+        return RegionState.newBuilder().setId(e.id()).setStartKey(ByteString.copyFrom(range.start()))
+                .setEndKey(ByteString.copyFrom(range.end())).setEpoch(e.epoch()).setParent(e.parent())
+                .setCreatedAt(e.createdAt()).build();
+    }
+
+    private Path regionDir(int regionId) {
+        return raftRoot.resolve("region-" + regionId);
+    }
+
+    /** Makes the (not yet started) region of a catalog entry: its directory checked, its options, its state machine. */
+    private Region create(RegionCatalog.Entry entry) {
+        int regionId = entry.id();
+        Path regionDir = regionDir(regionId);
+        try {
+            Files.createDirectories(regionDir);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create " + regionDir, e);
+        }
+        Runnable dropLog = sharedLog == null ? null : () -> sharedLog.dropGroup(regionId);
+        // before the fsm reads the store
+        RaftDirs.checkBeforeStart(regionId, entry.range(), regionDir, store, peers.size(), dropLog);
+        NodeOptions options = RaftOptionsFactory.nodeOptions(config, peerIds, regionDir, regionId, sharedLog);
+        if (entry.empty()) {
+            // learned from a parent's snapshot: no log, no data; its leader sends a snapshot. With no configuration
+            // of its own it never campaigns (its stored configuration, once it has one, takes over).
+            options.setInitialConf(new Configuration());
+        }
+        Region[] holder = new Region[1];
+        int electionTimeoutMs = config.raft().electionTimeoutMs();
+        Runnable leaderKnown = () -> housekeeping.execute(() -> {
+            // once the region has had a leader, the configured (longer) timeout keeps idle groups quiet
+            if (holder[0].node() != null) {
+                holder[0].node().resetElectionTimeoutMs(electionTimeoutMs);
+            }
+        });
+        Region region = new Region(stateOf(entry), store, self, options, rpcServer, config.raft(), writeOps, readOps,
+                leaderKnown, this);
+        holder[0] = region;
+        return region;
+    }
+
     /** Registers extra request handlers (before {@link #start}). */
     public void registerHandlers(Consumer<RpcServer> registrar) {
         registrar.accept(rpcServer);
     }
 
-    /** Starts every region group, then the shared RPC server. */
+    /** Called with every region whose group starts after the node did (split off since). */
+    public void onRegionStarted(Consumer<Region> listener) {
+        startListeners.add(listener);
+    }
+
+    /**
+     * Starts every region group of the initial layout, then the regions split off them whose parents have
+     * applied the split (the others start when their parent's replay reaches it), then the shared RPC server.
+     */
     public void start() {
         for (Region r : regions.values()) {
-            try {
-                r.start();
-            } catch (RuntimeException e) { // jraft says only "Fail to init node, please see the logs"
-                throw new IllegalStateException("region " + r.id() + " cannot start, its Raft data is in "
-                        + Path.of(config.dataDir(), "raft", "region-" + r.id()) + ": " + e.getMessage(), e);
+            startRegion(r);
+        }
+        for (RegionCatalog.Entry e : catalog.entries()) { // parents come before their children
+            Region parent = regions.get(e.parent());
+            if (e.parent() != 0 && parent != null && parent.appliedIndex() >= e.createdAt()) {
+                startListed(e.id());
             }
         }
         if (!rpcServer.init(null)) {
@@ -107,6 +184,139 @@ public final class RegionHost implements AutoCloseable {
         }
         started = true;
         LOG.info("node {} serving {} regions on {}", config.endpoint(), regions.size(), config.endpoint());
+    }
+
+    private void startRegion(Region r) {
+        try {
+            r.start();
+        } catch (RuntimeException e) { // jraft says only "Fail to init node, please see the logs"
+            throw new IllegalStateException("region " + r.id() + " cannot start, its Raft data is in "
+                    + regionDir(r.id()) + ": " + e.getMessage(), e);
+        }
+    }
+
+    // ---- splits ---------------------------------------------------------------------------------
+
+    @Override
+    public void prepareChild(Region parent, RegionState child, long index) {
+        if (catalog.get(child.getId()) != null) {
+            return; // made before this replay reached the split again
+        }
+        Path dir = regionDir(child.getId());
+        clearLeftovers(child.getId(), dir);
+        NodeOptions options = RaftOptionsFactory.nodeOptions(config, peerIds, dir, child.getId(), sharedLog);
+        BootstrapOptions opts = new BootstrapOptions();
+        opts.setGroupId(Region.groupId(child.getId()));
+        opts.setGroupConf(new Configuration(peerIds));
+        opts.setLastLogIndex(index); // the child's log starts after the split, on every replica alike
+        opts.setLogUri(options.getLogUri());
+        opts.setRaftMetaUri(options.getRaftMetaUri());
+        opts.setSnapshotUri(options.getSnapshotUri());
+        opts.setServiceFactory(options.getServiceFactory());
+        opts.setFsm(new StateMachineAdapter() { // writes the child's first snapshot: its range of the store, now
+            @Override
+            public void onApply(com.alipay.sofa.jraft.Iterator iter) {
+                throw new IllegalStateException("a bootstrap applies no entries");
+            }
+
+            @Override
+            public void onSnapshotSave(SnapshotWriter writer, Closure done) {
+                try {
+                    RegionStateMachine.writeSnapshot(writer, store, child);
+                    done.run(Status.OK());
+                } catch (IOException | RuntimeException e) {
+                    done.run(new Status(RaftError.EIO, "cannot write the first snapshot of region %d: %s",
+                            child.getId(), e.getMessage()));
+                }
+            }
+        });
+        try {
+            Files.createDirectories(dir);
+            if (!JRaftUtils.bootstrap(opts)) {
+                throw new IllegalStateException("region " + child.getId() + ": jraft could not bootstrap its group in "
+                        + dir + " (see the log above)");
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create " + dir, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while bootstrapping region " + child.getId());
+        }
+        catalog.add(RegionCatalog.Entry.of(child.getId(), Region.Shape.of(child).range(), child.getEpoch(),
+                parent.id(), index, false));
+    }
+
+    @Override
+    public void adoptChild(RegionState child, long createdAt) {
+        if (catalog.get(child.getId()) != null) {
+            return;
+        }
+        clearLeftovers(child.getId(), regionDir(child.getId()));
+        catalog.add(RegionCatalog.Entry.of(child.getId(), Region.Shape.of(child).range(), child.getEpoch(),
+                child.getParent(), createdAt, true));
+        LOG.info("region {}: learned from region {}'s snapshot; it starts empty and gets a snapshot from its leader",
+                child.getId(), child.getParent());
+    }
+
+    @Override
+    public void startChild(RegionState child) {
+        if (closed) {
+            return;
+        }
+        try {
+            starter.execute(() -> {
+                try {
+                    startListed(child.getId());
+                } catch (RuntimeException e) {
+                    LOG.error("region {} cannot start: {}", child.getId(), e.toString());
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException closing) {
+            // the node is stopping; the child starts with it next time
+        }
+    }
+
+    /** Starts the listed region {@code id} unless it runs already. */
+    private synchronized void startListed(int id) {
+        RegionCatalog.Entry entry = catalog.get(id);
+        if (closed || entry == null || regions.containsKey(id)) {
+            return;
+        }
+        Region region = create(entry);
+        startRegion(region);
+        regions.put(id, region);
+        LOG.info("region {} started: {} epoch {}", id, region.range(), region.epoch());
+        for (Consumer<Region> l : startListeners) {
+            l.accept(region);
+        }
+    }
+
+    /** Removes what a crash in the middle of making a group may have left (never a listed region's data). */
+    private void clearLeftovers(int regionId, Path dir) {
+        if (sharedLog != null && sharedLog.hasGroup(regionId)) {
+            sharedLog.dropGroup(regionId);
+        }
+        if (!Files.exists(dir)) {
+            return;
+        }
+        LOG.warn("region {}: removing {} left by an unfinished split", regionId, dir);
+        try (Stream<Path> walk = Files.walk(dir)) {
+            for (Path p : (Iterable<Path>) walk.sorted(Comparator.reverseOrder())::iterator) {
+                Files.delete(p);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot remove " + dir, e);
+        }
+    }
+
+    /** The node's catalog of region groups. */
+    public RegionCatalog catalog() {
+        return catalog;
+    }
+
+    /** The lowest id a split may give a new region: above every id of the initial layout. */
+    public int firstSplitId() {
+        return RegionCatalog.FIRST_SPLIT_ID;
     }
 
     public Region region(int id) {
@@ -150,6 +360,13 @@ public final class RegionHost implements AutoCloseable {
 
     @Override
     public void close() {
+        closed = true;
+        starter.shutdownNow();
+        try {
+            starter.awaitTermination(30, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         for (Region r : regions.values()) {
             r.shutdown();
         }

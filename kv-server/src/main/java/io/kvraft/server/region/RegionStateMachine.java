@@ -12,6 +12,7 @@ import com.alipay.sofa.jraft.Closure;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.kvraft.client.proto.KvProto.CoordRecord;
 import io.kvraft.client.proto.KvProto.CoordResult;
+import io.kvraft.client.proto.KvProto.RegionState;
 import io.kvraft.client.proto.KvProto.WriteBatch;
 import io.kvraft.client.proto.KvProto.WriteOp;
 import io.kvraft.client.proto.KvProto.WriteOpType;
@@ -52,10 +53,22 @@ final class RegionStateMachine extends StateMachineAdapter {
     /** The last data entry jraft handed us, or the snapshot it loaded: where jraft's replay is. */
     private volatile long raftIndex;
 
+    /** The region's state in a snapshot, beside {@value #SNAPSHOT_DIR}. */
+    static final String STATE_FILE = "region-state";
+
     RegionStateMachine(Region region, KvStore store) {
         this.region = region;
         this.store = store;
         this.storeIndex = store.appliedIndex(region.id());
+        byte[] state = store.regionState(region.id());
+        if (state != null) { // a persistent store keeps the state with the data: it is the state at storeIndex
+            try {
+                region.state(RegionState.parseFrom(state));
+            } catch (InvalidProtocolBufferException e) {
+                throw new IllegalStateException("region " + region.id() + ": its state in the store is undecodable: "
+                        + e.getMessage(), e);
+            }
+        }
     }
 
     long term() {
@@ -86,14 +99,30 @@ final class RegionStateMachine extends StateMachineAdapter {
                     return;
                 }
             }
+            if (batch.getOpsCount() == 1 && batch.getOps(0).getType() == WriteOpType.SPLIT) {
+                if (index > storeIndex) { // else the store already holds it, and the node started the child at boot
+                    applySplit(batch.getOps(0), index, done instanceof SplitClosure c ? c : null);
+                    storeIndex = index;
+                }
+                raftIndex = index;
+                if (done != null) {
+                    done.run(Status.OK());
+                }
+                iter.next();
+                continue;
+            }
             boolean[] results = new boolean[batch.getOpsCount()];
             byte[][] previous = closure != null && closure.returnsValues ? new byte[batch.getOpsCount()][] : null;
             CoordResult[] coord = closure != null && closure.returnsCoord ? new CoordResult[batch.getOpsCount()] : null;
             if (index > storeIndex) {
                 long start = System.nanoTime();
                 StoreBatch writes;
+                boolean[] outOfRange = outOfRange(batch);
+                if (closure != null) {
+                    closure.outOfRange = outOfRange;
+                }
                 try {
-                    writes = toStoreBatch(batch, clockOf(batch, iter.getTerm()), results, previous, coord);
+                    writes = toStoreBatch(batch, clockOf(batch, iter.getTerm()), results, previous, coord, outOfRange);
                 } catch (InvalidProtocolBufferException e) {
                     iter.setErrorAndRollback(1, new Status(RaftError.ESTATEMACHINE,
                             "region %d: undecodable system record at index %d: %s", region.id(), index, e.getMessage()));
@@ -135,10 +164,13 @@ final class RegionStateMachine extends StateMachineAdapter {
      * and, when not null, {@code previous} with the value each op found.
      */
     private StoreBatch toStoreBatch(WriteBatch batch, Locks.Clock clock, boolean[] results, byte[][] previous,
-                                    CoordResult[] coord) throws InvalidProtocolBufferException {
+                                    CoordResult[] coord, boolean[] outOfRange) throws InvalidProtocolBufferException {
         StoreBatch out = new StoreBatch(batch.getOpsCount());
         BatchView view = null; // created on the first op that reads: plain puts need no reads
         for (int i = 0; i < batch.getOpsCount(); i++) {
+            if (outOfRange != null && outOfRange[i]) {
+                continue; // its request is answered KEY_OUT_OF_RANGE, on the leader; no replica applies any of it
+            }
             WriteOp op = batch.getOps(i);
             byte[] key = op.getKey().toByteArray();
             if (op.getType() == WriteOpType.PUT) {
@@ -231,6 +263,83 @@ final class RegionStateMachine extends StateMachineAdapter {
         return out;
     }
 
+    /**
+     * Per op, whether its request has a key the region no longer holds (null when every request is whole): a
+     * split applied after the leader checked the request. Decided from the entry and the region's state at this
+     * index only, so every replica skips the same requests.
+     */
+    private boolean[] outOfRange(WriteBatch batch) {
+        KeyRange range = region.range();
+        if (range.start().length == 0 && range.end().length == 0) {
+            return null; // the whole key space: nothing can be outside it
+        }
+        boolean[] refused = null;
+        int count = batch.getOpsCount();
+        int requests = Math.max(1, batch.getRequestSizesCount());
+        int at = 0;
+        for (int r = 0; r < requests && at < count; r++) {
+            int size = batch.getRequestSizesCount() == 0 ? count : Math.min(batch.getRequestSizes(r), count - at);
+            boolean inside = true;
+            for (int i = at; inside && i < at + size; i++) {
+                WriteOp op = batch.getOps(i);
+                inside = switch (op.getType()) {
+                    case BACKUP_POINT -> true;
+                    case DELETE_RANGE -> range.covers(new KeyRange(op.getKey().toByteArray(), op.getEndKey().toByteArray()));
+                    default -> range.contains(op.getKey());
+                };
+            }
+            if (!inside) {
+                if (refused == null) {
+                    refused = new boolean[count];
+                }
+                java.util.Arrays.fill(refused, at, at + size, true);
+            }
+            at += size;
+        }
+        return refused;
+    }
+
+    /**
+     * Applies a SPLIT at {@code index}: when the region is at the split's epoch and the key lies strictly inside
+     * it, the region keeps [start, key) and a new region takes [key, end), both at epoch + 1. The child's Raft
+     * group is made durable first (bootstrapped from the store's data at this index, listed in the node's
+     * catalog), then both states are recorded with the index in one store write, then the child starts.
+     */
+    private void applySplit(WriteOp op, long index, SplitClosure closure) {
+        RegionState current = region.state();
+        byte[] key = op.getKey().toByteArray();
+        boolean valid = current.getEpoch() == op.getEpoch() && region.range().splitsAt(key)
+                && op.getRegionId() != 0 && op.getRegionId() != current.getId();
+        StoreBatch writes = new StoreBatch(0);
+        RegionState left = current;
+        RegionState child = null;
+        if (valid) {
+            child = RegionState.newBuilder().setId(op.getRegionId()).setStartKey(op.getKey())
+                    .setEndKey(current.getEndKey()).setEpoch(current.getEpoch() + 1).setCreatedAt(index)
+                    .setParent(current.getId()).build();
+            left = current.toBuilder().setEndKey(op.getKey()).setEpoch(current.getEpoch() + 1).addChildren(child).build();
+            region.splits().prepareChild(region, child, index);
+            writes.regionMeta(current.getId(), index, left.toByteArray());
+            writes.regionMeta(child.getId(), index, child.toByteArray());
+        }
+        store.apply(region.id(), index, writes);
+        region.state(left);
+        if (valid) {
+            LOG.info("region {}: split at index {}: keeps {}, region {} takes {}, epoch {}", region.id(), index,
+                    region.range(), child.getId(), Region.Shape.of(child).range(), left.getEpoch());
+            region.splits().startChild(child);
+        } else {
+            LOG.info("region {}: split at index {} refused: the region is at epoch {} range {}, the split was for epoch {}"
+                    + " at key {}", region.id(), index, current.getEpoch(), region.range(), op.getEpoch(),
+                    java.util.HexFormat.of().formatHex(key));
+        }
+        if (closure != null) {
+            closure.split = valid;
+            closure.left = left;
+            closure.right = child;
+        }
+    }
+
     private static boolean matches(WriteOp cas, BatchView view) {
         byte[] current = view.get(cas.getKey().toByteArray());
         return cas.getExpectAbsent() ? current == null
@@ -282,17 +391,8 @@ final class RegionStateMachine extends StateMachineAdapter {
                     region.id(), storeIndex, replayedTo));
             return;
         }
-        Path dir = Path.of(writer.getPath(), SNAPSHOT_DIR);
         try {
-            Files.createDirectories(dir);
-            store.writeSnapshot(region.range(), dir);
-            try (Stream<Path> files = Files.list(dir)) {
-                for (Path f : (Iterable<Path>) files::iterator) {
-                    if (!writer.addFile(SNAPSHOT_DIR + File.separator + f.getFileName())) {
-                        throw new IOException("snapshot writer refused " + f);
-                    }
-                }
-            }
+            writeSnapshot(writer, store, region.state());
             LOG.info("region {}: snapshot saved, last entry applied {}", region.id(), replayedTo);
             region.metrics().snapshot(replayedTo);
             done.run(Status.OK());
@@ -300,6 +400,39 @@ final class RegionStateMachine extends StateMachineAdapter {
             LOG.error("region {}: snapshot save failed: {}", region.id(), e.toString());
             done.run(new Status(RaftError.EIO, "snapshot save failed: %s", e.getMessage()));
         }
+    }
+
+    /** Writes a region snapshot into {@code writer}: the store's data of the state's range, and the state. */
+    static void writeSnapshot(SnapshotWriter writer, KvStore store, RegionState state) throws IOException {
+        Path dir = Path.of(writer.getPath(), SNAPSHOT_DIR);
+        Files.createDirectories(dir);
+        store.writeSnapshot(Region.Shape.of(state).range(), dir);
+        try (Stream<Path> files = Files.list(dir)) {
+            for (Path f : (Iterable<Path>) files::iterator) {
+                if (!writer.addFile(SNAPSHOT_DIR + File.separator + f.getFileName())) {
+                    throw new IOException("snapshot writer refused " + f);
+                }
+            }
+        }
+        Path stateFile = Path.of(writer.getPath(), STATE_FILE);
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(stateFile,
+                java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.TRUNCATE_EXISTING,
+                java.nio.file.StandardOpenOption.WRITE)) {
+            ch.write(java.nio.ByteBuffer.wrap(state.toByteArray()));
+            ch.force(true);
+        }
+        if (!writer.addFile(STATE_FILE)) {
+            throw new IOException("snapshot writer refused " + stateFile);
+        }
+    }
+
+    /** The region state in a snapshot directory, or null for a snapshot written before regions could split. */
+    static RegionState readState(Path snapshotDir) throws IOException {
+        Path file = snapshotDir.resolve(STATE_FILE);
+        if (!Files.exists(file)) {
+            return null;
+        }
+        return RegionState.parseFrom(Files.readAllBytes(file));
     }
 
     @Override
@@ -317,7 +450,21 @@ final class RegionStateMachine extends StateMachineAdapter {
             return true;
         }
         try {
-            store.loadSnapshot(region.id(), index, region.range(), Path.of(reader.getPath(), SNAPSHOT_DIR));
+            RegionState state = readState(Path.of(reader.getPath()));
+            KeyRange range = state == null ? region.range() : Region.Shape.of(state).range();
+            if (state != null) {
+                for (RegionState child : state.getChildrenList()) {
+                    region.splits().adoptChild(child, index); // listed before the store records the state naming it
+                }
+            }
+            store.loadSnapshot(region.id(), index, range, Path.of(reader.getPath(), SNAPSHOT_DIR),
+                    state == null ? null : state.toByteArray());
+            if (state != null) {
+                region.state(state);
+                for (RegionState child : state.getChildrenList()) {
+                    region.splits().startChild(child);
+                }
+            }
             storeIndex = index;
             raftIndex = index;
             LOG.info("region {}: snapshot loaded at index {}", region.id(), index);

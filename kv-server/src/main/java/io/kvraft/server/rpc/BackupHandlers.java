@@ -78,7 +78,7 @@ public final class BackupHandlers {
                 }
                 reply.accept(BackupOpenResponse.newBuilder().setSessionId(s.id()).setAppliedIndex(index).setTerm(term)
                         .setStartKey(ByteString.copyFrom(region.range().start()))
-                        .setEndKey(ByteString.copyFrom(region.range().end())).setEpoch(Region.EPOCH)
+                        .setEndKey(ByteString.copyFrom(region.range().end())).setEpoch(region.epoch())
                         .setKeyCount(Math.max(0, capture.keyCount())).setStoreId(kv.storeId()).build());
             }
 

@@ -17,6 +17,8 @@ import io.kvraft.client.proto.KvProto.RegionsResponse;
 import io.kvraft.client.proto.KvProto.ScanRequest;
 import io.kvraft.client.proto.KvProto.ScanResponse;
 import io.kvraft.client.proto.KvProto.TransferLeaderRequest;
+import io.kvraft.client.proto.KvProto.SplitRequest;
+import io.kvraft.client.proto.KvProto.SplitResponse;
 import io.kvraft.client.proto.KvProto.WriteOp;
 import io.kvraft.client.proto.KvProto.WriteOpType;
 import io.kvraft.client.proto.KvProto.WriteRequest;
@@ -55,6 +57,7 @@ public final class KvHandlers {
     private final KvMetrics metrics;
     private final int metricsPort;
     private final String storeId;
+    private volatile io.kvraft.server.region.Splitter splitter;
 
     public KvHandlers(RegionHost host, KvStore store, LimitsConfig limits) {
         this(host, store, limits, new KvMetrics(), 0, "");
@@ -104,6 +107,30 @@ public final class KvHandlers {
         server.registerProcessor(processor(ScanRequest.class, this::scan));
         server.registerProcessor(processor(RegionsRequest.class, this::regions));
         server.registerProcessor(processor(TransferLeaderRequest.class, this::transferLeader));
+        server.registerProcessor(processor(SplitRequest.class, this::split));
+    }
+
+    /** Where split requests go (null: they are answered UNAVAILABLE). Set before the node serves. */
+    public void splitter(io.kvraft.server.region.Splitter splitter) {
+        this.splitter = splitter;
+    }
+
+    private void split(RpcContext ctx, SplitRequest req) {
+        io.kvraft.server.region.Splitter s = splitter;
+        if (shuttingDown || s == null) {
+            ctx.sendResponse(SplitResponse.newBuilder().setError(Responses.error(shuttingDown ? ErrorCode.SHUTTING_DOWN
+                    : ErrorCode.UNAVAILABLE, "node " + host.endpoint() + " does not split regions now")).build());
+            return;
+        }
+        Runnable done = track();
+        s.split(req.getRegionId(), req.getRegionEpoch(), req.getSplitKey().toByteArray()).whenComplete((resp, e) -> {
+            try {
+                ctx.sendResponse(e == null ? resp : SplitResponse.newBuilder()
+                        .setError(Responses.error(ErrorCode.INTERNAL, "split failed: " + e)).build());
+            } finally {
+                done.run();
+            }
+        });
     }
 
     /** From now on every KV request is answered SHUTTING_DOWN; those already accepted still finish. */
@@ -297,7 +324,7 @@ public final class KvHandlers {
 
     private void transferLeader(RpcContext ctx, TransferLeaderRequest req) {
         Region region = host.region(req.getRegionId());
-        Error error = checkRegion(region, req.getRegionId(), Region.EPOCH);
+        Error error = checkRegion(region, req.getRegionId(), region == null ? 0 : region.epoch());
         PeerId target = new PeerId();
         if (error == null && (!target.parse(req.getTarget()) || !host.peers().contains(req.getTarget()))) {
             error = Responses.error(ErrorCode.INVALID_ARGUMENT, "target '" + req.getTarget() + "' is not a peer of region "
@@ -329,9 +356,10 @@ public final class KvHandlers {
         if (region == null) {
             return Responses.error(ErrorCode.REGION_NOT_FOUND, "no region " + regionId + " on " + host.endpoint());
         }
-        if (epoch != Region.EPOCH) {
-            return Responses.error(ErrorCode.STALE_EPOCH, "region " + regionId + " is at epoch " + Region.EPOCH
-                    + ", request has " + epoch);
+        long current = region.epoch();
+        if (epoch != current) {
+            return Responses.error(ErrorCode.STALE_EPOCH, "region " + regionId + " is at epoch " + current + " "
+                    + region.range() + ", request has " + epoch);
         }
         return null;
     }
@@ -366,6 +394,11 @@ public final class KvHandlers {
             }
             case GET_SEQUENCE, RESET_SEQUENCE -> {
                 Error error = checkKey(region, op.getKey());
+                if (error == null && op.getType() == WriteOpType.RESET_SEQUENCE
+                        && op.getKey().equals(ByteString.copyFrom(io.kvraft.server.region.Splitter.REGION_ID_SEQUENCE))) {
+                    error = Responses.error(ErrorCode.INVALID_ARGUMENT, "the sequence of region ids is reserved: it is"
+                            + " never reset, so no region id is handed out twice");
+                }
                 if (error == null && Long.compareUnsigned(op.getStep(), Sequences.MAX_STEP) > 0) {
                     error = Responses.error(ErrorCode.INVALID_ARGUMENT, "sequence step " + Long.toUnsignedString(op.getStep())
                             + " exceeds " + Sequences.MAX_STEP);
@@ -375,6 +408,10 @@ public final class KvHandlers {
             case LOCK_ACQUIRE, LOCK_RENEW, LOCK_RELEASE -> {
                 Error error = checkKey(region, op.getKey());
                 return error != null ? error : checkLockOp(op);
+            }
+            case BACKUP_POINT, SPLIT -> {
+                return Responses.error(ErrorCode.INVALID_ARGUMENT, "op " + i + ": " + op.getType()
+                        + " entries are proposed by region leaders only");
             }
             default -> {
                 return Responses.error(ErrorCode.INVALID_ARGUMENT, "op " + i + " has an unknown type " + op.getTypeValue());

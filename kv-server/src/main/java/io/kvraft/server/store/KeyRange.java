@@ -19,6 +19,29 @@ public record KeyRange(byte[] start, byte[] end) {
         return Arrays.compareUnsigned(key, start) >= 0 && (end.length == 0 || Arrays.compareUnsigned(key, end) < 0);
     }
 
+    /** As {@link #contains(byte[])}, without copying the key out of its ByteString. */
+    public boolean contains(com.google.protobuf.ByteString key) {
+        return compare(key, start) >= 0 && (end.length == 0 || compare(key, end) < 0);
+    }
+
+    /** Unsigned-byte order of a ByteString against a byte array. */
+    private static int compare(com.google.protobuf.ByteString a, byte[] b) {
+        int n = Math.min(a.size(), b.length);
+        for (int i = 0; i < n; i++) {
+            int c = Integer.compare(a.byteAt(i) & 0xff, b[i] & 0xff);
+            if (c != 0) {
+                return c;
+            }
+        }
+        return Integer.compare(a.size(), b.length);
+    }
+
+    /** True when {@code key} lies strictly inside the range: in it and not its start (a point a range can be split at). */
+    public boolean splitsAt(byte[] key) {
+        return key.length > 0 && Arrays.compareUnsigned(key, start) > 0
+                && (end.length == 0 || Arrays.compareUnsigned(key, end) < 0);
+    }
+
     /** True when every key of {@code inner} is in this range (an empty inner range is in every range). */
     public boolean covers(KeyRange inner) {
         if (inner.isEmpty()) {

@@ -34,6 +34,12 @@ public interface KvStore extends Closeable {
      */
     void apply(int regionId, long appliedIndex, StoreBatch batch);
 
+    /**
+     * The region's state as last recorded with its applied index ({@link StoreBatch#regionMeta} or a snapshot
+     * load), or null when none was (always null after a restart for engines that forget on restart).
+     */
+    byte[] regionState(int regionId);
+
     /** The last applied index recorded for the region by {@link #apply}, or 0 (always 0 for engines that forget on restart). */
     long appliedIndex(int regionId);
 
@@ -48,7 +54,15 @@ public interface KvStore extends Closeable {
      * {@code appliedIndex} for the region. A snapshot that fails its checksums or is truncated is
      * refused with {@link CorruptSnapshotException} and leaves the store unchanged.
      */
-    void loadSnapshot(int regionId, long appliedIndex, KeyRange range, Path dir) throws IOException;
+    default void loadSnapshot(int regionId, long appliedIndex, KeyRange range, Path dir) throws IOException {
+        loadSnapshot(regionId, appliedIndex, range, dir, null);
+    }
+
+    /**
+     * As {@link #loadSnapshot(int, long, KeyRange, Path)}, and records the region's {@code state} (null: none)
+     * with the applied index, in the same step.
+     */
+    void loadSnapshot(int regionId, long appliedIndex, KeyRange range, Path dir, byte[] state) throws IOException;
 
     /**
      * A page of the keys in {@code range}, ascending or descending, consistent with whole applied batches
@@ -74,4 +88,42 @@ public interface KvStore extends Closeable {
 
     /** Number of keys in {@code range} (exact for memory, an estimate is allowed for disk engines). */
     long approximateCount(KeyRange range);
+
+    /** Roughly the number of keys in {@code range}, cheaply (for split checks): by default {@link #approximateCount}. */
+    default long approximateKeys(KeyRange range) {
+        return approximateCount(range);
+    }
+
+    /** Roughly the bytes of keys and values in {@code range} (for split checks). */
+    long approximateBytes(KeyRange range);
+
+    /**
+     * A key near the middle of the keys in {@code range} (by count), or null when the range holds fewer than two
+     * keys. Reads key pages only; may return the range's first key when the count was overestimated.
+     */
+    default byte[] middleKey(int regionId, KeyRange range) {
+        long skip = approximateCount(range) / 2;
+        if (skip < 1) {
+            return null;
+        }
+        byte[] cursor = range.start();
+        while (true) {
+            int want = (int) Math.min(10_000, skip + 1);
+            ScanPage page = scan(regionId, new KeyRange(cursor, range.end()), false,
+                    new ScanPage.Builder(want, Integer.MAX_VALUE, true));
+            java.util.List<byte[]> keys = page.keys();
+            if (keys.isEmpty()) {
+                return null;
+            }
+            if (skip < keys.size()) {
+                return keys.get((int) skip);
+            }
+            skip -= keys.size();
+            byte[] last = keys.get(keys.size() - 1);
+            if (!page.more()) {
+                return last;
+            }
+            cursor = java.util.Arrays.copyOf(last, last.length + 1); // the key just after last
+        }
+    }
 }

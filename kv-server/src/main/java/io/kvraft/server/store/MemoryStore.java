@@ -51,6 +51,8 @@ public final class MemoryStore implements KvStore {
      * first) and scans never see half of one, e.g. one key of an all-or-nothing compare-and-put group.
      */
     private final Map<Integer, StampedLock> regionLocks = new ConcurrentHashMap<>();
+    /** Regions' states as recorded with their applied index; forgotten on restart like the data. */
+    private final Map<Integer, byte[]> regionStates = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
     @Override
@@ -140,6 +142,15 @@ public final class MemoryStore implements KvStore {
             }
         }
         appliedIndexByRegion.put(regionId, appliedIndex);
+        for (StoreBatch.RegionMeta meta : batch.regionMetas()) {
+            appliedIndexByRegion.put(meta.regionId(), meta.appliedIndex());
+            regionStates.put(meta.regionId(), meta.state());
+        }
+    }
+
+    @Override
+    public byte[] regionState(int regionId) {
+        return regionStates.get(regionId);
     }
 
     private void applyMany(StoreBatch batch) {
@@ -203,7 +214,7 @@ public final class MemoryStore implements KvStore {
     }
 
     @Override
-    public void loadSnapshot(int regionId, long appliedIndex, KeyRange range, Path dir) throws IOException {
+    public void loadSnapshot(int regionId, long appliedIndex, KeyRange range, Path dir, byte[] state) throws IOException {
         // Parse and verify the whole file before touching the map; a refused snapshot changes nothing.
         List<byte[]> pairs = readVerified(dir.resolve(SNAPSHOT_FILE), range);
         List<byte[]> records = readSystem(dir, range);
@@ -222,6 +233,9 @@ public final class MemoryStore implements KvStore {
             lock.unlockWrite(stamp);
         }
         appliedIndexByRegion.put(regionId, appliedIndex);
+        if (state != null) {
+            regionStates.put(regionId, state);
+        }
     }
 
     /**
@@ -301,6 +315,15 @@ public final class MemoryStore implements KvStore {
     @Override
     public long approximateCount(KeyRange range) {
         return view(range).size();
+    }
+
+    @Override
+    public long approximateBytes(KeyRange range) {
+        long bytes = 0;
+        for (Map.Entry<byte[], byte[]> e : view(range).entrySet()) {
+            bytes += e.getKey().length + e.getValue().length;
+        }
+        return bytes;
     }
 
     @Override

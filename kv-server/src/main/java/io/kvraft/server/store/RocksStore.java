@@ -56,6 +56,8 @@ public final class RocksStore implements KvStore {
     private static final byte[] META_COLUMN_FAMILY = "meta".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] SYSTEM_COLUMN_FAMILY = "system".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] APPLIED_KEY_PREFIX = "applied/".getBytes(StandardCharsets.US_ASCII);
+    /** A region's RegionState (range, epoch, regions split off it), written with its applied index. */
+    private static final byte[] STATE_KEY_PREFIX = "state/".getBytes(StandardCharsets.US_ASCII);
     /** The meta family holds a few bytes per region; a large memtable would only waste memory. */
     private static final long MAX_META_WRITE_BUFFER_BYTES = 4L << 20;
     private static final int MAX_WRITE_BUFFER_NUMBER = 3;
@@ -234,6 +236,10 @@ public final class RocksStore implements KvStore {
                 }
             }
             writes.put(metaFamily, appliedKey(regionId), longBytes(appliedIndex));
+            for (StoreBatch.RegionMeta meta : batch.regionMetas()) {
+                writes.put(metaFamily, appliedKey(meta.regionId()), longBytes(meta.appliedIndex()));
+                writes.put(metaFamily, stateKey(meta.regionId()), meta.state());
+            }
             db.write(writeOptions, writes);
         } catch (RocksDBException e) {
             throw failure("apply of region " + regionId + " at index " + appliedIndex, e);
@@ -294,6 +300,16 @@ public final class RocksStore implements KvStore {
             return page.build(false);
         } catch (RocksDBException e) {
             throw failure("scan of " + range, e);
+        }
+    }
+
+    @Override
+    public byte[] regionState(int regionId) {
+        ensureOpen();
+        try {
+            return db.get(metaFamily, stateKey(regionId));
+        } catch (RocksDBException e) {
+            throw failure("read of the state of region " + regionId, e);
         }
     }
 
@@ -359,7 +375,7 @@ public final class RocksStore implements KvStore {
     }
 
     @Override
-    public void loadSnapshot(int regionId, long appliedIndex, KeyRange range, Path dir) throws IOException {
+    public void loadSnapshot(int regionId, long appliedIndex, KeyRange range, Path dir, byte[] state) throws IOException {
         ensureOpen();
         // Verify everything first: a refused snapshot must leave the store unchanged.
         RocksSnapshotManifest manifest = RocksSnapshotManifest.read(dir.resolve(MANIFEST_FILE));
@@ -383,7 +399,13 @@ public final class RocksStore implements KvStore {
             if (systemManifest.keyCount() > 0) {
                 ingest(systemFamily, systemSst);
             }
-            db.put(metaFamily, writeOptions, appliedKey(regionId), longBytes(appliedIndex));
+            try (WriteBatch meta = new WriteBatch()) { // the index and the state it goes with: both or neither
+                meta.put(metaFamily, appliedKey(regionId), longBytes(appliedIndex));
+                if (state != null) {
+                    meta.put(metaFamily, stateKey(regionId), state);
+                }
+                db.write(writeOptions, meta);
+            }
         } catch (RocksDBException e) {
             throw new IOException("cannot load snapshot " + dir + " into region " + regionId + ": " + e.getMessage(), e);
         }
@@ -478,6 +500,43 @@ public final class RocksStore implements KvStore {
             return count;
         } catch (RocksDBException e) {
             throw failure("count of " + range, e);
+        }
+    }
+
+    @Override
+    public long approximateBytes(KeyRange range) {
+        ensureOpen();
+        byte[] start = range.start();
+        byte[] end = range.end().length > 0 ? range.end() : new byte[]{(byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff,
+                (byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff}; // +inf: past every key the limits allow in practice
+        try (Slice s = new Slice(start); Slice e = new Slice(end)) {
+            long[] sizes = db.getApproximateSizes(dataFamily, List.of(new org.rocksdb.Range(s, e)),
+                    org.rocksdb.SizeApproximationFlag.INCLUDE_FILES, org.rocksdb.SizeApproximationFlag.INCLUDE_MEMTABLES);
+            return sizes.length == 0 ? 0 : sizes[0];
+        }
+    }
+
+    /**
+     * The memtables' count of the range plus its bytes in sst files at the files' average bytes per key: no
+     * iteration over the range.
+     */
+    @Override
+    public long approximateKeys(KeyRange range) {
+        ensureOpen();
+        byte[] end = range.end().length > 0 ? range.end() : new byte[]{(byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff,
+                (byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff};
+        try (Slice s = new Slice(range.start()); Slice e = new Slice(end)) {
+            org.rocksdb.Range r = new org.rocksdb.Range(s, e);
+            long inMemory = db.getApproximateMemTableStats(dataFamily, r).count;
+            long[] fileBytes = db.getApproximateSizes(dataFamily, List.of(r), org.rocksdb.SizeApproximationFlag.INCLUDE_FILES);
+            long sstBytes = db.getLongProperty(dataFamily, "rocksdb.total-sst-files-size");
+            long sstKeys = db.getLongProperty(dataFamily, "rocksdb.estimate-num-keys")
+                    - db.getLongProperty(dataFamily, "rocksdb.num-entries-active-mem-table")
+                    - db.getLongProperty(dataFamily, "rocksdb.num-entries-imm-mem-tables");
+            long inFiles = sstBytes <= 0 || sstKeys <= 0 || fileBytes.length == 0 ? 0 : fileBytes[0] * sstKeys / sstBytes;
+            return inMemory + inFiles;
+        } catch (RocksDBException ex) {
+            throw failure("key estimate of " + range, ex);
         }
     }
 
@@ -596,6 +655,10 @@ public final class RocksStore implements KvStore {
             it.status();
             return last;
         }
+    }
+
+    private static byte[] stateKey(int regionId) {
+        return ByteBuffer.allocate(STATE_KEY_PREFIX.length + Integer.BYTES).put(STATE_KEY_PREFIX).putInt(regionId).array();
     }
 
     private static byte[] appliedKey(int regionId) {

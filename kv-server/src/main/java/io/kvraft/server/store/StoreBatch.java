@@ -17,6 +17,12 @@ public final class StoreBatch {
     private List<byte[]> rangeEnds;
     /** Null until the batch writes the system space; keys and values alternate, a null value is a delete. */
     private List<byte[]> system;
+    /** Null unless the batch records regions' states (a split): written with the data, in the same atomic step. */
+    private List<RegionMeta> regionMetas;
+
+    /** A region's applied index and state (a serialized RegionState), recorded by a batch. */
+    public record RegionMeta(int regionId, long appliedIndex, byte[] state) {
+    }
 
     public StoreBatch(int expectedSize) {
         keys = new ArrayList<>(expectedSize);
@@ -57,6 +63,22 @@ public final class StoreBatch {
         }
         system.add(key);
         system.add(record);
+    }
+
+    /**
+     * Records {@code state} and {@code appliedIndex} for {@code regionId} with this batch (the applying region's
+     * own index is recorded anyway; this names it again with its state, or another region: a split's child).
+     */
+    public void regionMeta(int regionId, long appliedIndex, byte[] state) {
+        if (regionMetas == null) {
+            regionMetas = new ArrayList<>(2);
+        }
+        regionMetas.add(new RegionMeta(regionId, appliedIndex, state));
+    }
+
+    /** The region states this batch records, in order (empty for plain data batches). */
+    public List<RegionMeta> regionMetas() {
+        return regionMetas == null ? List.of() : regionMetas;
     }
 
     /** Number of system-space writes. */

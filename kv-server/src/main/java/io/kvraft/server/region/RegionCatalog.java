@@ -1,0 +1,142 @@
+package io.kvraft.server.region;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import io.kvraft.server.region.RegionLayout.RegionSpec;
+import io.kvraft.server.store.KeyRange;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The Raft groups this node hosts, on disk ({@value #FILE} under the node's raft directory): the regions of
+ * the initial layout and every region split off one of them since, in the order this node learned of them.
+ * It says which groups to start at boot and what each started as; where a region is now (its range and epoch
+ * after later splits) is the region's own replicated state, kept by its state machine. Rewritten whole
+ * (temp file, fsync, atomic rename) each time a region is added.
+ */
+public final class RegionCatalog {
+
+    public static final String FILE = "regions.json";
+    /** Region ids handed out by splits start here, above every id an initial layout can have. */
+    static final int FIRST_SPLIT_ID = 65_537;
+
+    private static final ObjectMapper JSON = new ObjectMapper()
+            .enable(SerializationFeature.INDENT_OUTPUT)
+            .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+            .setSerializationInclusion(JsonInclude.Include.NON_DEFAULT);
+
+    /**
+     * One region as this node first knew it.
+     *
+     * @param parent    the region it was split off, 0 for the initial layout
+     * @param createdAt the parent's log index of the split (or of the parent's snapshot this node learned it from)
+     * @param empty     learned from a parent's snapshot, not from applying the split: the group starts with no
+     *                  log and no data and gets a snapshot from the region's leader
+     */
+    public record Entry(int id, String start, String end, long epoch, int parent, long createdAt, boolean empty) {
+
+        public Entry {
+            start = start == null ? "" : start; // the file leaves out empty keys (-inf, +inf)
+            end = end == null ? "" : end;
+        }
+
+        KeyRange range() {
+            return new KeyRange(HexFormat.of().parseHex(start), HexFormat.of().parseHex(end));
+        }
+
+        static Entry of(int id, KeyRange range, long epoch, int parent, long createdAt, boolean empty) {
+            return new Entry(id, HexFormat.of().formatHex(range.start()), HexFormat.of().formatHex(range.end()), epoch,
+                    parent, createdAt, empty);
+        }
+    }
+
+    /** The file's content. */
+    record Content(int version, List<Entry> regions) {
+    }
+
+    private final Path file;
+    private final Map<Integer, Entry> entries = new LinkedHashMap<>();
+
+    private RegionCatalog(Path file) {
+        this.file = file;
+    }
+
+    /** Reads the catalog under {@code raftRoot}, or writes a new one of {@code layout} when there is none. */
+    public static RegionCatalog open(Path raftRoot, List<RegionSpec> layout) {
+        RegionCatalog catalog = new RegionCatalog(raftRoot.resolve(FILE));
+        try {
+            Files.createDirectories(raftRoot);
+            if (Files.exists(catalog.file)) {
+                Content content = JSON.readValue(catalog.file.toFile(), Content.class);
+                if (content.regions() == null || content.regions().isEmpty()) {
+                    throw new IOException("lists no regions");
+                }
+                for (Entry e : content.regions()) {
+                    catalog.entries.put(e.id(), e);
+                }
+            } else {
+                for (RegionSpec spec : layout) {
+                    catalog.entries.put(spec.id(), Entry.of(spec.id(), spec.range(), 1, 0, 0, false));
+                }
+                catalog.write();
+            }
+        } catch (IOException | RuntimeException e) {
+            throw new IllegalStateException("region catalog " + catalog.file + " is unreadable (" + RaftDirs.oneLine(e)
+                    + "); refusing to start: it names the regions split off the initial layout. Restore it from a backup"
+                    + " of the data directory, or start the node on an empty one", e);
+        }
+        return catalog;
+    }
+
+    public synchronized List<Entry> entries() {
+        return List.copyOf(entries.values());
+    }
+
+    public synchronized Entry get(int id) {
+        return entries.get(id);
+    }
+
+    /** Adds {@code entry} and writes the catalog before returning; a region already listed is left as it is. */
+    public synchronized void add(Entry entry) {
+        if (entries.putIfAbsent(entry.id(), entry) == null) {
+            try {
+                write();
+            } catch (IOException e) {
+                entries.remove(entry.id());
+                throw new UncheckedIOException("cannot write " + file, e);
+            }
+        }
+    }
+
+    private void write() throws IOException {
+        Path tmp = file.resolveSibling(FILE + ".tmp");
+        byte[] bytes = JSON.writeValueAsBytes(new Content(1, new ArrayList<>(entries.values())));
+        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
+                StandardOpenOption.WRITE)) {
+            ch.write(java.nio.ByteBuffer.wrap(bytes));
+            ch.force(true);
+        }
+        try {
+            Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        } catch (AtomicMoveNotSupportedException e) {
+            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING);
+        }
+        try (FileChannel dir = FileChannel.open(file.getParent(), StandardOpenOption.READ)) {
+            dir.force(true);
+        }
+    }
+}

@@ -1,0 +1,257 @@
+package io.kvraft.server;
+
+import io.kvraft.client.KvClient;
+import io.kvraft.client.KvException;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.server.config.ServerConfig;
+import io.kvraft.server.config.ServerConfig.SplitConfig;
+import io.kvraft.server.region.Region;
+import io.kvraft.server.region.RegionCatalog;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.UnaryOperator;
+
+import static io.kvraft.client.KvClient.sync;
+import static io.kvraft.server.RaftTestSupport.snapshotAllRegions;
+import static java.util.concurrent.TimeUnit.SECONDS;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Regions that split, on three servers in this JVM that start with one region: by hand and by size, under
+ * writes, across a restart of every node, and on a node that was down during the split and learns of it from a
+ * snapshot. Every test starts a cluster of its own.
+ */
+@Timeout(value = 300, unit = SECONDS)
+class SplitClusterTest {
+
+    @TempDir
+    Path dir;
+
+    private static final SplitConfig MANUAL = new SplitConfig(false, null, null, null, null);
+
+    private static InProcessCluster start(Path dir, String engine, SplitConfig split) throws Exception {
+        UnaryOperator<ServerConfig> tweak = c -> c.withSplit(split);
+        InProcessCluster cluster = InProcessCluster.start(3, 1, dir, engine, ServerConfig.RaftConfig.LOG_SHARED, tweak);
+        await().atMost(60, SECONDS).until(cluster::allRegionsLed);
+        return cluster;
+    }
+
+    private static byte[] key(int i) {
+        return String.format("k%05d", i).getBytes(StandardCharsets.US_ASCII);
+    }
+
+    private static byte[] value(int i, int round) {
+        return ("v" + i + "-" + round).getBytes(StandardCharsets.US_ASCII);
+    }
+
+    /** Each running node's regions as (start key hex -> "id epoch end"), to compare the nodes' maps. */
+    private static Map<String, String> regionMap(KvServer server) {
+        Map<String, String> map = new TreeMap<>();
+        for (Region r : server.host().regions()) {
+            map.put(java.util.HexFormat.of().formatHex(r.range().start()),
+                    r.id() + " epoch " + r.epoch() + " end " + java.util.HexFormat.of().formatHex(r.range().end()));
+        }
+        return map;
+    }
+
+    private static void awaitSameRegionMaps(InProcessCluster cluster, int regions) {
+        await().atMost(60, SECONDS).untilAsserted(() -> {
+            Map<String, String> first = regionMap(cluster.node(0));
+            assertThat(first).hasSize(regions);
+            for (int i = 1; i < cluster.size(); i++) {
+                assertThat(regionMap(cluster.node(i))).isEqualTo(first);
+            }
+        });
+        await().atMost(60, SECONDS).untilAsserted(() -> assertThat(cluster.allRegionsLed()).as(cluster.describe()).isTrue());
+    }
+
+    private static void putAll(KvClient client, int keys, int round) {
+        List<java.util.concurrent.CompletableFuture<Void>> puts = new ArrayList<>();
+        for (int i = 0; i < keys; i++) {
+            puts.add(client.put(key(i), value(i, round)));
+        }
+        puts.forEach(KvClient::sync);
+    }
+
+    private static void assertAll(KvClient client, int keys, int round) {
+        for (int i = 0; i < keys; i++) {
+            assertThat(sync(client.get(key(i)))).as("key %d", i).isEqualTo(value(i, round));
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"memory", "rocksdb"})
+    void when_aRegionIsSplitByHandTwice_then_everyKeyReadsBackAndBothHalvesTakeWrites_alsoAfterEveryNodeRestarts(
+            String engine) throws Exception {
+        try (InProcessCluster cluster = start(dir, engine, MANUAL)) {
+            KvClient client = cluster.client(); // its routes go stale with every split: it must find its way alone
+            putAll(client, 2000, 0);
+
+            List<RegionInfo> halves = sync(client.split(1, key(1000)));
+            assertThat(halves).hasSize(2);
+            assertThat(halves.get(0).getId()).isEqualTo(1);
+            assertThat(halves.get(0).getEndKey().toByteArray()).isEqualTo(key(1000));
+            assertThat(halves.get(0).getEpoch()).isEqualTo(2);
+            assertThat(halves.get(1).getId()).isGreaterThanOrEqualTo(65_537);
+            assertThat(halves.get(1).getStartKey().toByteArray()).isEqualTo(key(1000));
+            assertThat(halves.get(1).getEndKey().isEmpty()).isTrue();
+            assertThat(halves.get(1).getEpoch()).isEqualTo(2);
+            awaitSameRegionMaps(cluster, 2);
+            assertAll(client, 2000, 0);
+
+            List<RegionInfo> quarters = sync(client.split(halves.get(1).getId(), null)); // at about its middle key
+            assertThat(quarters.get(1).getId()).isNotIn(1, halves.get(1).getId());
+            assertThat(quarters.get(0).getEpoch()).isEqualTo(3);
+            awaitSameRegionMaps(cluster, 3);
+            putAll(client, 2000, 1);
+            assertAll(client, 2000, 1);
+
+            for (int i = 0; i < 3; i++) {
+                cluster.stopNode(i);
+            }
+            for (int i = 0; i < 3; i++) {
+                cluster.startNode(i);
+            }
+            awaitSameRegionMaps(cluster, 3);
+            assertThat(regionMap(cluster.node(0)).values()).anyMatch(v -> v.startsWith(halves.get(1).getId() + " epoch 3"));
+            KvClient fresh = cluster.client();
+            assertAll(fresh, 2000, 1);
+            putAll(fresh, 2000, 2);
+            assertAll(client, 2000, 2);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"memory", "rocksdb"})
+    void when_aNodeIsDownDuringASplitAndCatchesUpFromASnapshot_then_itEndsWithTheSameRegionsAndData(String engine)
+            throws Exception {
+        try (InProcessCluster cluster = start(dir, engine, MANUAL)) {
+            KvClient client = cluster.client();
+            putAll(client, 1000, 0);
+            cluster.stopNode(2);
+            List<RegionInfo> halves = sync(client.split(1, key(500)));
+            putAll(client, 1000, 1);
+            // two snapshots on the live nodes: the parent's log no longer holds the split, so the lagging node gets it
+            // from a snapshot of the parent taken after it, and the child's data from a snapshot of the child
+            for (int round = 0; round < 2; round++) {
+                snapshotAllRegions(cluster.node(0));
+                snapshotAllRegions(cluster.node(1));
+                putAll(client, 1000, 2 + round);
+            }
+            cluster.startNode(2);
+            awaitSameRegionMaps(cluster, 2);
+            assertThat(cluster.node(2).host().catalog().get(halves.get(1).getId())).isNotNull();
+            // the lagging node's own store ends with the latest data of both halves
+            await().atMost(60, SECONDS).untilAsserted(() -> {
+                for (int i = 0; i < 1000; i++) {
+                    assertThat(cluster.node(2).store().get(key(i))).as("key %d on the lagging node", i)
+                            .isEqualTo(value(i, 3));
+                }
+            });
+        }
+    }
+
+    @Test
+    void when_keysAreWrittenWhileTheRegionSplitsThreeTimes_then_theClientSeesNoErrorAndEveryAckedWriteReadsBack()
+            throws Exception {
+        try (InProcessCluster cluster = start(dir, "memory", MANUAL)) {
+            KvClient client = cluster.client();
+            Map<Integer, byte[]> acked = new ConcurrentHashMap<>();
+            AtomicBoolean stop = new AtomicBoolean();
+            ExecutorService writers = Executors.newFixedThreadPool(4);
+            List<Future<Integer>> done = new ArrayList<>();
+            try {
+                for (int w = 0; w < 4; w++) {
+                    int writer = w;
+                    done.add(writers.submit(() -> {
+                        int n = 0;
+                        for (int round = 0; !stop.get(); round++) {
+                            for (int i = writer; i < 4000 && !stop.get(); i += 4) {
+                                byte[] v = value(i, round);
+                                sync(client.put(key(i), v)); // throws on any error: the test fails
+                                acked.put(i, v);
+                                n++;
+                            }
+                        }
+                        return n;
+                    }));
+                }
+                await().atMost(30, SECONDS).until(() -> acked.size() > 500);
+                int right = sync(client.split(1, key(2000))).get(1).getId();
+                sync(client.split(1, key(1000)));
+                sync(client.split(right, key(3000)));
+                awaitSameRegionMaps(cluster, 4);
+                int before = acked.size();
+                await().atMost(30, SECONDS).until(() -> acked.size() > before + 500);
+            } finally {
+                stop.set(true);
+                writers.shutdown();
+            }
+            for (Future<Integer> f : done) {
+                assertThat(f.get(60, SECONDS)).isPositive();
+            }
+            acked.forEach((i, v) -> assertThat(sync(client.get(key(i)))).as("key %d", i).isEqualTo(v));
+        }
+    }
+
+    @Test
+    void when_regionsGrowPastSplitMaxKeys_then_theyAreSplitAutomatically() throws Exception {
+        try (InProcessCluster cluster = start(dir, "rocksdb", new SplitConfig(true, 500L, null, null, 200))) {
+            KvClient client = cluster.client();
+            putAll(client, 4000, 0);
+            await().atMost(120, SECONDS).untilAsserted(() ->
+                    assertThat(cluster.node(0).host().regions()).hasSizeGreaterThanOrEqualTo(4));
+            assertAll(client, 4000, 0);
+            for (int i = 0; i < 3; i++) {
+                assertThat(cluster.node(i).host().catalog().entries()).hasSizeGreaterThanOrEqualTo(4);
+            }
+        }
+    }
+
+    @Test
+    void when_aSplitIsAskedWithBadInput_then_typedErrorsAndNothingChanges() throws Exception {
+        try (InProcessCluster cluster = start(dir, "memory", MANUAL)) {
+            KvClient client = cluster.client();
+            putAll(client, 10, 0);
+            int right = sync(client.split(1, key(5))).get(1).getId();
+            awaitSameRegionMaps(cluster, 2);
+            Map<String, String> before = regionMap(cluster.node(0));
+
+            assertThatThrownBy(() -> sync(client.split(right, key(5)))) // its own start
+                    .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT))
+                    .hasMessageContaining("not strictly inside");
+            assertThatThrownBy(() -> sync(client.split(1, key(7)))) // in the other region
+                    .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT));
+            assertThatThrownBy(() -> sync(client.split(4242, null)))
+                    .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.REGION_NOT_FOUND));
+            assertThatThrownBy(() -> sync(client.split(1, new byte[cluster.node(0).config().limits().maxKeyBytes() + 1])))
+                    .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT));
+            sync(client.deleteRange(key(0), key(5)));
+            assertThatThrownBy(() -> sync(client.split(1, null))) // no keys left to find a middle in
+                    .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT))
+                    .hasMessageContaining("too few keys");
+
+            assertThat(regionMap(cluster.node(0))).isEqualTo(before);
+            assertThat(cluster.node(0).host().catalog().entries()).extracting(RegionCatalog.Entry::id)
+                    .containsExactly(1, right);
+        }
+    }
+}
