@@ -90,7 +90,8 @@ class WireProtocolTest {
                 KvProto.BackupOpenRequest.newBuilder().setRegionId(4).setRegionEpoch(1).build(),
                 KvProto.BackupPageRequest.newBuilder().setSessionId(Long.MAX_VALUE).setStartKey(bytes("k"))
                         .setLimit(1000).build(),
-                KvProto.BackupCloseRequest.newBuilder().setSessionId(7).build());
+                KvProto.BackupCloseRequest.newBuilder().setSessionId(7).build(),
+                KvProto.SplitRequest.newBuilder().setRegionId(65_537).setRegionEpoch(3).setSplitKey(bytes("user42")).build());
     }
 
     static Stream<Named<Message>> responses() {
@@ -126,7 +127,13 @@ class WireProtocolTest {
                         .setMore(true).build(),
                 KvProto.BackupPageResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.SESSION_NOT_FOUND)
                         .setDetail("expired")).build(),
-                RegionsResponse.newBuilder().setNode("10.0.0.1:8181").setStoreId("0b9d6c1e").build());
+                RegionsResponse.newBuilder().setNode("10.0.0.1:8181").setStoreId("0b9d6c1e").build(),
+                KvProto.SplitResponse.newBuilder()
+                        .setLeft(RegionInfo.newBuilder().setId(1).setEndKey(bytes("m")).setEpoch(2).addPeers("10.0.0.1:8181"))
+                        .setRight(RegionInfo.newBuilder().setId(65_537).setStartKey(bytes("m")).setEpoch(2).setRole("STARTING"))
+                        .build(),
+                KvProto.SplitResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.INVALID_ARGUMENT)
+                        .setDetail("split key is not strictly inside region 1")).build());
     }
 
     private static Stream<Named<Message>> named(Message... messages) {

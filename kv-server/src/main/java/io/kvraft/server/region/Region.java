@@ -303,7 +303,7 @@ public final class Region {
             public void serve() {
                 KeyRange now = range();
                 for (ByteString key : keys) {
-                    if (!now.contains(key.toByteArray())) { // split off while the read waited: ask the region holding it
+                    if (!now.contains(key)) { // split off while the read waited: ask the region holding it
                         fail(Responses.error(ErrorCode.KEY_OUT_OF_RANGE, "region " + id + " was split while the read"
                                 + " waited; the key is no longer in its range " + now));
                         return;
