@@ -24,11 +24,25 @@ public final class Locks {
     /** The longest holder id, in bytes. */
     public static final int MAX_HOLDER_BYTES = 128;
 
-    /** An entry's time: its Raft term, its leader's lease clock, and when that term began on that clock. */
-    public record Clock(long term, long nowMs, long termStartMs) {
+    /**
+     * An entry's time: its region and Raft term, its leader's lease clock, and when that term began on that clock.
+     * A region split off another has terms of its own that may repeat its parent's numbers on other nodes' clocks,
+     * so a clock is one region's term, never a term number alone.
+     */
+    public record Clock(int region, long term, long nowMs, long termStartMs) {
         public Clock {
             termStartMs = Math.min(termStartMs, nowMs);
         }
+
+        /** A clock of region 0 (tests). */
+        public Clock(long term, long nowMs, long termStartMs) {
+            this(0, term, nowMs, termStartMs);
+        }
+    }
+
+    /** Whether the lock's expiry is on {@code clock}'s clock: the same region's same term. */
+    private static boolean sameClock(CoordRecord r, Clock clock) {
+        return r.getLockTerm() == clock.term() && r.getLockRegion() == clock.region();
     }
 
     private Locks() {
@@ -46,7 +60,7 @@ public final class Locks {
         if (held(current, now) && !current.getLockHolder().equals(holder)) {
             return new Sequences.Outcome(current, false, result(current, now));
         }
-        CoordRecord.Builder next = current.toBuilder().setLockTerm(clock.term()).setLockUpdatedMs(now);
+        CoordRecord.Builder next = current.toBuilder().setLockTerm(clock.term()).setLockRegion(clock.region()).setLockUpdatedMs(now);
         if (held(current, now)) {
             next.setLockCount(current.getLockCount() + 1)
                     .setLockLeaseMs(leaseMs)
@@ -67,7 +81,7 @@ public final class Locks {
             return new Sequences.Outcome(current, false, result(current, now));
         }
         CoordRecord written = current.toBuilder().setLockLeaseMs(leaseMs).setLockExpiresMs(now + leaseMs)
-                .setLockTerm(clock.term()).setLockUpdatedMs(now).build();
+                .setLockTerm(clock.term()).setLockRegion(clock.region()).setLockUpdatedMs(now).build();
         return new Sequences.Outcome(written, true, result(written, now));
     }
 
@@ -78,7 +92,7 @@ public final class Locks {
         if (!heldBy(current, holder, token, now)) {
             return new Sequences.Outcome(current, false, result(current, now));
         }
-        CoordRecord.Builder next = current.toBuilder().setLockTerm(clock.term()).setLockUpdatedMs(now);
+        CoordRecord.Builder next = current.toBuilder().setLockTerm(clock.term()).setLockRegion(clock.region()).setLockUpdatedMs(now);
         if (current.getLockCount() > 1) {
             next.setLockCount(current.getLockCount() - 1);
         } else {
@@ -101,16 +115,16 @@ public final class Locks {
     /** A held lock from an earlier term gets a full lease from the start of this one; its expiry moves onto this term's clock. */
     private static CoordRecord inTerm(CoordRecord record, Clock clock) {
         CoordRecord current = record == null ? CoordRecord.getDefaultInstance() : record;
-        if (current.getLockHolder().isEmpty() || current.getLockTerm() == clock.term()) {
+        if (current.getLockHolder().isEmpty() || sameClock(current, clock)) {
             return current;
         }
-        return current.toBuilder().setLockTerm(clock.term()).setLockUpdatedMs(clock.termStartMs())
+        return current.toBuilder().setLockTerm(clock.term()).setLockRegion(clock.region()).setLockUpdatedMs(clock.termStartMs())
                 .setLockExpiresMs(clock.termStartMs() + current.getLockLeaseMs()).build();
     }
 
     /** Now on the lock's clock: never before its last write (proposals may be stamped a little out of order). */
     private static long now(CoordRecord current, Clock clock) {
-        return current.getLockTerm() == clock.term() ? Math.max(clock.nowMs(), current.getLockUpdatedMs()) : clock.nowMs();
+        return sameClock(current, clock) ? Math.max(clock.nowMs(), current.getLockUpdatedMs()) : clock.nowMs();
     }
 
     private static boolean held(CoordRecord r, long now) {

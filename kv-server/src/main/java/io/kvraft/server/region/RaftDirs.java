@@ -280,7 +280,13 @@ final class RaftDirs {
                     + oneLine(e) + ")", e);
         }
         if (state != null) {
-            range = Region.Shape.of(state).range(); // the region's range when the snapshot was taken (splits narrow it)
+            // the region's range when the snapshot was taken: splits only narrow a region's range
+            KeyRange taken = Region.Shape.of(state).range();
+            if (!range.covers(taken)) {
+                throw new IOException("snapshot of region " + state.getId() + " " + taken + " lies outside the region range "
+                        + range);
+            }
+            range = taken;
         }
         switch (engine) {
             case MemoryStore.ENGINE -> MemoryStore.verifySnapshot(kv, range);

@@ -473,7 +473,7 @@ public final class Region {
      */
     public io.kvraft.server.coord.Locks.Clock leaseClockNow() {
         TermStart started = termStart;
-        return new io.kvraft.server.coord.Locks.Clock(started.term(), leaseClockMs.getAsLong(), started.startMs());
+        return new io.kvraft.server.coord.Locks.Clock(id, started.term(), leaseClockMs.getAsLong(), started.startMs());
     }
 
     /** The system records of {@code range}, one page, as LockInfo pairs (an empty value for keys never locked). */

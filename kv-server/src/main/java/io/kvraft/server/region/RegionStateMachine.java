@@ -122,7 +122,7 @@ final class RegionStateMachine extends StateMachineAdapter {
                     closure.outOfRange = outOfRange;
                 }
                 try {
-                    writes = toStoreBatch(batch, clockOf(batch, iter.getTerm()), results, previous, coord, outOfRange);
+                    writes = toStoreBatch(batch, clockOf(region.id(), batch, iter.getTerm()), results, previous, coord, outOfRange);
                 } catch (InvalidProtocolBufferException e) {
                     iter.setErrorAndRollback(1, new Status(RaftError.ESTATEMACHINE,
                             "region %d: undecodable system record at index %d: %s", region.id(), index, e.getMessage()));
@@ -370,9 +370,9 @@ final class RegionStateMachine extends StateMachineAdapter {
      * the start of the entry's own term when it proposed; otherwise the entry's own time stands in for it, which
      * is later, so leases carried over from earlier terms only get longer.
      */
-    static Locks.Clock clockOf(WriteBatch batch, long entryTerm) {
+    static Locks.Clock clockOf(int regionId, WriteBatch batch, long entryTerm) {
         long start = batch.getLeaderTerm() == entryTerm ? batch.getTermStartMs() : batch.getLeaseClockMs();
-        return new Locks.Clock(entryTerm, batch.getLeaseClockMs(), start);
+        return new Locks.Clock(regionId, entryTerm, batch.getLeaseClockMs(), start);
     }
 
     @Override

@@ -115,6 +115,18 @@ class LocksTest {
     }
 
     @Test
+    void when_aRegionSplitOffTheLocksRegionHasTheSameTermNumber_then_itsClockIsStillAnotherAndTheLeaseRunsFromItsTermStart() {
+        // region 1, term 1: held until 1100 on region 1's leader's clock
+        CoordRecord held = Locks.acquire(null, A, LEASE, new Locks.Clock(1, 1, 100, 0)).record();
+        // region 65537 (split off region 1) in its own term 1, on another node's clock that reads 5000
+        Locks.Clock child = new Locks.Clock(65_537, 1, 5000, 4900);
+        Sequences.Outcome refused = Locks.acquire(held, B, LEASE, child);
+        assertThat(refused.succeeded()).isFalse(); // read as the same clock, 5000 > 1100 would have freed it
+        assertThat(refused.result().getLock().getLeaseLeftMs()).isEqualTo(900);
+        assertThat(Locks.acquire(held, B, LEASE, new Locks.Clock(65_537, 1, 5900, 4900)).succeeded()).isTrue();
+    }
+
+    @Test
     void when_entriesOfOneTermAreStampedOutOfOrder_then_timeNeverRunsBackForALock() {
         CoordRecord renewed = Locks.renew(heldByA(), A, 1, LEASE, at(900)).record(); // expires 1900, written at 900
         Sequences.Outcome earlier = Locks.acquire(renewed, B, LEASE, at(850));

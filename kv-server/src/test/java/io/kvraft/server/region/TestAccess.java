@@ -10,6 +10,6 @@ public final class TestAccess {
     }
 
     public static Locks.Clock clockOf(WriteBatch batch, long entryTerm) {
-        return RegionStateMachine.clockOf(batch, entryTerm);
+        return RegionStateMachine.clockOf(0, batch, entryTerm);
     }
 }
