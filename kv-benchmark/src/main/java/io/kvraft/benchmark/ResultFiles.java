@@ -76,6 +76,11 @@ public final class ResultFiles {
             ops.put("scan", ResultJson.OpStats.of(r.histogram(OpType.SCAN), r.errors(OpType.SCAN), r.rate(OpType.SCAN))
                     .withKeys(r.scanKeys(), r.scanKeys() / r.durationSeconds()));
         }
+        for (OpType op : List.of(OpType.SEQUENCE, OpType.ALLOC, OpType.ACQUIRE, OpType.RELEASE)) {
+            if (r.ran(op)) {
+                ops.put(op.label(), ResultJson.OpStats.of(r.histogram(op), r.errors(op), r.rate(op)));
+            }
+        }
         ops.put("total", ResultJson.OpStats.of(r.totalHistogram(), r.errorCount(), r.opsRate()));
         double cpu = r.cpuMillisPer1kOps();
         return new ResultJson(r.clientId(), 1, List.of(r.clientId()), r.start().toString(), r.end().toString(),
