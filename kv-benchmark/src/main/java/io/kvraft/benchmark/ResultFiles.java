@@ -38,7 +38,12 @@ public final class ResultFiles {
     }
 
     /** A client's data read back: its JSON and its histograms summed over all intervals. */
-    public record ClientData(Path jsonFile, ResultJson result, Histogram put, Histogram get, Histogram scan) {
+    public record ClientData(Path jsonFile, ResultJson result, Histogram put, Histogram get, Histogram scan,
+                             Map<String, Histogram> byTag) {
+        /** Without the other tags' histograms (the sequence and lock workloads'). */
+        public ClientData(Path jsonFile, ResultJson result, Histogram put, Histogram get, Histogram scan) {
+            this(jsonFile, result, put, get, scan, Map.of());
+        }
     }
 
     /** The client id as a file-name part: anything but letters, digits, dot, dash and underscore becomes '_'. */
@@ -135,7 +140,7 @@ public final class ResultFiles {
             Map<String, Histogram> byTag = readHlog(hlog);
             out.add(new ClientData(json, readJson(json), byTag.getOrDefault("put", new Histogram(Results.DIGITS)),
                     byTag.getOrDefault("get", new Histogram(Results.DIGITS)),
-                    byTag.getOrDefault("scan", new Histogram(Results.DIGITS))));
+                    byTag.getOrDefault("scan", new Histogram(Results.DIGITS)), byTag));
         }
         return out;
     }
