@@ -80,8 +80,9 @@ class CoordinationWorkloadsEndToEndTest {
 
         assertThat(r.errorCount()).isZero();
         assertThat(r.count(OpType.ACQUIRE)).isPositive();
-        // a release per acquire, but for those the window's end cut between the two
-        assertThat(r.count(OpType.RELEASE)).isBetween(r.count(OpType.ACQUIRE) - 16, r.count(OpType.ACQUIRE));
+        // a release per acquire, but for those the window's edges cut between the two: at most one per slot at the
+        // start (acquired in the warm-up, released in the window) and one per slot at the end
+        assertThat(r.count(OpType.RELEASE)).isBetween(r.count(OpType.ACQUIRE) - 16, r.count(OpType.ACQUIRE) + 16);
         List<byte[]> slotKeys = new java.util.ArrayList<>();
         for (long slot = 0; slot < 16; slot++) {
             slotKeys.add(LoadRunner.lockKey(o, slot));
