@@ -23,7 +23,7 @@ import java.util.stream.Stream;
 /**
  * A client's result files in an output directory: {@code result-<client-id>.json} (figures, config,
  * errors) and {@code histogram-<client-id>.hlog} (HdrHistogram interval log, microseconds, tags
- * {@code put}, {@code get} and {@code scan}), which merge adds up.
+ * {@code put}, {@code get}, {@code scan} and those of the sequence and lock workloads), which merge adds up.
  */
 public final class ResultFiles {
 
