@@ -21,7 +21,7 @@ import java.util.function.Function;
 /**
  * {@code java -jar kv-benchmark.jar [options]}: runs the benchmark against a local 3-node cluster it
  * starts (or a running one with --servers/--config), prints the report, and optionally writes the
- * result files. Subcommands: {@code merge}, {@code sweep}, {@code verify}, {@code nemesis}.
+ * result files. Subcommands: {@code merge}, {@code sweep}, {@code verify}, {@code nemesis}, {@code lock-handover}.
  *
  * <p>Exit codes: 0 ok; 1 the error rate exceeded --max-error-rate (or the run failed); 2 bad usage
  * or configuration.
@@ -29,9 +29,9 @@ import java.util.function.Function;
 @Command(name = "kv-benchmark", mixinStandardHelpOptions = true, version = "kv-benchmark 0.1.0",
         sortOptions = false, usageHelpAutoWidth = true,
         subcommands = {MergeCommand.class, SweepCommand.class, VerifyCommand.class,
-                io.kvraft.benchmark.nemesis.NemesisCommand.class},
+                io.kvraft.benchmark.nemesis.NemesisCommand.class, LockHandoverCommand.class},
         description = "Load generator for the kv cluster: puts, gets and scans in a mix (--workload), in any read"
-                + " mode; the SOFAJRaft reference report (Dropwizard timers), HdrHistogram percentiles, a table per"
+                + " mode, or sequences and locks (--workload sequence|allocator|lock); the SOFAJRaft reference report (Dropwizard timers), HdrHistogram percentiles, a table per"
                 + " operation type, result files that merge across clients.",
         exitCodeListHeading = "%nExit codes:%n",
         exitCodeList = {"0:ok", "1:error rate over --max-error-rate, or the run failed", "2:bad usage or configuration"})
@@ -156,6 +156,9 @@ public final class BenchmarkMain implements Callable<Integer> {
         boolean adaptive = Double.isNaN(fixed);
         double warmup = adaptive ? 0 : fixed;
         load.validate(duration, warmup);
+        if (recordAcked != null && load.workload != null && load.workload.kind() != WorkloadPreset.Kind.MIX) {
+            throw new UsageException("--record-acked records puts: it does not apply to --workload " + load.workload);
+        }
         try (ClusterSession session = ClusterSession.open(cluster, load.readMode, load.batching, connector, stderr)) {
             ClientConfig cc = session.clientConfig();
             WorkloadOptions options = load.toWorkload(duration, warmup, cc.readMode(), cc.batching().enabled());

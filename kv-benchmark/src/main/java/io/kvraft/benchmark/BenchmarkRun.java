@@ -44,10 +44,15 @@ public final class BenchmarkRun {
         return result;
     }
 
-    /** The key space for {@code options} (asking the cluster for its regions for region-start), preloaded. */
+    /**
+     * The key space for {@code options} (asking the cluster for its regions for region-start), preloaded when the
+     * workload reads it (not for sequences and locks, which live apart from the pairs).
+     */
     public static KeySpace prepare(WorkloadOptions options, KvClient client, PrintStream progress) {
         KeySpace keys = keySpace(options, client);
-        Preloader.preload(client, keys, options.valueSize(), options.seed(), progress);
+        if (options.preloads()) {
+            Preloader.preload(client, keys, options.valueSize(), options.seed(), progress);
+        }
         return keys;
     }
 

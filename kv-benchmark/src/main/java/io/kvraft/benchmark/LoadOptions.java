@@ -22,7 +22,13 @@ public final class LoadOptions {
             description = "A named mix instead of --read-ratio/--scan-ratio: default (90%% put, 10%% get, the SOFAJRaft"
                     + " reference), a (50%% get, 50%% put: YCSB A), b (95%% get, 5%% put), c (100%% get), e (95%% scan,"
                     + " 5%% put: YCSB E). A put writes a key of the key space; a scan reads up to --scan-length keys"
-                    + " from a start key drawn by --key-distribution (default: default).")
+                    + " from a start key drawn by --key-distribution. Or a coordination workload (issue #22; no"
+                    + " preload): sequence (getSequence(key, --sequence-step) on --keys sequence keys drawn by"
+                    + " --key-distribution: calls/s and latency per call), allocator (each thread calls"
+                    + " SequenceAllocator.next() in a loop, blocks of --sequence-step, one allocator per sequence key"
+                    + " shared by the threads; --inflight does not apply: the 'alloc' row's ops/s is ids/s), lock (each"
+                    + " in-flight slot has its own lock key: tryLock with --lock-lease, then unlock; no contention:"
+                    + " 'acquire' and 'release' rows) (default: default).")
     WorkloadPreset workload;
 
     @Option(names = "--read-ratio", paramLabel = "R",
@@ -46,9 +52,28 @@ public final class LoadOptions {
             description = "Value size (default: ${DEFAULT-VALUE}).")
     int valueSize;
 
-    @Option(names = "--keys", defaultValue = "100000", paramLabel = "N",
-            description = "Key space size, preloaded with batchPut before measuring so gets hit (default: ${DEFAULT-VALUE}).")
-    long keys;
+    @Option(names = "--keys", paramLabel = "N",
+            description = "Key space size, preloaded with batchPut before measuring so gets hit; for --workload sequence"
+                    + " and allocator the number of sequence keys, not preloaded; the lock workload takes one key per"
+                    + " in-flight slot instead (default: " + DEFAULT_KEYS + "; " + DEFAULT_SEQUENCE_KEYS
+                    + " for sequence and allocator).")
+    Long keys;
+
+    /** Key space size unless --keys says otherwise. */
+    static final long DEFAULT_KEYS = 100_000;
+    /** Sequence keys of the sequence and allocator workloads unless --keys says otherwise: one id generator. */
+    static final long DEFAULT_SEQUENCE_KEYS = 1;
+
+    @Option(names = "--sequence-step", paramLabel = "N",
+            description = "--workload sequence: numbers per getSequence call; allocator: numbers per block the"
+                    + " allocator fetches (default: " + WorkloadOptions.DEFAULT_SEQUENCE_STEP + ").")
+    Long sequenceStep;
+
+    @Option(names = "--lock-lease", paramLabel = "TIME", converter = DurationConverter.class,
+            description = "--workload lock: the lease of each lock taken (it is released at once, so the watchdog"
+                    + " seldom renews): " + DurationConverter.HELP + " (default: "
+                    + WorkloadOptions.DEFAULT_LOCK_LEASE_MS / 1000 + "s).")
+    Duration lockLease;
 
     @Option(names = "--key-distribution", defaultValue = "uniform", paramLabel = "DIST",
             converter = KeyDistribution.Converter.class, completionCandidates = KeyDistribution.Candidates.class,
@@ -102,12 +127,23 @@ public final class LoadOptions {
                     + " or --workload");
         }
         WorkloadPreset preset = workload == null ? WorkloadPreset.DEFAULT : workload;
+        WorkloadPreset.Kind kind = preset.kind();
+        if (sequenceStep != null && kind != WorkloadPreset.Kind.SEQUENCE && kind != WorkloadPreset.Kind.ALLOCATOR) {
+            throw new UsageException("--sequence-step applies to --workload sequence and allocator only");
+        }
+        if (lockLease != null && kind != WorkloadPreset.Kind.LOCK) {
+            throw new UsageException("--lock-lease applies to --workload lock only");
+        }
         double reads = readRatio != null ? readRatio : preset.readRatio();
         double scans = scanRatio != null ? scanRatio : preset.scanRatio();
+        long keyCount = keys != null ? keys
+                : kind == WorkloadPreset.Kind.SEQUENCE || kind == WorkloadPreset.Kind.ALLOCATOR ? DEFAULT_SEQUENCE_KEYS
+                : DEFAULT_KEYS;
         return new WorkloadOptions(threads, inflight, durationSeconds, warmupSeconds,
                 workload == null ? null : workload.cliName(), reads, scans, scanLength, keySize, valueSize,
-                keys, keyDistribution, rate, effectiveReadMode, effectiveBatching, maxErrorRate, clientId, seed,
-                DurationConverter.seconds(drainTimeout));
+                keyCount, keyDistribution, rate, effectiveReadMode, effectiveBatching, maxErrorRate, clientId, seed,
+                DurationConverter.seconds(drainTimeout), sequenceStep,
+                lockLease == null ? null : lockLease.toMillis());
     }
 
     /** Checks the options before any cluster is started (the result is thrown away). */

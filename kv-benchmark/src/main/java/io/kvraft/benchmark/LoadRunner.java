@@ -1,12 +1,19 @@
 package io.kvraft.benchmark;
 
 import io.kvraft.client.KvClient;
+import io.kvraft.client.KvException;
+import io.kvraft.client.LockHandle;
+import io.kvraft.client.SequenceAllocator;
+import io.kvraft.client.proto.KvProto.ErrorCode;
 
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.util.Locale;
+import java.nio.ByteBuffer;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
@@ -26,6 +33,13 @@ import java.util.concurrent.locks.LockSupport;
  * <p>The hot path has no locks and no logging: completions record into {@link Results} and bump
  * the owner's free-slot counter, waking it only when it sleeps. The calling thread ticks once a
  * second: progress line, interval histograms.
+ *
+ * <p>The coordination workloads ({@link WorkloadPreset.Kind}) use the same slots: a sequence op is one
+ * getSequence call; an allocator op one {@link SequenceAllocator#next()}, called on the load thread (it
+ * returns at memory speed and blocks only when a block runs out, so a thread has one in flight whatever
+ * {@code inflight} says); a lock op takes the slot's own lock key with tryLock (no wait) and, once it has
+ * it, unlocks it, recording the acquire and the release as two operations, and frees the slot after the
+ * release.
  */
 public final class LoadRunner {
 
@@ -42,6 +56,8 @@ public final class LoadRunner {
     private String warmupEnd;
     /** nanoTime at which the load threads stop early (an adaptive warm-up that has ended); MAX_VALUE until then. */
     private volatile long stopAt = Long.MAX_VALUE;
+    /** The allocator workload's allocators, one per sequence key, shared by the load threads. */
+    private final ConcurrentHashMap<ByteBuffer, SequenceAllocator> allocators = new ConcurrentHashMap<>();
 
     /**
      * @param progress where the once-a-second progress line goes; null for none
@@ -179,10 +195,20 @@ public final class LoadRunner {
     /** What {@link Results#record} counts besides latency: a get's hit (1) or miss (0), a scan's keys. */
     private static long items(OpType op, Object answer) {
         return switch (op) {
-            case PUT -> 0;
             case GET -> answer != null ? 1 : 0;
             case SCAN -> answer instanceof java.util.List<?> l ? l.size() : 0;
+            default -> 0;
         };
+    }
+
+    /**
+     * The lock workload's key of slot {@code slot} (numbered over all threads): distinct per slot, spread over the
+     * regions by {@link KeyGenerator}, and salted by the seed and client id, so that two clients running at once
+     * do not contend.
+     */
+    static byte[] lockKey(WorkloadOptions options, long slot) {
+        long salt = KeyGenerator.mix64(options.seed() ^ KeyGenerator.mix64(options.clientId().hashCode())) & ~0xFFFFFFFFL;
+        return KeyGenerator.key(salt + slot, Math.max(16, options.keySize()));
     }
 
     /** One load thread and its slots. */
@@ -198,6 +224,8 @@ public final class LoadRunner {
         private final Thread ticker;
         private final Thread thread;
         private final AtomicInteger free = new AtomicInteger(options.inflight());
+        /** The lock workload: the lock keys of the free slots (a slot's key is its own while it is taken). */
+        private final ConcurrentLinkedQueue<byte[]> lockKeys = new ConcurrentLinkedQueue<>();
         private volatile boolean waiting;
         private long unfinished;
         private long unsent;
@@ -215,6 +243,11 @@ public final class LoadRunner {
             this.ticker = ticker;
             this.thread = new Thread(this, "kv-benchmark-load-" + index);
             this.thread.setDaemon(true);
+            if (options.kind() == WorkloadPreset.Kind.LOCK) {
+                for (int slot = 0; slot < options.inflight(); slot++) {
+                    lockKeys.add(lockKey(options, (long) index * options.inflight() + slot));
+                }
+            }
         }
 
         @Override
@@ -309,6 +342,73 @@ public final class LoadRunner {
         }
 
         private void issue(long start) {
+            switch (options.kind()) {
+                case SEQUENCE -> issueSequence(start);
+                case ALLOCATOR -> issueAllocation(start);
+                case LOCK -> issueLock(start);
+                default -> issueMix(start);
+            }
+        }
+
+        private void issueSequence(long start) {
+            CompletableFuture<?> f;
+            try {
+                f = client.getSequence(workload.nextKey(), options.sequenceStep());
+            } catch (RuntimeException e) {
+                f = CompletableFuture.failedFuture(e);
+            }
+            f.whenComplete((r, error) -> complete(OpType.SEQUENCE, start, error, 0));
+        }
+
+        /** On this thread: next() returns at once while the block lasts. */
+        private void issueAllocation(long start) {
+            byte[] key = workload.nextKey();
+            Throwable error = null;
+            try {
+                allocators.computeIfAbsent(ByteBuffer.wrap(key),
+                        k -> new SequenceAllocator(client, key, options.sequenceStep())).next();
+            } catch (RuntimeException e) {
+                error = e;
+            }
+            complete(OpType.ALLOC, start, error, 0);
+        }
+
+        /** The slot's lock: tryLock without waiting (nobody else takes it), then unlock; the slot is free after. */
+        private void issueLock(long start) {
+            byte[] key = lockKeys.poll(); // never null: a slot is taken only when one is free, and each has a key
+            CompletableFuture<LockHandle> f;
+            try {
+                f = client.tryLock(key, options.lockLeaseMs(), 0);
+            } catch (RuntimeException e) {
+                f = CompletableFuture.failedFuture(e);
+            }
+            f.whenComplete((handle, error) -> {
+                long acquired = clock.nanoTime();
+                if (error == null && handle == null) {
+                    error = new KvException(ErrorCode.LOCK_NOT_HELD, "lock 0x" + java.util.HexFormat.of().formatHex(key)
+                            + " is held by another client: the lock workload's keys must be this run's own");
+                }
+                if (error != null) {
+                    results.record(OpType.ACQUIRE, start, acquired, error, 0);
+                    lockKeys.add(key);
+                    complete(null, start, null, 0);
+                    return;
+                }
+                results.record(OpType.ACQUIRE, start, acquired, null, 0);
+                CompletableFuture<Void> release;
+                try {
+                    release = handle.unlock();
+                } catch (RuntimeException e) {
+                    release = CompletableFuture.failedFuture(e);
+                }
+                release.whenComplete((v, releaseError) -> {
+                    lockKeys.add(key);
+                    complete(OpType.RELEASE, acquired, releaseError, 0);
+                });
+            });
+        }
+
+        private void issueMix(long start) {
             OpType op = workload.nextOp();
             AckedRecorder rec = recorder;
             byte[] key = op != OpType.PUT || rec == null ? workload.nextKey() : rec.uniqueKey();
@@ -319,6 +419,7 @@ public final class LoadRunner {
                     case PUT -> client.put(key, value);
                     case GET -> client.get(key);
                     case SCAN -> client.scan(key, null, options.scanLength(), false);
+                    default -> throw new IllegalStateException("not a mix operation: " + op);
                 };
             } catch (RuntimeException e) {
                 f = CompletableFuture.failedFuture(e);
@@ -331,8 +432,11 @@ public final class LoadRunner {
             });
         }
 
+        /** Records the op (none when null) and frees its slot. */
         private void complete(OpType op, long start, Throwable error, long items) {
-            results.record(op, start, clock.nanoTime(), error, items);
+            if (op != null) {
+                results.record(op, start, clock.nanoTime(), error, items);
+            }
             free.incrementAndGet();
             if (waiting) {
                 LockSupport.unpark(thread);

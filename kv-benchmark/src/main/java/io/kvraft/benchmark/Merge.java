@@ -27,8 +27,15 @@ public final class Merge {
     }
 
     /** The merged figures and the histograms behind them. */
-    public record Merged(ResultJson result, Histogram put, Histogram get, Histogram scan, Histogram total) {
+    public record Merged(ResultJson result, Histogram put, Histogram get, Histogram scan, Histogram total,
+                         Map<OpType, Histogram> coordination) {
+        public Merged(ResultJson result, Histogram put, Histogram get, Histogram scan, Histogram total) {
+            this(result, put, get, scan, total, Map.of());
+        }
     }
+
+    /** The types of the sequence and lock workloads, merged like scans: present once a client had them. */
+    static final List<OpType> COORDINATION = List.of(OpType.SEQUENCE, OpType.ALLOC, OpType.ACQUIRE, OpType.RELEASE);
 
     /** Reads every client's files in {@code dirs} (a directory given twice counts once) and merges them. */
     public static Merged merge(List<Path> dirs) {
@@ -66,8 +73,23 @@ public final class Merge {
         double duration = 0;
         Instant start = null;
         Instant end = null;
+        Map<OpType, Histogram> coord = new java.util.EnumMap<>(OpType.class);
+        Map<OpType, double[]> coordRateAndErrors = new java.util.EnumMap<>(OpType.class);
         for (ResultFiles.ClientData c : clients) {
             ResultJson r = c.result();
+            for (OpType op : COORDINATION) {
+                Histogram h = c.byTag().get(op.label());
+                ResultJson.OpStats st = r.ops() == null ? null : r.op(op.label());
+                if (h != null || st != null) {
+                    Histogram sum = coord.computeIfAbsent(op, o -> new Histogram(Results.DIGITS));
+                    if (h != null) {
+                        sum.add(h);
+                    }
+                    double[] re = coordRateAndErrors.computeIfAbsent(op, o -> new double[2]);
+                    re[0] += rate(r, op.label());
+                    re[1] += errorsOf(r, op.label());
+                }
+            }
             put.add(c.put());
             get.add(c.get());
             scan.add(c.scan());
@@ -105,6 +127,13 @@ public final class Merge {
         Histogram total = put.copy();
         total.add(get);
         total.add(scan);
+        double coordRate = 0;
+        for (Histogram h : coord.values()) {
+            total.add(h);
+        }
+        for (double[] re : coordRateAndErrors.values()) {
+            coordRate += re[0];
+        }
         long errorCount = errors.values().stream().mapToLong(Long::longValue).sum();
         long all = total.getTotalCount() + errorCount;
         Map<String, ResultJson.OpStats> ops = new LinkedHashMap<>();
@@ -115,10 +144,12 @@ public final class Merge {
             ops.put("scan", ResultJson.OpStats.of(scan, scanErrors, scanRate)
                     .withKeys(scanKeys == null ? 0 : scanKeys, keysPerSec));
         }
-        ops.put("total", ResultJson.OpStats.of(total, errorCount, putRate + getRate + scanRate));
+        coord.forEach((op, h) -> ops.put(op.label(), ResultJson.OpStats.of(h, (long) coordRateAndErrors.get(op)[1],
+                coordRateAndErrors.get(op)[0])));
+        ops.put("total", ResultJson.OpStats.of(total, errorCount, putRate + getRate + scanRate + coordRate));
         ResultJson merged = new ResultJson("merged", ids.size(), ids, str(start), str(end), duration, null, ops,
                 errors, errorCount, all == 0 ? 0 : (double) errorCount / all, warmup, unfinished, unsent, null);
-        return new Merged(merged, put, get, scan, total);
+        return new Merged(merged, put, get, scan, total, Map.copyOf(coord));
     }
 
     private static Long sum(Long a, Long b) {
@@ -135,6 +166,12 @@ public final class Merge {
                 new ReportPrinter.Row("get", m.get(), r.op("get").opsPerSec())));
         if (r.op("scan") != null) {
             rows.add(new ReportPrinter.Row("scan", m.scan(), r.op("scan").opsPerSec()));
+        }
+        for (OpType op : COORDINATION) {
+            Histogram h = m.coordination().get(op);
+            if (h != null) {
+                rows.add(new ReportPrinter.Row(op.label(), h, r.op(op.label()).opsPerSec()));
+            }
         }
         rows.add(new ReportPrinter.Row("total", m.total(), r.op("total").opsPerSec()));
         ReportPrinter.printLatencyTable(out, rows);

@@ -17,7 +17,8 @@ import java.util.function.ToLongFunction;
 /**
  * The text reports: the Dropwizard Metrics console block in the SOFAJRaft reference's format
  * (timers {@code benchmark_timer}, {@code get_benchmark_timer}, {@code put_benchmark_timer}, and
- * {@code scan_benchmark_timer} when scans ran, in milliseconds), then an HdrHistogram percentile
+ * {@code scan_benchmark_timer} when scans ran, in milliseconds; likewise {@code sequence_}, {@code alloc_},
+ * {@code acquire_} and {@code release_benchmark_timer} for the coordination workloads), then an HdrHistogram percentile
  * table, a per-type table (memtier's: count, rate, percentiles, gets' hits and misses, scans' keys),
  * then errors by code.
  */
@@ -42,11 +43,13 @@ public final class ReportPrinter {
         out.println("kv-benchmark: " + r.options().describe());
         out.println();
         printDropwizard(out, r);
-        List<Row> rows = new ArrayList<>(List.of(
-                new Row("put", r.putHistogram(), r.putRate()),
-                new Row("get", r.getHistogram(), r.getRate())));
-        if (r.ran(OpType.SCAN)) {
-            rows.add(new Row("scan", r.histogram(OpType.SCAN), r.rate(OpType.SCAN)));
+        List<Row> rows = new ArrayList<>();
+        boolean mix = r.options().kind() == WorkloadPreset.Kind.MIX;
+        for (OpType op : OpType.values()) {
+            // a mix always shows put and get (the reference's timers); every other type once it ran
+            if ((mix && !op.optional()) || r.ran(op)) {
+                rows.add(new Row(op.label(), r.histogram(op), r.rate(op)));
+            }
         }
         rows.add(new Row("total", r.totalHistogram(), r.opsRate()));
         printLatencyTable(out, rows);
@@ -64,6 +67,14 @@ public final class ReportPrinter {
                 o.batching() == null ? "of the client config" : o.batching() ? "on" : "off",
                 o.workload() == null ? "by ratios" : o.workload(), o.mix(),
                 o.scanRatio() > 0 ? ", " + o.scanLength() + " keys per scan at most" : "");
+        if (r.ran(OpType.SEQUENCE)) {
+            out.printf(Locale.ROOT, "sequence: %d numbers per call: %.0f numbers/s handed out by getSequence over %d"
+                    + " sequence key(s)%n", o.sequenceStep(), r.rate(OpType.SEQUENCE) * o.sequenceStep(), o.keys());
+        }
+        if (r.ran(OpType.ALLOC)) {
+            out.printf(Locale.ROOT, "allocator: %.0f ids/s from SequenceAllocator.next() (blocks of %d, %d sequence"
+                    + " key(s), %d thread(s))%n", r.rate(OpType.ALLOC), o.sequenceStep(), o.keys(), o.threads());
+        }
         if (r.cpuMillisPer1kOps() >= 0) {
             out.printf(Locale.ROOT, "client CPU: %.2f ms per 1k operations (%.2f cores on average)%n",
                     r.cpuMillisPer1kOps(), r.cpuNanos() / 1e9 / (r.durationSeconds() + r.options().warmupSeconds()));
@@ -89,9 +100,11 @@ public final class ReportPrinter {
         registry.register(TOTAL_TIMER, HdrTimer.of(r.totalHistogram(), counts(r, Results.IntervalCount::all), window));
         registry.register(PUT_TIMER, HdrTimer.of(r.putHistogram(), counts(r, Results.IntervalCount::puts), window));
         registry.register(GET_TIMER, HdrTimer.of(r.getHistogram(), counts(r, Results.IntervalCount::gets), window));
-        if (r.ran(OpType.SCAN)) {
-            registry.register(SCAN_TIMER, HdrTimer.of(r.histogram(OpType.SCAN), counts(r, Results.IntervalCount::scans),
-                    window));
+        for (OpType op : OpType.values()) {
+            if (op.optional() && r.ran(op)) {
+                registry.register(op.label() + "_benchmark_timer", HdrTimer.of(r.histogram(op), counts(r, c -> c.of(op)),
+                        window));
+            }
         }
         long endMillis = r.end().toEpochMilli();
         Clock wall = new Clock() {
@@ -130,11 +143,11 @@ public final class ReportPrinter {
     /** The HdrHistogram table: p50 .. p99.99 and max in ms with 3 decimals, count and ops/s. */
     public static void printLatencyTable(PrintStream out, List<Row> rows) {
         out.println(header("HdrHistogram latency (ms)"));
-        out.printf(Locale.ROOT, "%-6s %10s %10s %10s %10s %10s %10s %12s %12s%n",
+        out.printf(Locale.ROOT, "%-8s %10s %10s %10s %10s %10s %10s %12s %12s%n",
                 "op", "p50", "p90", "p99", "p99.9", "p99.99", "max", "count", "ops/s");
         for (Row row : rows) {
             Histogram h = row.micros();
-            out.printf(Locale.ROOT, "%-6s %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %12d %12.2f%n",
+            out.printf(Locale.ROOT, "%-8s %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %12d %12.2f%n",
                     row.name(), ms(h, 50), ms(h, 90), ms(h, 99), ms(h, 99.9), ms(h, 99.99), maxMs(h),
                     h.getTotalCount(), row.opsPerSecond());
         }
@@ -147,13 +160,13 @@ public final class ReportPrinter {
      */
     public static void printOperations(PrintStream out, Map<String, ResultJson.OpStats> ops) {
         out.println(header("Operations by type (ms)"));
-        out.printf(Locale.ROOT, "%-6s %12s %12s %9s %9s %9s %9s %12s %12s %12s %10s%n",
+        out.printf(Locale.ROOT, "%-8s %12s %12s %9s %9s %9s %9s %12s %12s %12s %10s%n",
                 "op", "count", "ops/s", "p50", "p99", "p99.9", "errors", "hits", "misses", "keys/s", "keys/scan");
         ops.forEach((name, st) -> {
             if (st.count() + st.errors() == 0 && !name.equals("total")) {
                 return;
             }
-            out.printf(Locale.ROOT, "%-6s %12d %12.2f %9.3f %9.3f %9.3f %9d %12s %12s %12s %10s%n", name, st.count(),
+            out.printf(Locale.ROOT, "%-8s %12d %12.2f %9.3f %9.3f %9.3f %9d %12s %12s %12s %10s%n", name, st.count(),
                     st.opsPerSec(), st.p50Ms(), st.p99Ms(), st.p999Ms(), st.errors(), orDash(st.hits()),
                     orDash(st.misses()), st.keysPerSec() == null ? "---" : String.format(Locale.ROOT, "%.2f", st.keysPerSec()),
                     st.keysPerScan() == null ? "---" : String.format(Locale.ROOT, "%.2f", st.keysPerScan()));

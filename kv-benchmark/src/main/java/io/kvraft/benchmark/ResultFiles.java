@@ -23,7 +23,7 @@ import java.util.stream.Stream;
 /**
  * A client's result files in an output directory: {@code result-<client-id>.json} (figures, config,
  * errors) and {@code histogram-<client-id>.hlog} (HdrHistogram interval log, microseconds, tags
- * {@code put}, {@code get} and {@code scan}), which merge adds up.
+ * {@code put}, {@code get}, {@code scan} and those of the sequence and lock workloads), which merge adds up.
  */
 public final class ResultFiles {
 
@@ -38,7 +38,12 @@ public final class ResultFiles {
     }
 
     /** A client's data read back: its JSON and its histograms summed over all intervals. */
-    public record ClientData(Path jsonFile, ResultJson result, Histogram put, Histogram get, Histogram scan) {
+    public record ClientData(Path jsonFile, ResultJson result, Histogram put, Histogram get, Histogram scan,
+                             Map<String, Histogram> byTag) {
+        /** Without the other tags' histograms (the sequence and lock workloads'). */
+        public ClientData(Path jsonFile, ResultJson result, Histogram put, Histogram get, Histogram scan) {
+            this(jsonFile, result, put, get, scan, Map.of());
+        }
     }
 
     /** The client id as a file-name part: anything but letters, digits, dot, dash and underscore becomes '_'. */
@@ -75,6 +80,11 @@ public final class ResultFiles {
         if (r.ran(OpType.SCAN) || r.options().scanRatio() > 0) {
             ops.put("scan", ResultJson.OpStats.of(r.histogram(OpType.SCAN), r.errors(OpType.SCAN), r.rate(OpType.SCAN))
                     .withKeys(r.scanKeys(), r.scanKeys() / r.durationSeconds()));
+        }
+        for (OpType op : List.of(OpType.SEQUENCE, OpType.ALLOC, OpType.ACQUIRE, OpType.RELEASE)) {
+            if (r.ran(op)) {
+                ops.put(op.label(), ResultJson.OpStats.of(r.histogram(op), r.errors(op), r.rate(op)));
+            }
         }
         ops.put("total", ResultJson.OpStats.of(r.totalHistogram(), r.errorCount(), r.opsRate()));
         double cpu = r.cpuMillisPer1kOps();
@@ -130,7 +140,7 @@ public final class ResultFiles {
             Map<String, Histogram> byTag = readHlog(hlog);
             out.add(new ClientData(json, readJson(json), byTag.getOrDefault("put", new Histogram(Results.DIGITS)),
                     byTag.getOrDefault("get", new Histogram(Results.DIGITS)),
-                    byTag.getOrDefault("scan", new Histogram(Results.DIGITS))));
+                    byTag.getOrDefault("scan", new Histogram(Results.DIGITS)), byTag));
         }
         return out;
     }

@@ -62,18 +62,37 @@ public final class Results {
     private final ByteArrayOutputStream hlogBytes = new ByteArrayOutputStream();
     private final HistogramLogWriter hlog;
 
-    /** Completions in one tick interval, for the Dropwizard rates. {@code endNanos} is relative to the window start. */
-    public record IntervalCount(long endNanos, long puts, long gets, long scans) {
+    /**
+     * Completions in one tick interval, for the Dropwizard rates. {@code endNanos} is relative to the window start;
+     * {@code counts} is indexed by {@link OpType#ordinal()}.
+     */
+    public record IntervalCount(long endNanos, long[] counts) {
+        public IntervalCount {
+            counts = counts.clone();
+        }
+
         public long all() {
-            return puts + gets + scans;
+            long n = 0;
+            for (long c : counts) {
+                n += c;
+            }
+            return n;
         }
 
         public long of(OpType op) {
-            return switch (op) {
-                case PUT -> puts;
-                case GET -> gets;
-                case SCAN -> scans;
-            };
+            return counts[op.ordinal()];
+        }
+
+        public long puts() {
+            return of(OpType.PUT);
+        }
+
+        public long gets() {
+            return of(OpType.GET);
+        }
+
+        public long scans() {
+            return of(OpType.SCAN);
         }
     }
 
@@ -104,8 +123,8 @@ public final class Results {
         }
         hlog = new HistogramLogWriter(hlogBytes);
         long base = wallMillis(measureStart);
-        hlog.outputComment("kv-benchmark client " + clientId + ": latencies in microseconds, tags put, get and scan,"
-                + " measured operations only");
+        hlog.outputComment("kv-benchmark client " + clientId + ": latencies in microseconds, tags put, get and (once"
+                + " they ran) scan, sequence, alloc, acquire, release; measured operations only");
         hlog.outputLogFormatVersion();
         hlog.outputStartTime(base);
         hlog.setBaseTime(base);
@@ -189,14 +208,17 @@ public final class Results {
             double endSec = (wallMillis(now) - hlog.getBaseTime()) / 1000.0;
             for (int i = 0; i < TYPES.length; i++) {
                 Histogram h = intervalHist[i];
-                // put and get always (the reference's two timers); scan once a scan ran, so put/get runs log as before
-                if (TYPES[i] != OpType.SCAN || totals[i].getTotalCount() > 0) {
+                // put and get always (the reference's two timers); the others once one ran, so put/get runs log as before
+                if (!TYPES[i].optional() || totals[i].getTotalCount() > 0) {
                     h.setTag(TYPES[i].label());
                     hlog.outputIntervalHistogram(startSec, endSec, h, 1000.0);
                 }
             }
-            intervals.add(new IntervalCount(Math.min(now, measureEnd) - measureStart, count(OpType.PUT),
-                    count(OpType.GET), count(OpType.SCAN)));
+            long[] counts = new long[TYPES.length];
+            for (int i = 0; i < TYPES.length; i++) {
+                counts[i] = intervalHist[i].getTotalCount();
+            }
+            intervals.add(new IntervalCount(Math.min(now, measureEnd) - measureStart, counts));
         }
         long errorsNow = errorCount() + warmErrors.sum();
         long done = measured + warmInterval.getTotalCount() + (errorsNow - lastErrors);
@@ -207,10 +229,6 @@ public final class Results {
         Histogram shown = warm ? warmTotal : allTotal;
         double p99 = shown.getTotalCount() == 0 ? 0 : shown.getValueAtPercentile(99.0) / 1000.0;
         return new Progress((now - t0) / 1e9, seconds > 0 ? done / seconds : 0, errorsNow, p99, now <= measureStart);
-    }
-
-    private long count(OpType op) {
-        return intervalHist[op.ordinal()].getTotalCount();
     }
 
     /** Measured errors so far, all codes. */

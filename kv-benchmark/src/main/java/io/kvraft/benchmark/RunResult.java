@@ -214,7 +214,10 @@ public final class RunResult {
         return intervals;
     }
 
-    /** The interval log (HdrHistogram log format), tags put, get and (once a scan ran) scan. */
+    /**
+     * The interval log (HdrHistogram log format), tags put, get and, once one ran, scan, sequence, alloc, acquire
+     * and release.
+     */
     public byte[] hlog() {
         return hlog.clone();
     }

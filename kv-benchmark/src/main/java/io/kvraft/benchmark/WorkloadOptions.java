@@ -27,6 +27,8 @@ import io.kvraft.client.proto.KvProto.ReadMode;
  * @param clientId           names the result files of this client
  * @param seed               seed of the key, value and op-type choices
  * @param drainTimeoutSeconds how long to wait after the end for operations still in flight
+ * @param sequenceStep       numbers per getSequence call (sequence), per allocator block (allocator); null: 1000
+ * @param lockLeaseMs        the lease of each lock the lock workload takes; null: 10,000 ms
  */
 public record WorkloadOptions(
         int threads,
@@ -47,13 +49,28 @@ public record WorkloadOptions(
         double maxErrorRate,
         String clientId,
         long seed,
-        double drainTimeoutSeconds) {
+        double drainTimeoutSeconds,
+        Long sequenceStep,
+        Long lockLeaseMs) {
 
     /** Keys per scan unless --scan-length says otherwise. */
     public static final int DEFAULT_SCAN_LENGTH = 100;
+    /** Numbers per getSequence call or allocator block unless --sequence-step says otherwise. */
+    public static final long DEFAULT_SEQUENCE_STEP = 1000;
+    /** The lock workload's lease unless --lock-lease says otherwise. */
+    public static final long DEFAULT_LOCK_LEASE_MS = 10_000;
+    /** The client's and the servers' bounds (a step of 2^40 at most, a lease of a day at most). */
+    static final long MAX_SEQUENCE_STEP = 1L << 40;
+    static final long MAX_LOCK_LEASE_MS = 86_400_000L;
 
     public WorkloadOptions {
         scanLength = java.util.Objects.requireNonNullElse(scanLength, DEFAULT_SCAN_LENGTH);
+        sequenceStep = java.util.Objects.requireNonNullElse(sequenceStep, DEFAULT_SEQUENCE_STEP);
+        lockLeaseMs = java.util.Objects.requireNonNullElse(lockLeaseMs, DEFAULT_LOCK_LEASE_MS);
+        require(sequenceStep >= 1 && sequenceStep <= MAX_SEQUENCE_STEP,
+                "--sequence-step must be 1 to " + MAX_SEQUENCE_STEP + ", got " + sequenceStep);
+        require(lockLeaseMs >= 1 && lockLeaseMs <= MAX_LOCK_LEASE_MS,
+                "--lock-lease must be 1 ms to 1 day, got " + lockLeaseMs + " ms");
         require(threads >= 1, "--threads must be at least 1, got " + threads);
         require(inflight >= 1, "--inflight must be at least 1, got " + inflight);
         require(durationSeconds > 0 && Double.isFinite(durationSeconds), "--duration must be positive, got " + durationSeconds);
@@ -94,8 +111,31 @@ public record WorkloadOptions(
         return readMode == null ? null : io.kvraft.client.config.ClientConfig.readModeOf(readMode);
     }
 
-    /** The mix in words, e.g. {@code put 0.05, scan 0.95}: only the types with a share. */
+    /** What the operations are: a put/get/scan mix, or one of the coordination workloads. */
+    public WorkloadPreset.Kind kind() {
+        return WorkloadPreset.kindOf(workload);
+    }
+
+    /** Whether the run preloads the key space (the mixes do; sequences and locks live apart from the pairs). */
+    public boolean preloads() {
+        return kind() == WorkloadPreset.Kind.MIX;
+    }
+
+    /**
+     * The mix in words, e.g. {@code put 0.05, scan 0.95}: only the types with a share; for the coordination
+     * workloads the call and its parameter, e.g. {@code getSequence step 1000}.
+     */
     public String mix() {
+        switch (kind()) {
+            case SEQUENCE:
+                return "getSequence step " + sequenceStep;
+            case ALLOCATOR:
+                return "SequenceAllocator.next, blocks of " + sequenceStep;
+            case LOCK:
+                return "tryLock then unlock, lease " + lockLeaseMs + " ms";
+            default:
+                break;
+        }
         StringBuilder b = new StringBuilder();
         double[] shares = {putRatio(), readRatio, scanRatio};
         OpType[] types = {OpType.PUT, OpType.GET, OpType.SCAN};
@@ -124,7 +164,8 @@ public record WorkloadOptions(
                 .warmupSeconds(warmupSeconds).workload(workload).readRatio(readRatio).scanRatio(scanRatio)
                 .scanLength(scanLength).keySize(keySize).valueSize(valueSize)
                 .keys(keys).keyDistribution(keyDistribution).rate(rate).readMode(readMode).batching(batching)
-                .maxErrorRate(maxErrorRate).clientId(clientId).seed(seed).drainTimeoutSeconds(drainTimeoutSeconds);
+                .maxErrorRate(maxErrorRate).clientId(clientId).seed(seed).drainTimeoutSeconds(drainTimeoutSeconds)
+                .sequenceStep(sequenceStep).lockLeaseMs(lockLeaseMs);
     }
 
     public WorkloadOptions withThreads(int n) {
@@ -175,6 +216,8 @@ public record WorkloadOptions(
         private String clientId = "client";
         private long seed = 1;
         private double drainTimeoutSeconds = 35;
+        private Long sequenceStep;
+        private Long lockLeaseMs;
 
         public Builder threads(int v) { threads = v; return this; }
         public Builder inflight(int v) { inflight = v; return this; }
@@ -195,12 +238,14 @@ public record WorkloadOptions(
         public Builder clientId(String v) { clientId = v; return this; }
         public Builder seed(long v) { seed = v; return this; }
         public Builder drainTimeoutSeconds(double v) { drainTimeoutSeconds = v; return this; }
+        public Builder sequenceStep(Long v) { sequenceStep = v; return this; }
+        public Builder lockLeaseMs(Long v) { lockLeaseMs = v; return this; }
 
         public WorkloadOptions build() {
             return new WorkloadOptions(threads, inflight, durationSeconds, warmupSeconds, workload, readRatio,
                     scanRatio, scanLength, keySize,
                     valueSize, keys, keyDistribution, rate, readMode, batching, maxErrorRate, clientId, seed,
-                    drainTimeoutSeconds);
+                    drainTimeoutSeconds, sequenceStep, lockLeaseMs);
         }
     }
 }

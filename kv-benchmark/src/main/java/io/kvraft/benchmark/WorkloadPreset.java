@@ -7,27 +7,56 @@ import java.util.Iterator;
 import java.util.Locale;
 
 /**
- * Named operation mixes for {@code --workload}: the reference benchmark's, and YCSB's core workloads
- * A, B, C and E on this store's operations (an update is a put of an existing key; E's inserts are
- * puts of keys of the key space too, so the key space does not grow).
+ * Named workloads for {@code --workload}: operation mixes (the reference benchmark's, and YCSB's core workloads
+ * A, B, C and E on this store's operations: an update is a put of an existing key; E's inserts are puts of keys
+ * of the key space too, so the key space does not grow), and the coordination workloads of issue #22, which
+ * issue one kind of call each and preload nothing: getSequence, SequenceAllocator.next, and a lock's
+ * acquire and release.
  */
 public enum WorkloadPreset {
-    DEFAULT("default", 0.1, 0, "90% put, 10% get (the SOFAJRaft reference)"),
-    A("a", 0.5, 0, "50% get, 50% put (YCSB A, update heavy)"),
-    B("b", 0.95, 0, "95% get, 5% put (YCSB B, read mostly)"),
-    C("c", 1.0, 0, "100% get (YCSB C, read only)"),
-    E("e", 0, 0.95, "95% scan, 5% put (YCSB E, short ranges)");
+    DEFAULT("default", Kind.MIX, 0.1, 0, "90% put, 10% get (the SOFAJRaft reference)"),
+    A("a", Kind.MIX, 0.5, 0, "50% get, 50% put (YCSB A, update heavy)"),
+    B("b", Kind.MIX, 0.95, 0, "95% get, 5% put (YCSB B, read mostly)"),
+    C("c", Kind.MIX, 1.0, 0, "100% get (YCSB C, read only)"),
+    E("e", Kind.MIX, 0, 0.95, "95% scan, 5% put (YCSB E, short ranges)"),
+    SEQUENCE("sequence", Kind.SEQUENCE, 0, 0, "getSequence(key, --sequence-step) on the --keys sequences"),
+    ALLOCATOR("allocator", Kind.ALLOCATOR, 0, 0,
+            "SequenceAllocator.next() in a loop per thread, one allocator per sequence key shared by the threads"),
+    LOCK("lock", Kind.LOCK, 0, 0, "per in-flight slot its own lock key: tryLock, then unlock (no contention)");
+
+    /** What a workload's operations are. */
+    public enum Kind {
+        /** Puts, gets and scans by the ratios, on a preloaded key space. */
+        MIX,
+        /** {@link io.kvraft.client.KvClient#getSequence}: calls/s, latency per call. */
+        SEQUENCE,
+        /** {@link io.kvraft.client.SequenceAllocator#next}: numbers/s, latency per number. */
+        ALLOCATOR,
+        /** {@link io.kvraft.client.KvClient#tryLock} then {@link io.kvraft.client.LockHandle#unlock}, each timed. */
+        LOCK
+    }
 
     private final String cliName;
+    private final Kind kind;
     private final double readRatio;
     private final double scanRatio;
     private final String description;
 
-    WorkloadPreset(String cliName, double readRatio, double scanRatio, String description) {
+    WorkloadPreset(String cliName, Kind kind, double readRatio, double scanRatio, String description) {
         this.cliName = cliName;
+        this.kind = kind;
         this.readRatio = readRatio;
         this.scanRatio = scanRatio;
         this.description = description;
+    }
+
+    public Kind kind() {
+        return kind;
+    }
+
+    /** The kind of the workload named {@code cliName}; a null name is the default mix. */
+    public static Kind kindOf(String cliName) {
+        return cliName == null ? Kind.MIX : parse(cliName).kind();
     }
 
     public String cliName() {

@@ -98,6 +98,58 @@ class BenchmarkMainTest {
         assertThat(p.out()).contains("client: read mode leader_lease");
     }
 
+    /** As {@link #quickRun} without --keys: the coordination workloads have their own default. */
+    private static String[] coordRun(String... more) {
+        List<String> a = new ArrayList<>(List.of(quickRun(more)));
+        int i = a.indexOf("--keys");
+        a.subList(i, i + 2).clear();
+        return a.toArray(new String[0]);
+    }
+
+    @Test
+    void when_theSequenceWorkloadRuns_then_itCallsGetSequenceWithTheStepPreloadsNothingAndReportsASequenceRow() {
+        FakeKvClient fake = new FakeKvClient();
+        Outcome o = cli(c -> fake, coordRun("--workload", "sequence", "--sequence-step", "50", "--keys", "3",
+                "--out", tmp.toString(), "--client-id", "seq"));
+        assertThat(o.code()).as(o.err()).isZero();
+        assertThat(fake.batchPutKeys.get()).as("no preload").isZero();
+        assertThat(fake.puts.get() + fake.gets.get()).isZero();
+        assertThat(fake.sequenceSteps).isNotEmpty().allMatch(step -> step == 50);
+        assertThat(fake.sequences).hasSizeLessThanOrEqualTo(3);
+        assertThat(o.out()).contains("sequence_benchmark_timer").contains("workload sequence (getSequence step 50)")
+                .doesNotContainPattern("(?m)^put ");
+        String row = o.out().lines().filter(l -> l.startsWith("sequence ")).findFirst().orElseThrow();
+        long reported = Long.parseLong(row.trim().split("\\s+")[7]); // the latency table's count column
+        assertThat(reported).isPositive().isLessThanOrEqualTo(fake.sequenceSteps.size());
+        ResultJson r = ResultFiles.readJson(tmp.resolve("result-seq.json"));
+        assertThat(r.op("sequence").count()).isEqualTo(reported);
+        assertThat(r.config().sequenceStep()).isEqualTo(50);
+    }
+
+    @Test
+    void when_theAllocatorWorkloadRuns_then_idsComeFromBlocksOfTheStepAndTheReportGivesIdsPerSecond() {
+        FakeKvClient fake = new FakeKvClient();
+        Outcome o = cli(c -> fake, coordRun("--workload", "allocator", "--sequence-step", "1000"));
+        assertThat(o.code()).as(o.err()).isZero();
+        String row = o.out().lines().filter(l -> l.startsWith("alloc ")).findFirst().orElseThrow();
+        long ids = Long.parseLong(row.trim().split("\\s+")[7]);
+        assertThat(ids).isPositive();
+        // one key, blocks of 1000: every id handed out (warm-up too) came from a block fetched
+        assertThat(fake.sequenceSteps).allMatch(step -> step == 1000);
+        assertThat(fake.sequenceSteps.size() * 1000L).isGreaterThanOrEqualTo(ids);
+        assertThat(o.out()).containsPattern("allocator: \\d+ ids/s from SequenceAllocator.next\\(\\) \\(blocks of 1000, 1"
+                + " sequence key\\(s\\), 2 thread\\(s\\)\\)");
+    }
+
+    @Test
+    void when_recordAckedIsGivenWithACoordinationWorkload_then_usageError() {
+        Outcome o = cli(c -> {
+            throw new AssertionError("must not connect");
+        }, quickRun("--workload", "lock", "--record-acked", tmp.resolve("acked").toString()));
+        assertThat(o.code()).isEqualTo(BenchmarkMain.EXIT_USAGE);
+        assertThat(o.err().strip()).isEqualTo("--record-acked records puts: it does not apply to --workload lock");
+    }
+
     @Test
     void errorRateOverTheLimitExitsWithOneAndOneLine() {
         Outcome o = cli(c -> new FakeKvClient(0, 10, ErrorCode.TIMEOUT), quickRun("--max-error-rate", "0.05"));

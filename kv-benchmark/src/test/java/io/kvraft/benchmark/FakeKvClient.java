@@ -232,14 +232,21 @@ final class FakeKvClient implements KvClient {
         throw new UnsupportedOperationException("not in the fake");
     }
 
+    /** Sequences by key, and the steps asked for. */
+    final Map<ByteBuffer, AtomicLong> sequences = new ConcurrentHashMap<>();
+    final ConcurrentLinkedQueue<Long> sequenceSteps = new ConcurrentLinkedQueue<>();
+
     @Override
     public CompletableFuture<io.kvraft.client.SequenceRange> getSequence(byte[] seqKey, long step) {
-        throw new UnsupportedOperationException("not in the fake");
+        sequenceSteps.add(step);
+        long start = sequences.computeIfAbsent(ByteBuffer.wrap(seqKey.clone()), k -> new AtomicLong()).getAndAdd(step);
+        return CompletableFuture.completedFuture(new io.kvraft.client.SequenceRange(start, start + step));
     }
 
     @Override
     public CompletableFuture<Long> getLatestSequence(byte[] seqKey) {
-        throw new UnsupportedOperationException("not in the fake");
+        AtomicLong s = sequences.get(ByteBuffer.wrap(seqKey));
+        return CompletableFuture.completedFuture(s == null ? 0L : s.get());
     }
 
     @Override

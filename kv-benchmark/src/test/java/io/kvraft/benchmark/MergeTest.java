@@ -195,4 +195,41 @@ class MergeTest {
         assertThat(m.result().op("scan")).isNull();
         assertThat(m.result().op("total").count()).isEqualTo(20);
     }
+
+    /** A lock run of {@code n} acquires and releases, latencies 1..n ms, over 2 s. */
+    private static RunResult lockRun(String clientId, int n) {
+        long sec = 1_000_000_000L;
+        WorkloadOptions options = WorkloadOptions.builder().workload("lock").clientId(clientId).durationSeconds(2)
+                .warmupSeconds(0).build();
+        Results r = new Results(0, 0, 2 * sec, 1_700_000_000_000L, clientId);
+        for (int i = 1; i <= n; i++) {
+            r.record(OpType.ACQUIRE, 0, i * 1_000_000L, null, 0);
+            r.record(OpType.RELEASE, 0, i * 1_000_000L, null, 0);
+        }
+        r.tick(sec);
+        r.close();
+        r.tick(2 * sec + 1);
+        return r.toResult(options, 0, 0, -1);
+    }
+
+    @Test
+    void when_lockRunsAreMerged_then_acquireAndReleaseRowsAddUpAndCountInTheTotal() {
+        ResultFiles.write(tmp.resolve("a"), lockRun("a", 100));
+        ResultFiles.write(tmp.resolve("b"), lockRun("b", 300));
+
+        Merge.Merged m = Merge.merge(List.of(tmp.resolve("a"), tmp.resolve("b")));
+
+        ResultJson r = m.result();
+        assertThat(r.op("acquire").count()).isEqualTo(400);
+        assertThat(r.op("release").count()).isEqualTo(400);
+        assertThat(r.op("acquire").opsPerSec()).isCloseTo(200, within(1e-6)); // 100/2 s + 300/2 s
+        assertThat(r.op("total").count()).isEqualTo(800);
+        // percentiles of the union, not averaged: p90 of 1..100 and 1..300 ms together is the 360th of 400, 260 ms
+        // (the mean of the two p90s would be 180)
+        assertThat(r.op("acquire").p90Ms()).isCloseTo(260, within(1.0));
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        Merge.print(new PrintStream(out, true, StandardCharsets.UTF_8), m, 0.001);
+        assertThat(out.toString(StandardCharsets.UTF_8).lines().filter(l -> l.startsWith("acquire ")
+                || l.startsWith("release ")).count()).as("a row each in both tables").isEqualTo(4);
+    }
 }

@@ -269,7 +269,12 @@ class WorkloadTest {
 
     @org.junit.jupiter.params.ParameterizedTest
     @org.junit.jupiter.params.provider.CsvSource(delimiter = '|', value = {
-            "--workload f                        | --workload must be one of default, a, b, c, e; got 'f'",
+            "--workload f                        | --workload must be one of default, a, b, c, e, sequence, allocator, lock; got 'f'",
+            "--workload sequence --sequence-step 0 | --sequence-step must be 1 to 1099511627776, got 0",
+            "--workload a --sequence-step 10     | --sequence-step applies to --workload sequence and allocator only",
+            "--workload sequence --lock-lease 3s | --lock-lease applies to --workload lock only",
+            "--workload lock --lock-lease 25h    | --lock-lease must be 1 ms to 1 day, got 90000000 ms",
+            "--workload lock --read-ratio 0.5    | --workload lock sets the mix: leave out --read-ratio and --scan-ratio, or --workload",
             "--read-ratio 0.9 --scan-ratio 0.2   | --read-ratio 0.9 and --scan-ratio 0.2 add up to 1.1, over 1 (puts take the rest)",
             "--scan-ratio 1.5                    | --scan-ratio must be between 0 and 1, got 1.5",
             "--scan-length 0                     | --scan-length must be at least 1, got 0",
@@ -297,6 +302,51 @@ class WorkloadTest {
         assertThat(o.putRatio()).isCloseTo(0.05, within(1e-9));
         assertThat(o.scanLength()).isEqualTo(100);
         assertThat(o.keyDistribution()).isEqualTo(KeyDistribution.ZIPFIAN);
+    }
+
+    @Test
+    void when_theSequenceWorkloadIsChosen_then_oneSequenceKeyStep1000AndNoPreloadUnlessTold() {
+        WorkloadOptions o = options("--workload", "sequence");
+        assertThat(o.kind()).isEqualTo(WorkloadPreset.Kind.SEQUENCE);
+        assertThat(o.keys()).isEqualTo(1);
+        assertThat(o.sequenceStep()).isEqualTo(1000);
+        assertThat(o.preloads()).isFalse();
+        assertThat(o.mix()).isEqualTo("getSequence step 1000");
+        assertThat(o.describe()).contains("workload=sequence mix=(getSequence step 1000)").contains("keys=1 ");
+
+        WorkloadOptions told = options("--workload", "allocator", "--sequence-step", "50000", "--keys", "8");
+        assertThat(told.kind()).isEqualTo(WorkloadPreset.Kind.ALLOCATOR);
+        assertThat(told.keys()).isEqualTo(8);
+        assertThat(told.sequenceStep()).isEqualTo(50_000);
+        assertThat(told.mix()).isEqualTo("SequenceAllocator.next, blocks of 50000");
+    }
+
+    @Test
+    void when_theLockWorkloadIsChosen_then_itsLeaseIsParsedAndTheMixesKeepTheirKeySpace() {
+        WorkloadOptions o = options("--workload", "lock", "--lock-lease", "2500ms");
+        assertThat(o.kind()).isEqualTo(WorkloadPreset.Kind.LOCK);
+        assertThat(o.lockLeaseMs()).isEqualTo(2500);
+        assertThat(o.preloads()).isFalse();
+        assertThat(o.mix()).isEqualTo("tryLock then unlock, lease 2500 ms");
+        assertThat(options("--workload", "lock").lockLeaseMs()).isEqualTo(WorkloadOptions.DEFAULT_LOCK_LEASE_MS);
+        WorkloadOptions mix = options("--workload", "a");
+        assertThat(mix.kind()).isEqualTo(WorkloadPreset.Kind.MIX);
+        assertThat(mix.keys()).isEqualTo(100_000);
+        assertThat(mix.preloads()).isTrue();
+        assertThat(options().kind()).isEqualTo(WorkloadPreset.Kind.MIX);
+    }
+
+    @Test
+    void lockKeysAreDistinctPerSlotAndPerClient() {
+        WorkloadOptions a = options("--workload", "lock", "--client-id", "a", "--seed", "1");
+        WorkloadOptions b = options("--workload", "lock", "--client-id", "b", "--seed", "1");
+        java.util.Set<String> seen = new java.util.HashSet<>();
+        for (long slot = 0; slot < 4096; slot++) {
+            assertThat(seen.add(java.util.HexFormat.of().formatHex(LoadRunner.lockKey(a, slot)))).isTrue();
+            assertThat(seen.add(java.util.HexFormat.of().formatHex(LoadRunner.lockKey(b, slot)))).isTrue();
+        }
+        // spread over the regions: the first bytes differ
+        assertThat(seen.stream().map(k -> k.substring(0, 2)).distinct().count()).isGreaterThan(200);
     }
 
     /** The workload the CLI options make, as a run would get it. */

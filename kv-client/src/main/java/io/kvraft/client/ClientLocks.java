@@ -25,12 +25,28 @@ final class ClientLocks {
     private static final long MIN_POLL_NANOS = 5_000_000L;
     private static final long MAX_POLL_NANOS = 500_000_000L;
 
-    private final RoutingKvClient client;
+    private final Backend client;
     private final ByteString holder;
     private final LongSupplier nanoClock;
     private final ConcurrentHashMap<ByteString, Lease> leases = new ConcurrentHashMap<>();
 
-    ClientLocks(RoutingKvClient client, LongSupplier nanoClock) {
+    /**
+     * What the locks need of the client: lock ops sent (routed, batched and retried as writes), a timer for the
+     * polls and the watchdog, and the deadline of a new op. {@link RoutingKvClient} in production; a test gives
+     * a fake with a manual clock and timer.
+     */
+    interface Backend {
+        /** A lock op, retried until {@code deadlineNanos} (on the locks' clock). */
+        CompletableFuture<CoordAnswer> coordOp(WriteOp op, long deadlineNanos);
+
+        /** Runs {@code task} after {@code delayNanos} (at once when 0); false once the client is closed. */
+        boolean later(Runnable task, long delayNanos);
+
+        /** The deadline of an op sent now. */
+        long deadline();
+    }
+
+    ClientLocks(Backend client, LongSupplier nanoClock) {
         this.client = client;
         this.holder = ByteString.copyFrom(UUID.randomUUID().toString(), StandardCharsets.US_ASCII);
         this.nanoClock = nanoClock;

@@ -58,7 +58,22 @@ final class RoutingKvClient implements KvClient {
             return t;
         });
         this.ranges = new RangeOps(this);
-        this.locks = new ClientLocks(this, System::nanoTime);
+        this.locks = new ClientLocks(new ClientLocks.Backend() {
+            @Override
+            public CompletableFuture<CoordAnswer> coordOp(WriteOp op, long deadlineNanos) {
+                return RoutingKvClient.this.coordOp(op, deadlineNanos);
+            }
+
+            @Override
+            public boolean later(Runnable task, long delayNanos) {
+                return RoutingKvClient.this.later(task, delayNanos);
+            }
+
+            @Override
+            public long deadline() {
+                return RoutingKvClient.this.deadline();
+            }
+        }, System::nanoTime);
     }
 
     /** A view of {@code root} whose reads default to {@code mode}; it shares everything else. */

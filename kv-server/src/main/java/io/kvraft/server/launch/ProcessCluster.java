@@ -29,7 +29,11 @@ public final class ProcessCluster implements AutoCloseable {
     /** JVM options each server gets unless the caller gives its own. ParallelGC costs far less CPU than G1 here. */
     public static final List<String> DEFAULT_SERVER_JVM_ARGS = List.of("-Xms256m", "-Xmx768m", "-XX:+UseParallelGC");
 
-    private static final List<String> OPENS = List.of(
+    /**
+     * What a JVM of ours started with {@code -cp} needs for jraft, bolt and netty (with {@code -jar} the jar's
+     * manifest gives it): the nodes here, the benchmark's lock holders.
+     */
+    public static final List<String> OPENS = List.of(
             "--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
             "--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
             "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
