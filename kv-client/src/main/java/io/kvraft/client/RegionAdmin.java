@@ -40,7 +40,10 @@ final class RegionAdmin {
             return;
         }
         String target = hint != null && !hint.isEmpty() ? hint : route.target();
-        client.transport().<SplitResponse>call(target, request, client.requestTimeoutMs()).whenComplete((resp, err) -> {
+        // the whole operation's time for one try: the leader answers once the split is applied, which includes making
+        // the new region's group on that node (a snapshot of its range), far more than a read or write takes
+        long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()));
+        client.transport().<SplitResponse>call(target, request, left).whenComplete((resp, err) -> {
             ErrorCode code = err != null ? KvException.unwrap(err).code() : resp.hasError() ? resp.getError().getCode() : ErrorCode.OK;
             if (code == ErrorCode.OK) {
                 client.refreshRoutes(target).whenComplete((v, e) -> result.complete(List.of(resp.getLeft(), resp.getRight())));

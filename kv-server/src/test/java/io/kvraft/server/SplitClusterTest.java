@@ -83,10 +83,11 @@ class SplitClusterTest {
         await().atMost(60, SECONDS).untilAsserted(() -> assertThat(cluster.allRegionsLed()).as(cluster.describe()).isTrue());
     }
 
+    /** Puts round {@code round}'s values; a put whose outcome is unknown (a leader lost under load) is sent again. */
     private static void putAll(KvClient client, int keys, int round) {
         List<java.util.concurrent.CompletableFuture<Void>> puts = new ArrayList<>();
         for (int i = 0; i < keys; i++) {
-            puts.add(client.put(key(i), value(i, round)));
+            puts.add(IdempotentWrites.put(client, key(i), value(i, round)));
         }
         puts.forEach(KvClient::sync);
     }
@@ -212,6 +213,33 @@ class SplitClusterTest {
         }
     }
 
+    @ParameterizedTest
+    @ValueSource(strings = {"memory", "rocksdb"})
+    void when_theRegionOfASequenceAndALockSplits_then_theSequenceNeverRepeatsAndTheLockIsStillHeldWithItsToken(
+            String engine) throws Exception {
+        try (InProcessCluster cluster = start(dir, engine, MANUAL)) {
+            KvClient client = cluster.client();
+            byte[] seq = "seq-z".getBytes(StandardCharsets.US_ASCII);
+            byte[] lockKey = "lock-z".getBytes(StandardCharsets.US_ASCII);
+            io.kvraft.client.SequenceRange before = sync(client.getSequence(seq, 100));
+            io.kvraft.client.LockHandle held = sync(client.tryLock(lockKey, 60_000, 0));
+            assertThat(held).isNotNull();
+            // both keys go to the new region ("l..." and "s..." are above "b")
+            int child = sync(client.split(1, "b".getBytes(StandardCharsets.US_ASCII))).get(1).getId();
+            awaitSameRegionMaps(cluster, 2);
+            assertThat(cluster.regionOf(seq)).isEqualTo(child);
+
+            io.kvraft.client.SequenceRange after = sync(client.getSequence(seq, 100));
+            assertThat(after.start()).isGreaterThanOrEqualTo(before.end());
+            // the lock came along with its holder and token: another holder is refused, the holder's release works
+            KvClient other = cluster.client(); // closed with the cluster
+            assertThat(sync(other.tryLock(lockKey, 60_000, 0))).isNull();
+            assertThat(sync(client.lockInfo(lockKey)).getToken()).isEqualTo(held.token());
+            held.close();
+            await().atMost(30, SECONDS).until(() -> sync(client.lockInfo(lockKey)).getHolder().isEmpty());
+        }
+    }
+
     @Test
     void when_regionsGrowPastSplitMaxKeys_then_theyAreSplitAutomatically() throws Exception {
         try (InProcessCluster cluster = start(dir, "rocksdb", new SplitConfig(true, 500L, null, null, 200))) {
@@ -245,6 +273,9 @@ class SplitClusterTest {
             assertThatThrownBy(() -> sync(client.split(1, new byte[cluster.node(0).config().limits().maxKeyBytes() + 1])))
                     .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT));
             sync(client.deleteRange(key(0), key(5)));
+            // the middle key is looked up on the leader, which may be new and not have applied the delete yet
+            await().atMost(30, SECONDS).until(() -> java.util.stream.IntStream.range(0, 3)
+                    .allMatch(n -> cluster.node(n).store().approximateCount(cluster.node(n).host().region(1).range()) == 0));
             assertThatThrownBy(() -> sync(client.split(1, null))) // no keys left to find a middle in
                     .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT))
                     .hasMessageContaining("too few keys");

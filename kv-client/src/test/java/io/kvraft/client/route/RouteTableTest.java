@@ -232,4 +232,33 @@ class RouteTableTest {
         assertThat(t.lookup(hex("ff")).regionId()).isEqualTo(3);
         assertThat(t.routes()).extracting(RouteTable.Route::regionId).containsExactly(1, 3);
     }
+
+    @Test
+    void when_aNodeReportsASplit_then_theNewerHalvesReplaceTheParentAndAStaleAnswerCannotRollThemBack() {
+        RouteTable t = fourRegions();
+        // region 2 [40, 80) split at 60 into 2 [40, 60) and 65537 [60, 80), both at epoch 2
+        t.update(List.of(region(2, "40", "60", 2, "n2:8182"), region(65537, "60", "80", 2, "")));
+        assertThat(t.lookup(hex("5f")).regionId()).isEqualTo(2);
+        assertThat(t.lookup(hex("5f")).epoch()).isEqualTo(2);
+        assertThat(t.lookup(hex("60")).regionId()).isEqualTo(65537);
+        assertThat(t.lookup(hex("7f")).regionId()).isEqualTo(65537);
+        assertThat(t.byId(65537)).isNotNull();
+
+        // a node that has not applied the split yet still answers with region 2 at epoch 1 over [40, 80)
+        t.update(List.of(region(1, "", "40", 1, ""), region(2, "40", "80", 1, ""), region(3, "80", "c0", 1, ""),
+                region(4, "c0", "", 1, "")));
+        assertThat(t.lookup(hex("60")).regionId()).isEqualTo(65537);
+        assertThat(t.lookup(hex("40")).epoch()).isEqualTo(2);
+        assertThat(t.routes()).hasSize(5);
+    }
+
+    @Test
+    void when_onlyTheParentsNewerStateIsKnown_then_theChildsRangeIsAGapUntilItIsLearnt() {
+        RouteTable t = fourRegions();
+        t.update(List.of(region(3, "80", "a0", 2, "")));
+        assertThat(t.lookup(hex("90")).regionId()).isEqualTo(3);
+        assertThat(t.lookup(hex("a0"))).isNull(); // the client refreshes on a gap (REGION_NOT_FOUND)
+        t.update(List.of(region(65540, "a0", "c0", 2, "")));
+        assertThat(t.lookup(hex("b0")).regionId()).isEqualTo(65540);
+    }
 }
