@@ -51,11 +51,12 @@ final class RegionsCommand implements Callable<Integer> {
                 out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(rows));
                 return 0;
             }
-            out.printf("%-4s %-10s %-10s %-21s %-6s %-10s %s%n", "ID", "START", "END", "LEADER", "TERM", "APPLIED", "PEERS");
+            out.printf("%-6s %-10s %-10s %-6s %-21s %-6s %-10s %s%n", "ID", "START", "END", "EPOCH", "LEADER", "TERM",
+                    "APPLIED", "PEERS");
             for (RegionInfo r : regions) {
-                out.printf("%-4d %-10s %-10s %-21s %-6d %-10d %s%n", r.getId(),
+                out.printf("%-6d %-10s %-10s %-6d %-21s %-6d %-10d %s%n", r.getId(),
                         r.getStartKey().isEmpty() ? "-inf" : KvCtl.hexKey(r.getStartKey()),
-                        r.getEndKey().isEmpty() ? "+inf" : KvCtl.hexKey(r.getEndKey()),
+                        r.getEndKey().isEmpty() ? "+inf" : KvCtl.hexKey(r.getEndKey()), r.getEpoch(),
                         r.getLeader().isEmpty() ? "(none)" : r.getLeader(), r.getTerm(), r.getAppliedIndex(),
                         String.join(",", r.getPeersList()));
             }
