@@ -16,18 +16,22 @@ import java.util.Random;
 /**
  * Injects one fault at a time into a local process cluster and heals it: kill -9 and restart of a
  * node (half the time the one leading most regions), SIGSTOP/SIGCONT, isolation of a node both ways,
- * packet loss, and a wall-clock jump. Every injection and heal is logged with its time.
+ * packet loss, and a wall-clock jump; and, as an event among them, a split of a region ({@link SplitEvent}),
+ * which has nothing to heal. Every injection and heal is logged with its time.
  */
 final class Nemesis {
 
     enum Fault {
-        KILL, PAUSE, PARTITION, LOSS, CLOCK;
+        KILL, PAUSE, PARTITION, LOSS, CLOCK, SPLIT;
+
+        /** The names --faults takes, as its help and errors list them. */
+        static final String NAMES = "kill, pause, partition, loss, clock, split";
 
         static Fault parse(String s) {
             try {
                 return valueOf(s.trim().toUpperCase(Locale.ROOT));
             } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException("unknown fault '" + s.trim() + "' (known: kill, pause, partition, loss, clock)");
+                throw new IllegalArgumentException("unknown fault '" + s.trim() + "' (known: " + NAMES + ")");
             }
         }
 
@@ -36,7 +40,7 @@ final class Nemesis {
         }
     }
 
-    /** One injected fault: what, where, and when (seconds from the run's start). */
+    /** One injected fault: what, where (-1 for a split), and when (seconds from the run's start). */
     record Event(Fault fault, int node, String detail, double injectedAt, double healedAt) {
     }
 
@@ -48,11 +52,21 @@ final class Nemesis {
     private final Random rnd;
     private final PrintStream log;
     private final long originNs;
+    private final SplitEvent splits; // null without split events
     final List<Event> events = new java.util.concurrent.CopyOnWriteArrayList<>();
     private volatile String current = "none";
 
     Nemesis(ProcessCluster cluster, NetLab lab, List<Path> clockFiles, List<Fault> faults, long holdMs, Random rnd,
             PrintStream log, long originNs) {
+        this(cluster, lab, clockFiles, faults, holdMs, rnd, log, originNs, null);
+    }
+
+    Nemesis(ProcessCluster cluster, NetLab lab, List<Path> clockFiles, List<Fault> faults, long holdMs, Random rnd,
+            PrintStream log, long originNs, SplitEvent splits) {
+        if (faults.contains(Fault.SPLIT) && splits == null) {
+            throw new IllegalArgumentException("split events need a SplitEvent");
+        }
+        this.splits = splits;
         this.cluster = cluster;
         this.lab = lab;
         this.clockFiles = clockFiles;
@@ -67,6 +81,11 @@ final class Nemesis {
         return current;
     }
 
+    /** The split events' outcomes; null without split events. */
+    SplitEvent splits() {
+        return splits;
+    }
+
     /**
      * Injects the next fault (or a kill as the run's last, when kills are wanted, so the recovery after the
      * last heal is a real one), holds it, heals it; returns when healed, with the kind it was.
@@ -77,6 +96,13 @@ final class Nemesis {
         String detail;
         double at = now();
         switch (f) {
+            case SPLIT -> {
+                node = -1;
+                current = "split";
+                log.printf(Locale.ROOT, "[%6.1f s] fault: split a region%n", at);
+                detail = splits.run(); // returns when the split is answered (or not, within its deadline)
+                log.printf(Locale.ROOT, "[%6.1f s] %s%n", now(), detail);
+            }
             case KILL -> {
                 if (rnd.nextBoolean()) {
                     Map<Integer, Integer> counts = cluster.leaderCounts();
@@ -116,7 +142,8 @@ final class Nemesis {
         double healed = now();
         events.add(new Event(f, node, detail, at, healed));
         current = "none";
-        log.printf(Locale.ROOT, "[%6.1f s] healed: %s%n", healed, f.name().toLowerCase(Locale.ROOT));
+        log.printf(Locale.ROOT, "[%6.1f s] %s: %s%n", healed, f == Fault.SPLIT ? "over" : "healed",
+                f.name().toLowerCase(Locale.ROOT));
         return f;
     }
 
