@@ -75,6 +75,11 @@ public final class NemesisCommand implements Callable<Integer> {
                     + " a split refused or failed is counted, not a failure) (default: ${DEFAULT-VALUE}).")
     List<String> faults;
 
+    @Option(names = "--split-during-faults",
+            description = "Also split a region during every other fault: half-way through its hold, right after a kill"
+                    + " (the node down); counted with the split events. Off by default.")
+    boolean splitDuringFaults;
+
     @Option(names = "--interval", defaultValue = "10", paramLabel = "TIME", converter = DurationConverter.class,
             description = "One fault starts every this long, at least 2 s: " + DurationConverter.HELP
                     + " (default: ${DEFAULT-VALUE}).")
@@ -155,8 +160,9 @@ public final class NemesisCommand implements Callable<Integer> {
         long s = seed != null ? seed : System.currentTimeMillis();
         Files.createDirectories(out);
         Path dataRoot = Files.createTempDirectory("kv-nemesis-");
-        log.printf(Locale.ROOT, "nemesis: %s of %s, engine %s, reads %s%s, seed %d, data in %s%n", DurationConverter.text(duration),
-                String.join(",", kinds.stream().map(k -> k.name().toLowerCase(Locale.ROOT)).toList()), engine, readMode,
+        log.printf(Locale.ROOT, "nemesis: %s of %s%s, engine %s, reads %s%s, seed %d, data in %s%n", DurationConverter.text(duration),
+                String.join(",", kinds.stream().map(k -> k.name().toLowerCase(Locale.ROOT)).toList()),
+                splitDuringFaults ? " (and a split during each)" : "", engine, readMode,
                 raftKeys.isEmpty() ? "" : ", raft " + String.join(" ", raftKeys), s, dataRoot);
         NetLab lab = null;
         ProcessCluster cluster = null;
@@ -194,10 +200,10 @@ public final class NemesisCommand implements Callable<Integer> {
             List<byte[]> freshPrefixes = space.freshPrefixes();
             long origin = System.nanoTime();
             Map<Nemesis.Fault, List<Double>> recoveries = new java.util.EnumMap<>(Nemesis.Fault.class);
-            SplitEvent splits = kinds.contains(Nemesis.Fault.SPLIT)
+            SplitEvent splits = kinds.contains(Nemesis.Fault.SPLIT) || splitDuringFaults
                     ? new SplitEvent(SplitEvent.Admin.of(client), keys, new Random(s + 1)) : null;
             Nemesis nemesis = new Nemesis(cluster, lab, clockFiles, kinds, hold.toMillis(), new Random(s), log, origin,
-                    splits);
+                    splits).splitDuringFaults(splitDuringFaults);
             RegisterWorkload load = new RegisterWorkload(client, keys, freshPrefixes, threads, rate, s, origin);
             log.printf(Locale.ROOT, "%d regions, %d keys, %d client threads at %.0f ops/s%n", regions.size(), keys.size(),
                     threads, rate);

@@ -6,10 +6,13 @@ import io.kvraft.client.proto.KvProto.ErrorCode;
 import io.kvraft.client.proto.KvProto.RegionInfo;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -42,7 +45,7 @@ class SplitEventTest {
     private static final List<byte[]> KEYS = List.of(b("a"), b("b"), b("c"), b("d"), b("x"));
 
     /** A client whose splits answer, in turn, with what {@code answers} holds; it records what was asked. */
-    private static final class FakeAdmin implements SplitEvent.Admin {
+    private static class FakeAdmin implements SplitEvent.Admin {
         final Deque<Supplier<CompletableFuture<List<RegionInfo>>>> answers = new ArrayDeque<>();
         final List<Integer> regionIds = new ArrayList<>();
         final List<byte[]> atKeys = new ArrayList<>();
@@ -147,6 +150,58 @@ class SplitEventTest {
         assertThat(nemesis.events.get(0).detail()).contains("split region 1", "done");
         assertThat(nemesis.events.get(1).detail()).contains("refused (BUSY");
         assertThat(nemesis.splits().summary()).startsWith("2 asked: 1 done, 1 refused (BUSY 1)");
+    }
+
+    @Test
+    void when_splitsRunDuringFaults_then_eachFaultSplitsWhileInForce(@TempDir Path dir) throws Exception {
+        Path clock = Files.writeString(dir.resolve("clock-1"), "+0\n");
+        List<Path> clocks = List.of(clock, Files.writeString(dir.resolve("clock-2"), "+0\n"),
+                Files.writeString(dir.resolve("clock-3"), "+0\n"));
+        List<String> clocksAtSplit = new ArrayList<>();
+        FakeAdmin admin = new FakeAdmin() {
+            @Override
+            public CompletableFuture<List<RegionInfo>> split(int regionId, byte[] atKey) {
+                try {
+                    StringBuilder b = new StringBuilder();
+                    for (Path c : clocks) {
+                        b.append(Files.readString(c).strip()).append(' ');
+                    }
+                    clocksAtSplit.add(b.toString().strip());
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+                return super.split(regionId, atKey);
+            }
+        };
+        admin.done();
+        admin.fail(ErrorCode.TIMEOUT, false);
+        SplitEvent splits = new SplitEvent(admin, KEYS, new Random(1));
+        Nemesis nemesis = new Nemesis(null, null, clocks, List.of(Nemesis.Fault.CLOCK), 400, new Random(1),
+                new PrintStream(OutputStream.nullOutputStream()), System.nanoTime(), splits).splitDuringFaults(true);
+        nemesis.cycle(0, false);
+        nemesis.cycle(1, true);
+        // each split ran while one node's clock was off, and both faults were healed after
+        assertThat(clocksAtSplit).hasSize(2).allSatisfy(c -> assertThat(c).doesNotMatch("\\+0 \\+0 \\+0"));
+        for (Path c : clocks) {
+            assertThat(Files.readString(c)).isEqualTo("+0\n");
+        }
+        assertThat(nemesis.counts()).containsExactly(java.util.Map.entry(Nemesis.Fault.CLOCK, 2));
+        assertThat(nemesis.events.get(0).detail()).contains("jumps", "; during it: split region 1", ": done");
+        assertThat(nemesis.events.get(1).detail()).contains("; during it: split region 1", ": unknown (TIMEOUT");
+        assertThat(splits.summary()).isEqualTo("2 asked: 1 done, 0 refused, 0 failed, 1 unknown (TIMEOUT 1)");
+    }
+
+    @Test
+    void when_splitsDuringFaultsAreOff_then_aFaultSplitsNothing(@TempDir Path dir) throws Exception {
+        List<Path> clocks = List.of(Files.writeString(dir.resolve("c1"), "+0\n"), Files.writeString(dir.resolve("c2"), "+0\n"),
+                Files.writeString(dir.resolve("c3"), "+0\n"));
+        FakeAdmin admin = new FakeAdmin();
+        SplitEvent splits = new SplitEvent(admin, KEYS, new Random(1));
+        Nemesis nemesis = new Nemesis(null, null, clocks, List.of(Nemesis.Fault.CLOCK), 200, new Random(1),
+                new PrintStream(OutputStream.nullOutputStream()), System.nanoTime(), splits);
+        nemesis.cycle(0, false);
+        assertThat(admin.regionIds).isEmpty();
+        assertThat(nemesis.events.get(0).detail()).doesNotContain("during it");
     }
 
     @Test
