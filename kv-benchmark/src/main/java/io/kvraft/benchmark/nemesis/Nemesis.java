@@ -58,6 +58,7 @@ final class Nemesis {
     private final long originNs;
     private final SplitEvent splits; // null without split events
     private volatile boolean splitDuringFaults;
+    private volatile long healedNs;
     final List<Event> events = new java.util.concurrent.CopyOnWriteArrayList<>();
     private volatile String current = "none";
 
@@ -84,6 +85,11 @@ final class Nemesis {
 
     String current() {
         return current;
+    }
+
+    /** When the last cycle healed its fault (System.nanoTime()); a split during it may have been answered later. */
+    long healedNs() {
+        return healedNs;
     }
 
     /** The split events' outcomes; null without split events. */
@@ -159,16 +165,17 @@ final class Nemesis {
                 during = hold(f, detail, at, () -> setClock(t, jump), () -> setClock(t, 0));
             }
         }
-        double healed = now();
+        healedNs = System.nanoTime();
+        double healed = (healedNs - originNs) / 1e9;
+        log.printf(Locale.ROOT, "[%6.1f s] %s: %s%n", healed, f == Fault.SPLIT ? "over" : "healed",
+                f.name().toLowerCase(Locale.ROOT));
         if (during != null) {
             String line = awaitSplit(during);
             detail += "; during it: " + line;
-            log.printf(Locale.ROOT, "[%6.1f s] during the %s: %s%n", now(), f.name().toLowerCase(Locale.ROOT), line);
+            log.printf(Locale.ROOT, "[%6.1f s] split during the %s: %s%n", now(), f.name().toLowerCase(Locale.ROOT), line);
         }
         events.add(new Event(f, node, detail, at, healed));
         current = "none";
-        log.printf(Locale.ROOT, "[%6.1f s] %s: %s%n", healed, f == Fault.SPLIT ? "over" : "healed",
-                f.name().toLowerCase(Locale.ROOT));
         return f;
     }
 

@@ -233,7 +233,7 @@ public final class NemesisCommand implements Callable<Integer> {
                             break; // the last fault's recovery is awaited below
                         }
                         recoveries.computeIfAbsent(lastFault, k -> new ArrayList<>())
-                                .add(watchRecovery(cluster, load, System.nanoTime(), slot(origin, n)));
+                                .add(watchRecovery(cluster, load, nemesis.healedNs(), slot(origin, n)));
                     }
                 } finally {
                     nemesis.healAll();
