@@ -172,7 +172,7 @@ final class Nemesis {
         if (during != null) {
             String line = awaitSplit(during);
             detail += "; during it: " + line;
-            log.printf(Locale.ROOT, "[%6.1f s] split during the %s: %s%n", now(), f.name().toLowerCase(Locale.ROOT), line);
+            log.printf(Locale.ROOT, "[%6.1f s] during the %s: %s%n", now(), f.name().toLowerCase(Locale.ROOT), line);
         }
         events.add(new Event(f, node, detail, at, healed));
         current = "none";
