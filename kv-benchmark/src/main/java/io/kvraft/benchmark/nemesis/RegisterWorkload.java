@@ -68,6 +68,9 @@ final class RegisterWorkload {
      * range delete failing so stays indeterminate: an earlier region's part may be done).
      */
     final AtomicLong routeErrors = new AtomicLong();
+    /** The first few of those: when (seconds from the start), the operation, and the error. */
+    final Queue<String> routeErrorSamples = new ConcurrentLinkedQueue<>();
+    static final int ROUTE_ERROR_SAMPLES = 5;
     final Recorder latency = new Recorder(3);
     private final List<Thread> workers = new ArrayList<>();
     private volatile boolean running;
@@ -290,8 +293,11 @@ final class RegisterWorkload {
 
     private void errorSeen(KvException e, long inv) {
         lastErrorNs.accumulateAndGet(inv, Math::max);
-        if (isRouteError(e.code())) {
-            routeErrors.incrementAndGet();
+        if (isRouteError(e.code()) && routeErrors.incrementAndGet() <= ROUTE_ERROR_SAMPLES) {
+            String op = StackWalker.getInstance().walk(s -> s.skip(1).findFirst().map(StackWalker.StackFrame::getMethodName)
+                    .orElse("?"));
+            routeErrorSamples.add(String.format(java.util.Locale.ROOT, "%s invoked at %.1f s: %s", op,
+                    (inv - originNs) / 1e9, e.getMessage()));
         }
     }
 

@@ -79,6 +79,9 @@ final class Report {
         w.printf(Locale.ROOT, "operations      %,d ok, %,d failed (not applied), %,d indeterminate (may have applied);"
                         + " %,d failed on a stale route (KEY_OUT_OF_RANGE, STALE_EPOCH, REGION_NOT_FOUND: not applied)%n",
                 load.ok.get(), load.failed.get(), load.unknown.get(), load.routeErrors.get());
+        for (String sample : load.routeErrorSamples) {
+            w.printf(Locale.ROOT, "  stale route   %s%n", sample);
+        }
         w.printf(Locale.ROOT, "ranges          scans %,d ok, %,d failed, %,d malformed; range deletes %,d ok, %,d failed,"
                         + " %,d indeterminate (a failed one is checked as indeterminate: some regions may have done it)%n",
                 load.scansOk.get(), load.scansFailed.get(), load.scansMalformed.get(), load.rangeDeletesOk.get(),
