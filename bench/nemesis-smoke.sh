@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# A short nemesis run per engine, as CI runs it: every fault kind in turn against a local 3-node
-# cluster, then the linearizability check. Exits non-zero on any violation, lost acknowledged write,
+# A short nemesis run per engine, as CI runs it: every fault kind and the split event in turn against a
+# local 3-node cluster, then the linearizability, lost-write and region-map checks. Exits non-zero on any violation, lost acknowledged write,
 # undecided key or missing recovery, and also when a fault kind cannot be injected or was not injected:
 # a smoke run that quietly drops faults would pass without testing them.
-# Usage: bench/nemesis-smoke.sh [DURATION per engine, default 60s, at least 60s so every kind gets a turn]
+# Usage: bench/nemesis-smoke.sh [DURATION per engine, default 70s, at least 70s so each of the 6 kinds gets a turn
+# (one every 10 s, the last one a kill)]
 # Partition and loss need root (network namespaces); CI runs this as root. To run fewer kinds on purpose
-# (say without root), name them: NEMESIS_FAULTS=kill,pause,clock bench/nemesis-smoke.sh
+# (say without root), name them: NEMESIS_FAULTS=kill,pause,split,clock bench/nemesis-smoke.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-duration=${1:-60s}
-faults=${NEMESIS_FAULTS:-kill,pause,partition,loss,clock}
+duration=${1:-70s}
+faults=${NEMESIS_FAULTS:-kill,pause,split,partition,loss,clock}
 
 fail() {
   echo "== nemesis smoke FAILED: $*" >&2
@@ -20,7 +21,7 @@ wants() { [[ ",$faults," == *",$1,"* ]]; }
 
 if wants partition || wants loss; then
   [ "$(id -u)" = 0 ] || fail "partition and loss faults need root (network namespaces), and this is uid $(id -u);" \
-    "run as root as CI does, or name the faults to run: NEMESIS_FAULTS=kill,pause,clock $0 $duration"
+    "run as root as CI does, or name the faults to run: NEMESIS_FAULTS=kill,pause,split,clock $0 $duration"
 fi
 if [ "$(id -u)" = 0 ]; then
   need=()
@@ -58,8 +59,8 @@ for engine in memory rocksdb; do
   java -jar kv-benchmark/target/kv-benchmark.jar nemesis --duration "$duration" --engine "$engine" \
       --faults "$faults" --out "$out" || code=$?
   if [ "$code" != 0 ]; then
-    echo "== nemesis smoke FAILED for $engine (exit $code: 1 = a violation, lost write, undecided key or no" \
-      "recovery; 2 = a fault or option refused); node logs and history in $out" >&2
+    echo "== nemesis smoke FAILED for $engine (exit $code: 1 = a violation, lost write, undecided key, no" \
+      "recovery or differing region maps; 2 = a fault or option refused); node logs and history in $out" >&2
     status=1
     continue
   fi

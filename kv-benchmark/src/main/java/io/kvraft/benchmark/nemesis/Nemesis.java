@@ -12,22 +12,30 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * Injects one fault at a time into a local process cluster and heals it: kill -9 and restart of a
  * node (half the time the one leading most regions), SIGSTOP/SIGCONT, isolation of a node both ways,
- * packet loss, and a wall-clock jump. Every injection and heal is logged with its time.
+ * packet loss, and a wall-clock jump; and, as an event among them, a split of a region ({@link SplitEvent}),
+ * which has nothing to heal. Every injection and heal is logged with its time.
  */
 final class Nemesis {
 
     enum Fault {
-        KILL, PAUSE, PARTITION, LOSS, CLOCK;
+        KILL, PAUSE, PARTITION, LOSS, CLOCK, SPLIT;
+
+        /** The names --faults takes, as its help and errors list them. */
+        static final String NAMES = "kill, pause, partition, loss, clock, split";
 
         static Fault parse(String s) {
             try {
                 return valueOf(s.trim().toUpperCase(Locale.ROOT));
             } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException("unknown fault '" + s.trim() + "' (known: kill, pause, partition, loss, clock)");
+                throw new IllegalArgumentException("unknown fault '" + s.trim() + "' (known: " + NAMES + ")");
             }
         }
 
@@ -36,7 +44,7 @@ final class Nemesis {
         }
     }
 
-    /** One injected fault: what, where, and when (seconds from the run's start). */
+    /** One injected fault: what, where (-1 for a split), and when (seconds from the run's start). */
     record Event(Fault fault, int node, String detail, double injectedAt, double healedAt) {
     }
 
@@ -48,11 +56,23 @@ final class Nemesis {
     private final Random rnd;
     private final PrintStream log;
     private final long originNs;
+    private final SplitEvent splits; // null without split events
+    private volatile boolean splitDuringFaults;
+    private volatile long healedNs;
     final List<Event> events = new java.util.concurrent.CopyOnWriteArrayList<>();
     private volatile String current = "none";
 
     Nemesis(ProcessCluster cluster, NetLab lab, List<Path> clockFiles, List<Fault> faults, long holdMs, Random rnd,
             PrintStream log, long originNs) {
+        this(cluster, lab, clockFiles, faults, holdMs, rnd, log, originNs, null);
+    }
+
+    Nemesis(ProcessCluster cluster, NetLab lab, List<Path> clockFiles, List<Fault> faults, long holdMs, Random rnd,
+            PrintStream log, long originNs, SplitEvent splits) {
+        if (faults.contains(Fault.SPLIT) && splits == null) {
+            throw new IllegalArgumentException("split events need a SplitEvent");
+        }
+        this.splits = splits;
         this.cluster = cluster;
         this.lab = lab;
         this.clockFiles = clockFiles;
@@ -67,6 +87,29 @@ final class Nemesis {
         return current;
     }
 
+    /** When the last cycle healed its fault (System.nanoTime()); a split during it may have been answered later. */
+    long healedNs() {
+        return healedNs;
+    }
+
+    /** The split events' outcomes; null without split events. */
+    SplitEvent splits() {
+        return splits;
+    }
+
+    /**
+     * With {@code on}, every fault other than a split also splits a region while it is in force: half-way through
+     * its hold (right after a kill, while the node is down). The fault is healed on time whether or not the split
+     * has been answered; the cycle returns once it has been.
+     */
+    Nemesis splitDuringFaults(boolean on) {
+        if (on && splits == null) {
+            throw new IllegalArgumentException("splits during faults need a SplitEvent");
+        }
+        this.splitDuringFaults = on;
+        return this;
+    }
+
     /**
      * Injects the next fault (or a kill as the run's last, when kills are wanted, so the recovery after the
      * last heal is a real one), holds it, heals it; returns when healed, with the kind it was.
@@ -76,7 +119,15 @@ final class Nemesis {
         int node = rnd.nextInt(3);
         String detail;
         double at = now();
+        CompletableFuture<String> during = null;
         switch (f) {
+            case SPLIT -> {
+                node = -1;
+                current = "split";
+                log.printf(Locale.ROOT, "[%6.1f s] fault: split a region%n", at);
+                detail = splits.run(); // returns when the split is answered (or not, within its deadline)
+                log.printf(Locale.ROOT, "[%6.1f s] %s%n", now(), detail);
+            }
             case KILL -> {
                 if (rnd.nextBoolean()) {
                     Map<Integer, Integer> counts = cluster.leaderCounts();
@@ -87,47 +138,92 @@ final class Nemesis {
                 }
                 announce(f, detail, at);
                 cluster.kill(node);
+                during = splitLater(0);
                 Thread.sleep(holdMs / 2); // down for a while, then back with its data
                 cluster.startNode(node);
             }
             case PAUSE -> {
                 int t = node;
                 detail = "SIGSTOP node " + (t + 1) + " for " + holdMs + " ms, SIGCONT";
-                hold(f, detail, at, () -> cluster.pause(t), () -> cluster.resume(t));
+                during = hold(f, detail, at, () -> cluster.pause(t), () -> cluster.resume(t));
             }
             case PARTITION -> {
                 int t = node;
                 detail = "isolate node " + (t + 1) + " both ways for " + holdMs + " ms";
-                hold(f, detail, at, () -> lab.isolate(t), () -> lab.heal(t));
+                during = hold(f, detail, at, () -> lab.isolate(t), () -> lab.heal(t));
             }
             case LOSS -> {
                 int t = node;
                 detail = "30% packet loss at node " + (t + 1) + " for " + holdMs + " ms";
-                hold(f, detail, at, () -> lab.lossy(t, 0.3), () -> lab.heal(t));
+                during = hold(f, detail, at, () -> lab.lossy(t, 0.3), () -> lab.heal(t));
             }
             default -> {
                 int t = node;
                 int jump = (rnd.nextBoolean() ? 1 : -1) * (60 + rnd.nextInt(540));
                 detail = "wall clock of node " + (t + 1) + " jumps " + (jump > 0 ? "+" : "") + jump + " s for "
                         + holdMs + " ms";
-                hold(f, detail, at, () -> setClock(t, jump), () -> setClock(t, 0));
+                during = hold(f, detail, at, () -> setClock(t, jump), () -> setClock(t, 0));
             }
         }
-        double healed = now();
+        healedNs = System.nanoTime();
+        double healed = (healedNs - originNs) / 1e9;
+        log.printf(Locale.ROOT, "[%6.1f s] %s: %s%n", healed, f == Fault.SPLIT ? "over" : "healed",
+                f.name().toLowerCase(Locale.ROOT));
+        if (during != null) {
+            String line = awaitSplit(during);
+            detail += "; during it: " + line;
+            log.printf(Locale.ROOT, "[%6.1f s] during the %s: %s%n", now(), f.name().toLowerCase(Locale.ROOT), line);
+        }
         events.add(new Event(f, node, detail, at, healed));
         current = "none";
-        log.printf(Locale.ROOT, "[%6.1f s] healed: %s%n", healed, f.name().toLowerCase(Locale.ROOT));
         return f;
     }
 
-    /** Announces and injects a fault, keeps it for the hold time, and heals it even if interrupted. */
-    private void hold(Fault f, String detail, double at, Runnable inject, Runnable heal) throws InterruptedException {
+    /**
+     * Announces and injects a fault, keeps it for the hold time, and heals it even if interrupted; returns the
+     * split asked during it, or null.
+     */
+    private CompletableFuture<String> hold(Fault f, String detail, double at, Runnable inject, Runnable heal)
+            throws InterruptedException {
         announce(f, detail, at);
         inject.run();
+        CompletableFuture<String> during = null;
         try {
+            during = splitLater(holdMs / 2);
             Thread.sleep(holdMs); // the fault's duration
         } finally {
             heal.run();
+        }
+        return during;
+    }
+
+    /** With splits during faults: a split of a region asked after {@code delayMs}, on a thread of its own; else null. */
+    private CompletableFuture<String> splitLater(long delayMs) {
+        if (!splitDuringFaults) {
+            return null;
+        }
+        CompletableFuture<String> f = new CompletableFuture<>();
+        Thread t = new Thread(() -> {
+            try {
+                Thread.sleep(delayMs); // into the fault's hold
+                f.complete(splits.run());
+            } catch (InterruptedException e) {
+                f.complete("split not asked (interrupted)");
+            } catch (RuntimeException e) {
+                f.complete("split not asked (" + e + ")");
+            }
+        }, "nemesis-split");
+        t.setDaemon(true);
+        t.start();
+        return f;
+    }
+
+    /** The split's line; the split gives up within its own deadlines (regions and split, 30 s each at most). */
+    private static String awaitSplit(CompletableFuture<String> f) throws InterruptedException {
+        try {
+            return f.get(90, TimeUnit.SECONDS);
+        } catch (ExecutionException | TimeoutException e) {
+            return "split not answered (" + e + ")";
         }
     }
 

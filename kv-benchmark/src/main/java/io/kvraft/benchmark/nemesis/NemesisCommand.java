@@ -8,6 +8,7 @@ import io.kvraft.client.KvClient;
 import io.kvraft.client.KvException;
 import io.kvraft.client.config.ClientConfig;
 import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.rpc.Transport;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
 import io.kvraft.server.launch.LocalClusterConfigs;
 import io.kvraft.server.launch.ProcessCluster;
@@ -35,24 +36,28 @@ import java.util.concurrent.TimeUnit;
 /**
  * {@code kv-benchmark nemesis}: starts a local 3-node, 24-region cluster of real processes, runs a
  * register workload (get, put, compare-and-put with unique values, scan, range delete) while a nemesis
- * injects and heals faults, then checks the recorded history for linearizability key by key and reads back every
- * acknowledged write to a fresh key.
+ * injects and heals faults and splits regions, then checks the recorded history for linearizability key by key,
+ * reads back every acknowledged write to a fresh key, and compares the nodes' region maps.
  */
 @Command(name = "nemesis", mixinStandardHelpOptions = true, sortOptions = false, usageHelpAutoWidth = true,
         exitCodeListHeading = "%nExit codes:%n",
-        exitCodeList = {"0:no violation, no lost write, every key decided, the cluster recovered",
-                "1:a violation, a lost acknowledged write, an undecided key, a malformed scan, or no recovery after the"
-                        + " last heal",
+        exitCodeList = {"0:no violation, no lost write, every key decided, the cluster recovered, the nodes' region"
+                + " maps agree",
+                "1:a violation, a lost acknowledged write, an undecided key, a malformed scan, no recovery after the"
+                        + " last heal, or region maps that differ between nodes or do not tile the key space",
                 "2:bad usage, or a fault this machine cannot inject"},
         description = {"Fault-injection run with a linearizability check, against a local 3-node cluster it starts:"
                 + " get, put, compare-and-put, scans and range deletes on register keys in every region, checked key by"
-                + " key, and puts to fresh keys read back at the end.",
+                + " key, and puts to fresh keys read back at the end. Region splits are events among the faults; at the"
+                + " end every node's own list of regions must be the same (id, range, epoch) and tile the key space.",
                 "partition and loss need root, iproute2 and iptables (nodes run in network namespaces);"
                         + " clock needs libfaketime (Debian: faketime)."})
 public final class NemesisCommand implements Callable<Integer> {
 
     private static final Duration MIN_DURATION = Duration.ofSeconds(10);
     private static final String NODE_PORT = "7001";
+    /** How long the nodes get after the run to agree on the region map. */
+    private static final Duration REGION_MAP_WAIT = Duration.ofSeconds(60);
     /** The raft: keys the nemesis writes itself ({@link #ownRaftKeys()}), so --raft may not set them. */
     static final String OWN_RAFT_KEYS = "electionTimeoutMs, startupElectionTimeoutMs, snapshotIntervalSecs";
 
@@ -64,9 +69,16 @@ public final class NemesisCommand implements Callable<Integer> {
                     + " (default: ${DEFAULT-VALUE}).")
     Duration duration;
 
-    @Option(names = "--faults", defaultValue = "kill,pause,partition,loss,clock", split = ",", paramLabel = "FAULT",
-            description = "Faults to inject in turn: kill, pause, partition, loss, clock (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--faults", defaultValue = "kill,pause,split,partition,loss,clock", split = ",", paramLabel = "FAULT",
+            description = "Faults to inject in turn: kill, pause, partition, loss, clock, and split (a split of the"
+                    + " region holding a random register key, between two of its register keys; nothing to heal;"
+                    + " a split refused or failed is counted, not a failure) (default: ${DEFAULT-VALUE}).")
     List<String> faults;
+
+    @Option(names = "--split-during-faults",
+            description = "Also split a region during every other fault: half-way through its hold, right after a kill"
+                    + " (the node down); counted with the split events. Off by default.")
+    boolean splitDuringFaults;
 
     @Option(names = "--interval", defaultValue = "10", paramLabel = "TIME", converter = DurationConverter.class,
             description = "One fault starts every this long, at least 2 s: " + DurationConverter.HELP
@@ -148,8 +160,9 @@ public final class NemesisCommand implements Callable<Integer> {
         long s = seed != null ? seed : System.currentTimeMillis();
         Files.createDirectories(out);
         Path dataRoot = Files.createTempDirectory("kv-nemesis-");
-        log.printf(Locale.ROOT, "nemesis: %s of %s, engine %s, reads %s%s, seed %d, data in %s%n", DurationConverter.text(duration),
-                String.join(",", kinds.stream().map(k -> k.name().toLowerCase(Locale.ROOT)).toList()), engine, readMode,
+        log.printf(Locale.ROOT, "nemesis: %s of %s%s, engine %s, reads %s%s, seed %d, data in %s%n", DurationConverter.text(duration),
+                String.join(",", kinds.stream().map(k -> k.name().toLowerCase(Locale.ROOT)).toList()),
+                splitDuringFaults ? " (and a split during each)" : "", engine, readMode,
                 raftKeys.isEmpty() ? "" : ", raft " + String.join(" ", raftKeys), s, dataRoot);
         NetLab lab = null;
         ProcessCluster cluster = null;
@@ -187,7 +200,10 @@ public final class NemesisCommand implements Callable<Integer> {
             List<byte[]> freshPrefixes = space.freshPrefixes();
             long origin = System.nanoTime();
             Map<Nemesis.Fault, List<Double>> recoveries = new java.util.EnumMap<>(Nemesis.Fault.class);
-            Nemesis nemesis = new Nemesis(cluster, lab, clockFiles, kinds, hold.toMillis(), new Random(s), log, origin);
+            SplitEvent splits = kinds.contains(Nemesis.Fault.SPLIT) || splitDuringFaults
+                    ? new SplitEvent(SplitEvent.Admin.of(client), keys, new Random(s + 1)) : null;
+            Nemesis nemesis = new Nemesis(cluster, lab, clockFiles, kinds, hold.toMillis(), new Random(s), log, origin,
+                    splits).splitDuringFaults(splitDuringFaults);
             RegisterWorkload load = new RegisterWorkload(client, keys, freshPrefixes, threads, rate, s, origin);
             log.printf(Locale.ROOT, "%d regions, %d keys, %d client threads at %.0f ops/s%n", regions.size(), keys.size(),
                     threads, rate);
@@ -217,7 +233,7 @@ public final class NemesisCommand implements Callable<Integer> {
                             break; // the last fault's recovery is awaited below
                         }
                         recoveries.computeIfAbsent(lastFault, k -> new ArrayList<>())
-                                .add(watchRecovery(cluster, load, System.nanoTime(), slot(origin, n)));
+                                .add(watchRecovery(cluster, load, nemesis.healedNs(), slot(origin, n)));
                     }
                 } finally {
                     nemesis.healAll();
@@ -249,12 +265,19 @@ public final class NemesisCommand implements Callable<Integer> {
             Histogram after = load.latency.getIntervalHistogram();
             int unread = load.finalReads(System.nanoTime() + TimeUnit.SECONDS.toNanos(60));
             long[] lost = verifyFresh(client, load);
+            RegionMapCheck.Result regionMap;
+            try (Transport transport = new Transport(cluster.configs().get(0).tls())) {
+                List<String> servers = cluster.servers();
+                regionMap = RegionMapCheck.await(() -> RegionMapCheck.fetch(transport, servers), REGION_MAP_WAIT,
+                        Duration.ofMillis(500));
+            }
+            log.printf(Locale.ROOT, "region map: %s%n", regionMap.text());
             List<Op> history = new ArrayList<>(load.history);
             log.printf(Locale.ROOT, "checking %,d operations on %d keys (budget %s)%n", history.size(), keys.size(),
                     DurationConverter.text(checkBudget));
             HistoryCheck.Summary check = HistoryCheck.check(history, checkBudget.toNanos());
             Report report = new Report(DurationConverter.text(duration), engine, kinds, keys.size(), load, nemesis, check, lost, unread, rec,
-                    recoveries, during, after, origin);
+                    recoveries, during, after, origin, regions.size(), regionMap);
             report.write(out, history);
             parent.stdout().print(report.text());
             if (lockCheck != null) {
@@ -385,7 +408,7 @@ public final class NemesisCommand implements Callable<Integer> {
             }
         }
         if (set.isEmpty()) {
-            throw new UsageException("--faults: name at least one of kill, pause, partition, loss, clock");
+            throw new UsageException("--faults: name at least one of " + Nemesis.Fault.NAMES);
         }
         return List.copyOf(set);
     }

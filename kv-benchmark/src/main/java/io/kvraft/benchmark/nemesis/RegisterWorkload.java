@@ -61,6 +61,16 @@ final class RegisterWorkload {
     /** Failed with an error saying the last part tried was not applied; an earlier region's part may have been. */
     final AtomicLong rangeDeletesFailed = new AtomicLong();
     final AtomicLong rangeDeletesUnknown = new AtomicLong();
+    /**
+     * Operations that failed with KEY_OUT_OF_RANGE, STALE_EPOCH or REGION_NOT_FOUND: the client refreshes its
+     * routes and retries these itself, so they surface only when its deadline ran out first. They prove the
+     * request was not applied, so a write or CAS failing so is left out of the history like any failed one (a
+     * range delete failing so stays indeterminate: an earlier region's part may be done).
+     */
+    final AtomicLong routeErrors = new AtomicLong();
+    /** The first few of those: when (seconds from the start), the operation, and the error. */
+    final Queue<String> routeErrorSamples = new ConcurrentLinkedQueue<>();
+    static final int ROUTE_ERROR_SAMPLES = 5;
     final Recorder latency = new Recorder(3);
     private final List<Thread> workers = new ArrayList<>();
     private volatile boolean running;
@@ -149,7 +159,7 @@ final class RegisterWorkload {
         long done = System.nanoTime();
         if (r.error != null) {
             failed.incrementAndGet();
-            lastErrorNs.accumulateAndGet(inv, Math::max);
+            errorSeen(r.error, inv);
             return false;
         }
         long v = decode(r.value);
@@ -172,10 +182,10 @@ final class RegisterWorkload {
         } else if (r.unknown()) {
             history.add(Op.unknown(id, Op.Kind.WRITE, labels.get(k), 0, v, inv));
             unknown.incrementAndGet();
-            lastErrorNs.accumulateAndGet(inv, Math::max);
+            errorSeen(r.error, inv);
         } else {
             failed.incrementAndGet();
-            lastErrorNs.accumulateAndGet(inv, Math::max);
+            errorSeen(r.error, inv);
         }
     }
 
@@ -195,10 +205,10 @@ final class RegisterWorkload {
         } else if (r.unknown()) {
             history.add(Op.unknown(id, Op.Kind.CAS, labels.get(k), expect, v, inv));
             unknown.incrementAndGet();
-            lastErrorNs.accumulateAndGet(inv, Math::max);
+            errorSeen(r.error, inv);
         } else {
             failed.incrementAndGet();
-            lastErrorNs.accumulateAndGet(inv, Math::max);
+            errorSeen(r.error, inv);
         }
     }
 
@@ -213,7 +223,7 @@ final class RegisterWorkload {
         if (r.error != null) {
             scansFailed.incrementAndGet();
             failed.incrementAndGet();
-            lastErrorNs.accumulateAndGet(inv, Math::max);
+            errorSeen(r.error, inv);
             return;
         }
         long[] seen = space.readBy(range, r.value);
@@ -256,7 +266,7 @@ final class RegisterWorkload {
         } else {
             (r.unknown() ? rangeDeletesUnknown : rangeDeletesFailed).incrementAndGet();
             unknown.incrementAndGet();
-            lastErrorNs.accumulateAndGet(inv, Math::max);
+            errorSeen(r.error, inv);
         }
     }
 
@@ -272,13 +282,40 @@ final class RegisterWorkload {
             succeeded(inv, done);
         } else {
             (r.unknown() ? unknown : failed).incrementAndGet();
-            lastErrorNs.accumulateAndGet(inv, Math::max);
+            errorSeen(r.error, inv);
         }
     }
 
     byte[] freshKey(int prefix, long fid) {
         byte[] pre = freshPrefixes.get(prefix);
         return ByteBuffer.allocate(pre.length + 8).put(pre).putLong(fid).array();
+    }
+
+    private void errorSeen(KvException e, long inv) {
+        lastErrorNs.accumulateAndGet(inv, Math::max);
+        if (isRouteError(e.code()) && routeErrors.incrementAndGet() <= ROUTE_ERROR_SAMPLES) {
+            String op = StackWalker.getInstance().walk(s -> s.skip(1).findFirst().map(StackWalker.StackFrame::getMethodName)
+                    .orElse("?"));
+            routeErrorSamples.add(String.format(java.util.Locale.ROOT, "%s invoked at %.1f s: %s", op,
+                    (inv - originNs) / 1e9, e.getMessage()));
+        }
+    }
+
+    /**
+     * Whether a write that failed with {@code e} may still have been applied: after a timeout or a lost
+     * connection, yes, unless the request never left the client; after any answer from a server (route errors
+     * included), no.
+     */
+    static boolean mayHaveApplied(KvException e) {
+        return RetryPolicy.outcomeUnknown(e.code()) && !e.unsent();
+    }
+
+    /** An answer saying the client's route was out of date (a region split or moved): the request was not applied. */
+    static boolean isRouteError(io.kvraft.client.proto.KvProto.ErrorCode code) {
+        return switch (code) {
+            case KEY_OUT_OF_RANGE, STALE_EPOCH, REGION_NOT_FOUND -> true;
+            default -> false;
+        };
     }
 
     private void succeeded(long inv, long done) {
@@ -305,7 +342,7 @@ final class RegisterWorkload {
     private record Outcome<T>(T value, KvException error) {
         /** A write that failed so may still have been applied. */
         boolean unknown() {
-            return error != null && RetryPolicy.outcomeUnknown(error.code()) && !error.unsent();
+            return error != null && mayHaveApplied(error);
         }
     }
 

@@ -32,10 +32,15 @@ final class Report {
     private final Histogram during;
     private final Histogram after;
     private final long origin;
+    private final int startRegions;
+    private final RegionMapCheck.Result regionMap;
 
     Report(String duration, String engine, List<Nemesis.Fault> kinds, int keys, RegisterWorkload load, Nemesis nemesis,
            HistoryCheck.Summary check, long[] fresh, int unreadKeys, NemesisCommand.Recovery recovery,
-           Map<Nemesis.Fault, List<Double>> recoveries, Histogram during, Histogram after, long origin) {
+           Map<Nemesis.Fault, List<Double>> recoveries, Histogram during, Histogram after, long origin,
+           int startRegions, RegionMapCheck.Result regionMap) {
+        this.startRegions = startRegions;
+        this.regionMap = regionMap;
         this.recoveries = recoveries;
         this.duration = duration;
         this.engine = engine;
@@ -54,10 +59,13 @@ final class Report {
 
     boolean passed() {
         return check.ok() && fresh[1] == 0 && fresh[2] == 0 && unreadKeys == 0 && recovery.recovered()
-                && load.scansMalformed.get() == 0;
+                && load.scansMalformed.get() == 0 && regionMap.ok();
     }
 
-    /** The nemesis run's exit code: 0 on PASS, 1 on a violation, lost write, undecided key or no recovery. */
+    /**
+     * The nemesis run's exit code: 0 on PASS, 1 on a violation, lost write, undecided key, no recovery, or
+     * region maps that differ.
+     */
     int exitCode() {
         return passed() ? io.kvraft.benchmark.BenchmarkMain.EXIT_OK : io.kvraft.benchmark.BenchmarkMain.EXIT_FAILED;
     }
@@ -66,16 +74,24 @@ final class Report {
         StringWriter sw = new StringWriter();
         PrintWriter w = new PrintWriter(sw);
         Map<Nemesis.Fault, Integer> counts = nemesis.counts();
-        w.printf(Locale.ROOT, "%n-- nemesis report: %s, engine %s, 3 nodes x 24 regions, %d register keys --%n", duration,
-                engine, keys);
-        w.printf(Locale.ROOT, "operations      %,d ok, %,d failed (not applied), %,d indeterminate (may have applied)%n",
-                load.ok.get(), load.failed.get(), load.unknown.get());
+        w.printf(Locale.ROOT, "%n-- nemesis report: %s, engine %s, 3 nodes, %d regions at the start, %d register keys --%n",
+                duration, engine, startRegions, keys);
+        w.printf(Locale.ROOT, "operations      %,d ok, %,d failed (not applied), %,d indeterminate (may have applied);"
+                        + " %,d failed on a stale route (KEY_OUT_OF_RANGE, STALE_EPOCH, REGION_NOT_FOUND: not applied)%n",
+                load.ok.get(), load.failed.get(), load.unknown.get(), load.routeErrors.get());
+        for (String sample : load.routeErrorSamples) {
+            w.printf(Locale.ROOT, "  stale route   %s%n", sample);
+        }
         w.printf(Locale.ROOT, "ranges          scans %,d ok, %,d failed, %,d malformed; range deletes %,d ok, %,d failed,"
                         + " %,d indeterminate (a failed one is checked as indeterminate: some regions may have done it)%n",
                 load.scansOk.get(), load.scansFailed.get(), load.scansMalformed.get(), load.rangeDeletesOk.get(),
                 load.rangeDeletesFailed.get(), load.rangeDeletesUnknown.get());
         w.printf(Locale.ROOT, "faults          %d injected: %s%n", nemesis.events.size(), counts.entrySet().stream()
                 .map(e -> e.getKey().name().toLowerCase(Locale.ROOT) + " " + e.getValue()).collect(Collectors.joining(", ")));
+        if (nemesis.splits() != null) {
+            w.printf(Locale.ROOT, "splits          %s; regions %d at the start, %s at the end%n", nemesis.splits().summary(),
+                    startRegions, regionMap.ok() ? String.valueOf(regionMap.regions()) : "?");
+        }
         w.printf(Locale.ROOT, "linearizability %,d operations on %d keys checked in %.2f s: %d violations, %d undecided%n",
                 check.operations(), check.keys(), check.elapsedNanos() / 1e9, check.violations().size(),
                 check.undecided().size());
@@ -84,6 +100,7 @@ final class Report {
         w.printf(Locale.ROOT, "recovery        %s after the last heal (all regions led after %.1f s, last error %.1f s"
                         + " after it)%n", recovery.recovered() ? String.format(Locale.ROOT, "%.1f s", recovery.seconds())
                         : "NOT within 60 s", recovery.ledAfterSeconds(), recovery.lastErrorAfterSeconds());
+        w.printf(Locale.ROOT, "region map      %s%n", regionMap.text());
         w.printf(Locale.ROOT, "per fault       from heal to all regions led and no more errors: %s%n", perFault());
         w.printf(Locale.ROOT, "latency (ok)    during faults p50 %s p99 %s max %s; after the last heal p50 %s p99 %s%n",
                 ms(during, 50), ms(during, 99), ms(during, 100), ms(after, 50), ms(after, 99));

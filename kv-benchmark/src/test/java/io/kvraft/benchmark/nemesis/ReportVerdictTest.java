@@ -42,20 +42,52 @@ class ReportVerdictTest {
         return check(cleanHistory(), RegisterCheckerTest.NO_BUDGET);
     }
 
+    private static final RegionMapCheck.Result SAME_MAPS = new RegionMapCheck.Result(List.of(), 3, 24, 0.1);
+
     private static Report report(HistoryCheck.Summary check, long[] fresh, int unreadKeys, NemesisCommand.Recovery rec) {
+        return report(check, fresh, unreadKeys, rec, SAME_MAPS);
+    }
+
+    private static Report report(HistoryCheck.Summary check, long[] fresh, int unreadKeys, NemesisCommand.Recovery rec,
+                                 RegionMapCheck.Result regionMap) {
+        return report(check, fresh, unreadKeys, rec, regionMap,
+                new RegisterWorkload(null, List.of(new byte[]{1}), List.of(), 1, 1, 1, 0));
+    }
+
+    private static Report report(HistoryCheck.Summary check, long[] fresh, int unreadKeys, NemesisCommand.Recovery rec,
+                                 RegionMapCheck.Result regionMap, RegisterWorkload load) {
         List<Nemesis.Fault> kinds = List.of(Nemesis.Fault.KILL, Nemesis.Fault.PAUSE);
         Nemesis nemesis = new Nemesis(null, null, List.of(), kinds, 4000, new Random(1),
                 new PrintStream(OutputStream.nullOutputStream()), 0);
-        RegisterWorkload load = new RegisterWorkload(null, List.of(new byte[]{1}), List.of(), 1, 1, 1, 0);
         return new Report("60s", "memory", kinds, 20, load, nemesis, check, fresh, unreadKeys, rec,
-                Map.of(Nemesis.Fault.KILL, List.of(2.0)), new Histogram(3), new Histogram(3), 0);
+                Map.of(Nemesis.Fault.KILL, List.of(2.0)), new Histogram(3), new Histogram(3), 0, 24, regionMap);
     }
 
     @Test
     void when_nothingWentWrong_then_pass_and_exit0() {
         Report r = report(clean(), new long[]{500, 0, 0}, 0, RECOVERED);
         assertThat(r.exitCode()).isEqualTo(BenchmarkMain.EXIT_OK);
-        assertThat(r.text()).contains("0 violations, 0 undecided", "result          PASS");
+        assertThat(r.text()).contains("0 violations, 0 undecided", "3 nodes agree on 24 regions", "result          PASS");
+    }
+
+    @Test
+    void when_theNodesRegionMapsDiffer_then_theRunFails_namingTheNode() {
+        RegionMapCheck.Result differs = new RegionMapCheck.Result(
+                List.of("node 127.0.0.1:7003 differs from node 127.0.0.1:7001: lacks region 65537"), 3, 25, 60);
+        Report r = report(clean(), new long[]{500, 0, 0}, 0, RECOVERED, differs);
+        assertThat(r.exitCode()).isEqualTo(BenchmarkMain.EXIT_FAILED);
+        assertThat(r.text()).contains("region map      DIFFERS after 60 s: node 127.0.0.1:7003 differs", "result          FAIL");
+    }
+
+    @Test
+    void when_anOperationFailedOnAStaleRoute_then_itIsReportedWithoutFailingTheRun() {
+        RegisterWorkload load = new RegisterWorkload(null, List.of(new byte[]{1}), List.of(), 1, 1, 1, 0);
+        load.routeErrors.set(2);
+        load.routeErrorSamples.add("write invoked at 12.3 s: KEY_OUT_OF_RANGE: key is outside region 7");
+        Report r = report(clean(), new long[]{500, 0, 0}, 0, RECOVERED, SAME_MAPS, load);
+        assertThat(r.text()).contains("2 failed on a stale route",
+                "  stale route   write invoked at 12.3 s: KEY_OUT_OF_RANGE: key is outside region 7", "result          PASS");
+        assertThat(r.exitCode()).isEqualTo(BenchmarkMain.EXIT_OK);
     }
 
     @Test
