@@ -59,7 +59,7 @@ final class RegionAdmin {
                 default -> false;
             };
             if (!retry || System.nanoTime() - deadline > 0) {
-                result.completeExceptionally(new KvException(code, detail, next));
+                result.completeExceptionally(err != null ? KvException.unwrap(err) : new KvException(code, detail, next));
                 return;
             }
             if (next.isEmpty()) {
