@@ -90,8 +90,18 @@ final class RaftDirs {
      */
     static void checkBeforeStart(int regionId, KeyRange range, Path regionDir, KvStore store, int replicas,
                                  Runnable dropSharedLog) {
+        checkBeforeStart(regionId, range, range, regionDir, store, replicas, dropSharedLog);
+    }
+
+    /**
+     * @param widest the widest range the region ever had (the one it was made with: splits only narrow it), which
+     *               its snapshots lie in
+     * @param range  the region's range now, which is cleared when its snapshot is refused
+     */
+    static void checkBeforeStart(int regionId, KeyRange widest, KeyRange range, Path regionDir, KvStore store,
+                                 int replicas, Runnable dropSharedLog) {
         checkRaftMeta(regionId, regionDir.resolve(META_DIR).resolve(RAFT_META_FILE));
-        String problem = snapshotProblem(range, regionDir.resolve(SNAPSHOT_DIR), store.engine());
+        String problem = snapshotProblem(widest, regionDir.resolve(SNAPSHOT_DIR), store.engine());
         if (problem == null) {
             return;
         }

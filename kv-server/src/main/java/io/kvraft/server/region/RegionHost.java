@@ -133,8 +133,9 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
             throw new UncheckedIOException("cannot create " + regionDir, e);
         }
         Runnable dropLog = sharedLog == null ? null : () -> sharedLog.dropGroup(regionId);
-        // before the fsm reads the store
-        RaftDirs.checkBeforeStart(regionId, entry.range(), regionDir, store, peers.size(), dropLog);
+        // before the fsm reads the store; with the region's range as the store last recorded it (splits narrow it:
+        // clearing the range it started with would clear the regions split off it since)
+        RaftDirs.checkBeforeStart(regionId, entry.range(), currentRange(entry), regionDir, store, peers.size(), dropLog);
         NodeOptions options = RaftOptionsFactory.nodeOptions(config, peerIds, regionDir, regionId, sharedLog);
         if (entry.empty()) {
             // learned from a parent's snapshot: no log, no data; its leader sends a snapshot. With no configuration
@@ -153,6 +154,20 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
                 leaderKnown, this);
         holder[0] = region;
         return region;
+    }
+
+    /** The region's range as the store recorded it with its applied index, or as the catalog says it started. */
+    private KeyRange currentRange(RegionCatalog.Entry entry) {
+        byte[] state = store.regionState(entry.id());
+        if (state == null) {
+            return entry.range();
+        }
+        try {
+            return Region.Shape.of(RegionState.parseFrom(state)).range();
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+            throw new IllegalStateException("region " + entry.id() + ": its state in the store is undecodable: "
+                    + e.getMessage(), e);
+        }
     }
 
     /** Registers extra request handlers (before {@link #start}). */
