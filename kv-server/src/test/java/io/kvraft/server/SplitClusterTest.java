@@ -255,6 +255,21 @@ class SplitClusterTest {
     }
 
     @Test
+    void when_aRegionServesMoreOpsPerSecondThanSplitMaxOpsPerSecond_then_itIsSplitByLoad() throws Exception {
+        try (InProcessCluster cluster = start(dir, "memory", new SplitConfig(true, null, null, 200L, 500))) {
+            KvClient client = cluster.client();
+            putAll(client, 100, 0); // few keys, far below maxKeys and maxBytes: only the load can split
+            await().atMost(120, SECONDS).untilAsserted(() -> {
+                for (int i = 0; i < 100; i++) {
+                    sync(client.get(key(i)));
+                }
+                assertThat(cluster.node(0).host().regions()).hasSizeGreaterThanOrEqualTo(2);
+            });
+            assertAll(client, 100, 0);
+        }
+    }
+
+    @Test
     void when_aSplitIsAskedWithBadInput_then_typedErrorsAndNothingChanges() throws Exception {
         try (InProcessCluster cluster = start(dir, "memory", MANUAL)) {
             KvClient client = cluster.client();
