@@ -176,6 +176,10 @@ class ServerConfigTest {
             raft: {maxRequestsPerEntry: 0}                | raft: counts and intervals must be positive
             limits: {maxBatchOps: 0}                      | limits must be positive
             balance: {intervalMs: 1}                      | balance.intervalMs
+            split: {maxKeys: 1}                           | split.maxKeys must be at least 2, got 1
+            split: {maxOpsPerSecond: -5}                  | split.maxOpsPerSecond
+            split: {checkIntervalMs: 10}                  | split.checkIntervalMs must be at least 100
+            split: {maxBites: 5}                          | unknown key 'split.maxBites'
             store: {blockCacheBytes: lots}                | key 'store.blockCacheBytes'
             """)
     void when_aValueIsInvalid_then_theErrorNamesTheFileAndTheKey(String extra, String words) throws IOException {
