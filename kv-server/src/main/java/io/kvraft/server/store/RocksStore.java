@@ -517,8 +517,10 @@ public final class RocksStore implements KvStore {
     }
 
     /**
-     * The memtables' count of the range plus its bytes in sst files at the files' average bytes per key: no
-     * iteration over the range.
+     * While most of the family's keys are still in memtables (a young or small store), the range's keys counted;
+     * after that, the range's bytes in sst files at the files' average bytes per key, scaled up by the share of
+     * the family's keys still in memtables. RocksDB's own estimate of a range in a memtable does not shrink with
+     * the range (it counted whole memtables for ranges a thousandth of them), so it is not used.
      */
     @Override
     public long approximateKeys(KeyRange range) {
@@ -526,15 +528,17 @@ public final class RocksStore implements KvStore {
         byte[] end = range.end().length > 0 ? range.end() : new byte[]{(byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff,
                 (byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff};
         try (Slice s = new Slice(range.start()); Slice e = new Slice(end)) {
-            org.rocksdb.Range r = new org.rocksdb.Range(s, e);
-            long inMemory = db.getApproximateMemTableStats(dataFamily, r).count;
-            long[] fileBytes = db.getApproximateSizes(dataFamily, List.of(r), org.rocksdb.SizeApproximationFlag.INCLUDE_FILES);
+            long inMemory = db.getLongProperty(dataFamily, "rocksdb.num-entries-active-mem-table")
+                    + db.getLongProperty(dataFamily, "rocksdb.num-entries-imm-mem-tables");
             long sstBytes = db.getLongProperty(dataFamily, "rocksdb.total-sst-files-size");
-            long sstKeys = db.getLongProperty(dataFamily, "rocksdb.estimate-num-keys")
-                    - db.getLongProperty(dataFamily, "rocksdb.num-entries-active-mem-table")
-                    - db.getLongProperty(dataFamily, "rocksdb.num-entries-imm-mem-tables");
-            long inFiles = sstBytes <= 0 || sstKeys <= 0 || fileBytes.length == 0 ? 0 : fileBytes[0] * sstKeys / sstBytes;
-            return inMemory + inFiles;
+            long sstKeys = db.getLongProperty(dataFamily, "rocksdb.estimate-num-keys") - inMemory;
+            if (sstBytes <= 0 || sstKeys <= 4 * inMemory) {
+                return approximateCount(range); // at most about five memtables' worth of keys: counting is cheap
+            }
+            long[] fileBytes = db.getApproximateSizes(dataFamily, List.of(new org.rocksdb.Range(s, e)),
+                    org.rocksdb.SizeApproximationFlag.INCLUDE_FILES);
+            long inFiles = fileBytes.length == 0 ? 0 : fileBytes[0] * sstKeys / sstBytes;
+            return inFiles + inFiles * inMemory / sstKeys;
         } catch (RocksDBException ex) {
             throw failure("key estimate of " + range, ex);
         }
