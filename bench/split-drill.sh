@@ -280,6 +280,25 @@ PY
   [ "$errors" = 0 ] || check_failed "storm: $errors errors; see $out/storm-bench.txt (KEEP=1 keeps it)"
   [ "$count" -ge 16 ] || check_failed "storm: only $count regions at the end"
   stop
+  # from the nodes' logs: how long each new region had no leader (its split's first apply to its first leader)
+  python3 - "$out/storm"/node-*.log <<'PY'
+import re, statistics, sys
+first_split, first_leader = {}, {}
+for f in sys.argv[1:]:
+    for l in open(f):
+        m = re.match(r'(\d\d):(\d\d):(\d\d\.\d+) .*region \d+: split at index \d+: .* region (\d+) takes', l)
+        if m:
+            t = int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3])
+            first_split[m[4]] = min(t, first_split.get(m[4], t))
+        m = re.match(r'(\d\d):(\d\d):(\d\d\.\d+) .*region (\d+): leader now', l)
+        if m:
+            t = int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3])
+            first_leader[m[4]] = min(t, first_leader.get(m[4], t))
+gaps = [first_leader[r] - t for r, t in first_split.items() if r in first_leader]
+if gaps:
+    print(f"storm: a new region had no leader for {min(gaps):.1f}-{max(gaps):.1f} s (median {statistics.median(gaps):.1f}) after "
+          f"its split applied (node logs: 'split at index' to 'leader now'), over {len(gaps)} splits")
+PY
 }
 
 # the configured layout's split keys, hex: floor(i * 65536 / 24), i = 1..23
