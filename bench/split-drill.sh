@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Region split drills of issue #20 on real 3-node clusters (server JVMs in temp dirs on free loopback ports,
-# bench/lib/local-cluster.sh), one fresh cluster per phase and engine. Phases (all by default, in this order):
+# bench/lib/local-cluster.sh), a fresh cluster for each phase, engine and run. Phases (all by default, in this order):
 #  auto        1 region at start, split.maxKeys MAXKEYS, split.checkIntervalMs 1000; KEYS fresh keys put by the
-#              benchmark with --record-acked (runs of 4 x 256 in flight until that many are recorded); then wait until at least
-#              MIN_REGIONS regions exist, their count has not changed for 15 s, every region has a leader and the
-#              leaders are spread within 1 per node (all from `kv-client regions --json`). Prints the region count,
-#              how long the splits took, leaders per node, keys per region (exact: one scan of all keys, bucketed by the
-#              regions' ranges); then kill -9 of all three nodes, a restart, the time
-#              to health, the region count after it, and `kv-benchmark verify --acked` of every recorded put.
-#              Full: 1,000,000 keys, maxKeys 55,000, >= 16 regions. --short: 100,000 keys, maxKeys 10,000, >= 8.
+#              benchmark with --record-acked (open loop at RATE puts/s, 4 x 256 in flight at most, runs sized to
+#              the puts still missing, until that many are recorded); then wait until at least MIN_REGIONS regions
+#              exist, their count has not changed for 15 s, every region has a leader and the leaders are spread
+#              within 1 per node (all from `kv-client regions --json`). Prints the region count, how long the
+#              splits took, leaders per node, keys per region (exact: one scan of all keys, bucketed by the
+#              regions' ranges); then kill -9 of all three nodes, a restart, the time to health, the region
+#              count after it (must be the same), and `kv-benchmark verify --acked` of every recorded put.
+#              Full: 1,000,000 keys at 10,000/s, maxKeys 55,000, >= 16 regions. --short: 100,000 keys at
+#              5,000/s, maxKeys 10,000, >= 8 regions.
 #  storm       MemoryDB, 1 region at start, the default benchmark (8 x 512 in flight, 90% put / 10% get, 100,000
 #              keys); after its warm-up regions are split by hand (`kv-client split`, at the middle key, breadth
 #              first: 1 -> 2 -> 4 -> 8 -> 16) one every few seconds (start to start) until 16 regions.
@@ -27,7 +29,8 @@
 #              --short: 30 s.
 # Every figure line starts with the phase's name; `uptime`'s load average is printed before each measurement
 # (the machine may be shared). Exits 1 (FAIL) when a check fails: errors, a missing/wrong acknowledged write,
-# too few regions, leaders not spread, the cluster not healthy in time. The bars (0.5, 0.9) are printed, not
+# too few regions, leaders not spread, another region count after the restart, the cluster not healthy in time
+# (checks after which a phase can go on print "FAIL (going on)" and the run goes on). The bars (0.5, 0.9) are printed, not
 # enforced: on a shared 2-core machine one run is noise. Stops only the processes it started.
 # Usage: bench/split-drill.sh [--short] [--engines memory,rocksdb] [--rounds N] [auto] [storm] [throughput] [idle]
 #   --engines   engines of the auto phase (default: rocksdb,memory)
