@@ -74,7 +74,7 @@ cleanup() {
   if [ "${KEEP:-0}" = 1 ] && [ -n "${work:-}" ] && [ -n "${cluster_name:-}" ]; then
     mkdir -p "$out/$cluster_name"; cp "$work"/*.yaml "$work"/*.log "$out/$cluster_name/" 2>/dev/null || true
   fi
-  kv_cluster_cleanup
+  kv_cluster_cleanup || true # it returns 1 when no cluster is up (work empty)
   if [ "${KEEP:-0}" = 1 ]; then echo "work dir kept: $out"; else rm -rf "$out"; fi
 } 2>/dev/null
 trap cleanup EXIT
