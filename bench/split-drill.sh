@@ -223,7 +223,9 @@ phase_storm() {
   start storm memory 1 "split:
   enabled: false"
   echo "storm: MemoryDB, 1 region, the default benchmark, ${warmup} s warm-up + ${duration} s, a split by hand every ${every} s after the warm-up until 16 regions $(load)"
-  bench --warmup "$warmup" --duration "$duration" >"$out/storm-bench.txt" 2>&1 &
+  # java itself in the background (not the bench function's subshell), so $! is the PID to stop on a failure
+  java -Xmx1g -jar kv-benchmark/target/kv-benchmark.jar --servers "$servers" --warmup "$warmup" --duration "$duration" \
+    >"$out/storm-bench.txt" 2>&1 &
   bench_pid=$!
   bg_pids+=($bench_pid)
   # the warm-up starts after the preload: wait for the first progress line, then for the warm-up's end
