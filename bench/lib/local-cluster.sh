@@ -1,5 +1,7 @@
 # Sourced by bench scripts: a 3-node cluster of server JVMs in a temp dir on free loopback ports.
-#   kv_cluster_init ENGINE REGIONS   makes $work, picks ports, writes $work/server-{1,2,3}.yaml, sets $servers
+#   kv_cluster_init ENGINE REGIONS [YAML]
+#                                    makes $work, picks ports, writes $work/server-{1,2,3}.yaml, sets $servers;
+#                                    YAML (optional) is appended to each server file, e.g. a split: section
 #   kv_cluster_start [JVM ARGS...]   starts the three nodes (their PIDs in the array pids), logs in $work
 #   kv_cluster_await_health          waits until every region has a leader (kv-client health)
 #   kvc ARGS...                      the admin CLI against the cluster
@@ -9,7 +11,7 @@
 pids=()
 
 kv_cluster_init() {
-  local engine=$1 regions=$2 i
+  local engine=$1 regions=$2 extra=${3:-} i
   work=$(mktemp -d /tmp/kv-bench.XXXXXX)
   ports=($(python3 -c 'import socket
 s=[socket.socket() for _ in range(3)]
@@ -27,7 +29,9 @@ cluster:
 store:
   engine: $engine
 EOF2
+    [ -n "$extra" ] && printf '%s\n' "$extra" >>"$work/server-$((i + 1)).yaml"
   done
+  return 0
 }
 
 kv_cluster_start() {
