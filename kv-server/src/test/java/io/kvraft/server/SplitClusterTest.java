@@ -81,6 +81,22 @@ class SplitClusterTest {
             }
         });
         await().atMost(60, SECONDS).untilAsserted(() -> assertThat(cluster.allRegionsLed()).as(cluster.describe()).isTrue());
+        // every region has exactly one leader, and every replica names it
+        await().atMost(60, SECONDS).untilAsserted(() -> {
+            for (Region r : cluster.node(0).host().regions()) {
+                List<String> leaders = new ArrayList<>();
+                List<String> hints = new ArrayList<>();
+                for (int i = 0; i < cluster.size(); i++) {
+                    Region replica = cluster.node(i).host().region(r.id());
+                    if (replica.isLeader()) {
+                        leaders.add(cluster.node(i).config().endpoint());
+                    }
+                    hints.add(replica.leaderHint());
+                }
+                assertThat(leaders).as("leaders of region %d (hints %s)", r.id(), hints).hasSize(1);
+                assertThat(hints).as("leader hints of region %d", r.id()).containsOnly(leaders.get(0));
+            }
+        });
     }
 
     /** Puts round {@code round}'s values; a put whose outcome is unknown (a leader lost under load) is sent again. */
