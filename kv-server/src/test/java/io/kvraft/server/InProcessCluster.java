@@ -59,8 +59,8 @@ public final class InProcessCluster implements AutoCloseable {
     public static InProcessCluster start(int nodes, int regions, Path dir, String engine, String logStorage,
                                          UnaryOperator<ServerConfig> tweak) throws IOException {
         List<String> peers = new ArrayList<>();
-        for (int i = 0; i < nodes; i++) {
-            peers.add("127.0.0.1:" + freePort());
+        for (int port : io.kvraft.server.launch.LocalClusterConfigs.freePorts(nodes)) {
+            peers.add("127.0.0.1:" + port);
         }
         // 2 s: a test JVM runs three nodes on two cores, often beside other builds; with 1 s, a few seconds of CPU
         // starvation made leaders step down ("majority of the group dies") and left writes with unknown outcomes

@@ -170,8 +170,9 @@ public final class NemesisCommand implements Callable<Integer> {
         try {
             lab = network ? NetLab.create(3) : null;
             List<String> endpoints = new ArrayList<>();
+            List<Integer> ports = LocalClusterConfigs.freePorts(3);
             for (int i = 0; i < 3; i++) {
-                endpoints.add(lab != null ? lab.nodeIp(i) + ":" + NODE_PORT : "127.0.0.1:" + LocalClusterConfigs.freePort());
+                endpoints.add(lab != null ? lab.nodeIp(i) + ":" + NODE_PORT : "127.0.0.1:" + ports.get(i));
             }
             List<Path> files = LocalClusterConfigs.write(dataRoot.resolve("conf"), endpoints, engine,
                     raftYaml(),

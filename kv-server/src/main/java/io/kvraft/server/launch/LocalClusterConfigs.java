@@ -33,8 +33,8 @@ public final class LocalClusterConfigs {
     public static List<Path> write(Path dir, int nodes, String engine, String raftKeys, String balanceKeys,
                                    String extraYaml) {
         List<String> peers = new ArrayList<>();
-        for (int i = 0; i < nodes; i++) {
-            peers.add("127.0.0.1:" + freePort());
+        for (int port : freePorts(nodes)) {
+            peers.add("127.0.0.1:" + port);
         }
         return write(dir, peers, engine, raftKeys, balanceKeys, extraYaml);
     }
@@ -74,6 +74,18 @@ public final class LocalClusterConfigs {
 
     private static String indent(String keys) {
         return keys.strip().lines().map(l -> "  " + l.strip()).collect(java.util.stream.Collectors.joining("\n"));
+    }
+
+    /**
+     * {@code count} distinct ports that were free a moment ago: one port at a time, the system may hand out a port
+     * it has just handed out again once the probing socket is closed.
+     */
+    public static List<Integer> freePorts(int count) {
+        java.util.LinkedHashSet<Integer> ports = new java.util.LinkedHashSet<>();
+        while (ports.size() < count) {
+            ports.add(freePort());
+        }
+        return List.copyOf(ports);
     }
 
     /** A port that was free a moment ago. */

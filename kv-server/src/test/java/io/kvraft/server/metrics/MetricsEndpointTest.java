@@ -64,9 +64,10 @@ class MetricsEndpointTest {
 
     private List<String> start() throws Exception {
         List<String> peers = new ArrayList<>();
+        List<Integer> ports = LocalClusterConfigs.freePorts(6); // distinct: 3 RPC ports, 3 metrics ports
         for (int i = 0; i < 3; i++) {
-            peers.add("127.0.0.1:" + LocalClusterConfigs.freePort());
-            metricsPorts.add(LocalClusterConfigs.freePort());
+            peers.add("127.0.0.1:" + ports.get(i));
+            metricsPorts.add(ports.get(3 + i));
         }
         RaftConfig raft = new RaftConfig(1000, 500, 5, false, 0, true, 256, 2, 4096, 1024, RaftConfig.LOG_SHARED, 2);
         for (int i = 0; i < 3; i++) {

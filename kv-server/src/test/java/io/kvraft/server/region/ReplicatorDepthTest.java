@@ -85,8 +85,9 @@ class ReplicatorDepthTest {
 
     /** @return AppendEntries with entries that the fake follower has received and not answered */
     private AtomicInteger startLeaderAndFakeFollower(boolean pipeline) throws IOException {
-        Endpoint real = new Endpoint("127.0.0.1", InProcessCluster.freePort());
-        Endpoint fake = new Endpoint("127.0.0.1", InProcessCluster.freePort());
+        List<Integer> ports = io.kvraft.server.launch.LocalClusterConfigs.freePorts(2); // two distinct ones
+        Endpoint real = new Endpoint("127.0.0.1", ports.get(0));
+        Endpoint fake = new Endpoint("127.0.0.1", ports.get(1));
         AtomicInteger held = new AtomicInteger();
         fakeServer = RpcFactoryHelper.rpcFactory().createRpcServer(fake);
         fakeServer.registerProcessor(new FakeVoter());
