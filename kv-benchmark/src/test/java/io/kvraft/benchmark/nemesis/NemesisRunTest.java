@@ -57,7 +57,7 @@ class NemesisRunTest {
         Path out = tmp.resolve("out-split");
         ByteArrayOutputStream stdout = new ByteArrayOutputStream();
         ByteArrayOutputStream stderr = new ByteArrayOutputStream();
-        // faults every 5 s, held 2 s, for 20 s: split, kill, split, then a kill as the last
+        // faults every 5 s, held 2 s, for 20 s: split, kill, split, then a kill as the last (when time is left)
         int code = BenchmarkMain.execute(new String[]{"nemesis", "--duration", "20s", "--faults", "split,kill",
                         "--interval", "5s", "--hold", "2s", "--threads", "4", "--rate", "100", "--keys-per-region", "4",
                         "--server-jvm-arg=-Xmx256m", "--server-jvm-arg=-Xms64m", "--out", out.toString()},
@@ -65,7 +65,8 @@ class NemesisRunTest {
                 KvClients::connect);
         String report = stdout.toString(StandardCharsets.UTF_8);
         String why = report + "\n" + stderr.toString(StandardCharsets.UTF_8);
-        assertThat(report).as(why).containsPattern("faults +4 injected: kill 2, split 2")
+        // the last kill fits in only when the earlier faults healed in time: on a slow machine it is left out
+        assertThat(report).as(why).containsPattern("faults +[34] injected: kill [12], split 2")
                 .containsPattern("splits +2 asked: [12] done")
                 .containsPattern("regions 24 at the start, 2[5-9] at the end")
                 .containsPattern("region map +3 nodes agree on 2[5-9] regions tiling the key space")
