@@ -31,7 +31,7 @@ import java.util.concurrent.TimeUnit;
  * failures by error code until the operation's deadline. Multi-key calls split by key and so may
  * span regions.
  */
-final class RoutingKvClient implements KvClient {
+final class RoutingKvClient implements KvClient, ClientLocks.Backend {
 
     private final RoutingKvClient root; // this, or the client a read-mode view was made from
     private final ClientConfig config;
@@ -58,22 +58,7 @@ final class RoutingKvClient implements KvClient {
             return t;
         });
         this.ranges = new RangeOps(this);
-        this.locks = new ClientLocks(new ClientLocks.Backend() {
-            @Override
-            public CompletableFuture<CoordAnswer> coordOp(WriteOp op, long deadlineNanos) {
-                return RoutingKvClient.this.coordOp(op, deadlineNanos);
-            }
-
-            @Override
-            public boolean later(Runnable task, long delayNanos) {
-                return RoutingKvClient.this.later(task, delayNanos);
-            }
-
-            @Override
-            public long deadline() {
-                return RoutingKvClient.this.deadline();
-            }
-        }, System::nanoTime);
+        this.locks = new ClientLocks(this, System::nanoTime);
     }
 
     /** A view of {@code root} whose reads default to {@code mode}; it shares everything else. */
@@ -352,7 +337,8 @@ final class RoutingKvClient implements KvClient {
     }
 
     /** A sequence or lock op, routed, batched and retried as writes are, until {@code deadlineNanos}. */
-    CompletableFuture<CoordAnswer> coordOp(WriteOp op, long deadlineNanos) {
+    @Override
+    public CompletableFuture<CoordAnswer> coordOp(WriteOp op, long deadlineNanos) {
         return root.submit(PendingOp.write(op, deadlineNanos)).thenApply(r -> (CoordAnswer) r);
     }
 
@@ -519,7 +505,8 @@ final class RoutingKvClient implements KvClient {
     }
 
     /** Runs {@code task} after {@code delayNanos} on the client's timer (at once when 0); false once closed. */
-    boolean later(Runnable task, long delayNanos) {
+    @Override
+    public boolean later(Runnable task, long delayNanos) {
         if (delayNanos == 0) {
             task.run();
             return true;
@@ -647,7 +634,8 @@ final class RoutingKvClient implements KvClient {
         return "'" + new String(key, java.nio.charset.StandardCharsets.US_ASCII) + "'";
     }
 
-    long deadline() {
+    @Override
+    public long deadline() {
         return System.nanoTime() + config.operationTimeoutMs() * 1_000_000L;
     }
 

@@ -289,10 +289,6 @@ public record ServerConfig(
     }
 
     /**
-     * @param enabled    move region leaders so every node leads its fair share (after start and rejoin)
-     * @param intervalMs how often a node compares its leader count to its fair share
-     */
-    /**
      * Automatic splits: every {@code checkIntervalMs} a node looks at the regions it leads and splits, at its middle
      * key, the first one that holds more than {@code maxKeys} keys or {@code maxBytes} bytes (RocksDB's approximate
      * sizes, MemoryDB's counts), or served more than {@code maxOpsPerSecond} operations a second since the last
@@ -322,6 +318,10 @@ public record ServerConfig(
         }
     }
 
+    /**
+     * @param enabled    move region leaders so every node leads its fair share (after start and rejoin)
+     * @param intervalMs how often a node compares its leader count to its fair share
+     */
     public record BalanceConfig(Boolean enabled, Integer intervalMs) {
         public static final BalanceConfig DEFAULT = new BalanceConfig(null, null);
 

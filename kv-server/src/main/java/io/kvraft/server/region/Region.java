@@ -51,9 +51,9 @@ public final class Region {
     private final RegionStateMachine fsm;
     private final RaftGroupService service;
     private final Coalescer<WriteProposal> proposer;
-    private final LongAdder writeOps;
-    private final LongAdder readOps;
-    private final LongAdder opsServed = new LongAdder();
+    /** Write ops this node applied as the region's leader, and keys read and scan pages it served: the node's counts are their sums. */
+    private final LongAdder writeOps = new LongAdder();
+    private final LongAdder readOps = new LongAdder();
     private final Runnable onLeaderKnown;
     private final AtomicBoolean startupTimeoutCleared = new AtomicBoolean();
     private final io.kvraft.server.metrics.RegionMetrics metrics = new io.kvraft.server.metrics.RegionMetrics();
@@ -104,12 +104,10 @@ public final class Region {
     private static final boolean READS_RIDE_WRITES = Boolean.parseBoolean(System.getProperty("kv.readsRideWrites", "true"));
 
     Region(RegionState state, KvStore store, PeerId self, NodeOptions options, RpcServer rpcServer,
-           RaftConfig raft, LongAdder writeOps, LongAdder readOps, Runnable onLeaderKnown, Splits splits) {
+           RaftConfig raft, Runnable onLeaderKnown, Splits splits) {
         this.id = state.getId();
         this.shape = Shape.of(state);
         this.splits = splits;
-        this.writeOps = writeOps;
-        this.readOps = readOps;
         this.onLeaderKnown = onLeaderKnown;
         this.fsm = new RegionStateMachine(this, store);
         options.setFsm(fsm);
@@ -275,13 +273,22 @@ public final class Region {
         }
     }
 
-    /** Operations this region served on this node (writes applied as leader, keys read, scan pages). */
+    /** Write ops this node applied as the region's leader. */
+    public long writeOps() {
+        return writeOps.sum();
+    }
+
+    /** Keys read and scan pages this node served for the region. */
+    public long readOps() {
+        return readOps.sum();
+    }
+
+    /** Operations this region served on this node: writes applied as leader, keys read, scan pages. */
     public long opsServed() {
-        return opsServed.sum();
+        return writeOps.sum() + readOps.sum();
     }
 
     void countWrites(int ops) {
-        opsServed.add(ops);
         writeOps.add(ops);
     }
 
@@ -316,7 +323,6 @@ public final class Region {
                             : Value.newBuilder().setFound(true).setValue(ByteString.copyFrom(v)).build());
                 }
                 readOps.add(keys.size());
-                opsServed.add(keys.size());
                 reply.accept(b.build());
             }
 
@@ -345,7 +351,6 @@ public final class Region {
                             .setValue(ByteString.copyFrom(result.values().get(i))));
                 }
                 readOps.increment();
-                opsServed.increment();
                 reply.accept(b.build());
             }
 

@@ -36,7 +36,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
 
@@ -67,10 +66,8 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
     private final PeerId self;
     private final Path raftRoot;
     private final RegionCatalog catalog;
-    private final LongAdder writeOps = new LongAdder();
     /** All groups' Raft logs when raft.logStorage is shared, else null. */
     private final SharedRaftLog sharedLog;
-    private final LongAdder readOps = new LongAdder();
     /** Starts split-off regions' groups, away from the parent's state machine thread. */
     private final ExecutorService starter;
     private final List<Consumer<Region>> startListeners = new CopyOnWriteArrayList<>();
@@ -159,24 +156,15 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
                 holder[0].node().resetElectionTimeoutMs(electionTimeoutMs);
             }
         });
-        Region region = new Region(stateOf(entry), store, self, options, rpcServer, config.raft(), writeOps, readOps,
-                leaderKnown, this);
+        Region region = new Region(stateOf(entry), store, self, options, rpcServer, config.raft(), leaderKnown, this);
         holder[0] = region;
         return region;
     }
 
     /** The region's range as the store recorded it with its applied index, or as the catalog says it started. */
     private KeyRange currentRange(RegionCatalog.Entry entry) {
-        byte[] state = store.regionState(entry.id());
-        if (state == null) {
-            return entry.range();
-        }
-        try {
-            return Region.Shape.of(RegionState.parseFrom(state)).range();
-        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
-            throw new IllegalStateException("region " + entry.id() + ": its state in the store is undecodable: "
-                    + e.getMessage(), e);
-        }
+        RegionState state = RegionStateMachine.storedState(store, entry.id());
+        return state == null ? entry.range() : Region.Shape.of(state).range();
     }
 
     /** Registers extra request handlers (before {@link #start}). */
@@ -338,11 +326,6 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         return catalog;
     }
 
-    /** The lowest id a split may give a new region: above every id of the initial layout. */
-    public int firstSplitId() {
-        return RegionCatalog.FIRST_SPLIT_ID;
-    }
-
     public Region region(int id) {
         return regions.get(id);
     }
@@ -359,12 +342,14 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         return config.endpoint();
     }
 
+    /** Write ops this node applied as a leader since it started, over its regions. */
     public long writeOps() {
-        return writeOps.sum();
+        return regions.values().stream().mapToLong(Region::writeOps).sum();
     }
 
+    /** Keys read and scan pages this node served since it started, over its regions. */
     public long readOps() {
-        return readOps.sum();
+        return regions.values().stream().mapToLong(Region::readOps).sum();
     }
 
     /** Threads of the follower's AppendEntries pool ({@code raft.appendEntriesThreads}); -1 when it is 0 (jraft's). */

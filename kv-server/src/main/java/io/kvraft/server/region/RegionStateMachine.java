@@ -60,14 +60,23 @@ final class RegionStateMachine extends StateMachineAdapter {
         this.region = region;
         this.store = store;
         this.storeIndex = store.appliedIndex(region.id());
-        byte[] state = store.regionState(region.id());
+        RegionState state = storedState(store, region.id());
         if (state != null) { // a persistent store keeps the state with the data: it is the state at storeIndex
-            try {
-                region.state(RegionState.parseFrom(state));
-            } catch (InvalidProtocolBufferException e) {
-                throw new IllegalStateException("region " + region.id() + ": its state in the store is undecodable: "
-                        + e.getMessage(), e);
-            }
+            region.state(state);
+        }
+    }
+
+    /** The region's state as the store recorded it with its applied index, or null when it recorded none. */
+    static RegionState storedState(KvStore store, int regionId) {
+        byte[] state = store.regionState(regionId);
+        if (state == null) {
+            return null;
+        }
+        try {
+            return RegionState.parseFrom(state);
+        } catch (InvalidProtocolBufferException e) {
+            throw new IllegalStateException("region " + regionId + ": its state in the store is undecodable: "
+                    + e.getMessage(), e);
         }
     }
 

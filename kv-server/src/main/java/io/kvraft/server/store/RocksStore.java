@@ -58,6 +58,9 @@ public final class RocksStore implements KvStore {
     private static final byte[] APPLIED_KEY_PREFIX = "applied/".getBytes(StandardCharsets.US_ASCII);
     /** A region's RegionState (range, epoch, regions split off it), written with its applied index. */
     private static final byte[] STATE_KEY_PREFIX = "state/".getBytes(StandardCharsets.US_ASCII);
+    /** The end of the top region's range in size estimates: above every key short of eight 0xff bytes. */
+    private static final byte[] INF_FOR_SIZES = {(byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff,
+            (byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff};
     /** The meta family holds a few bytes per region; a large memtable would only waste memory. */
     private static final long MAX_META_WRITE_BUFFER_BYTES = 4L << 20;
     private static final int MAX_WRITE_BUFFER_NUMBER = 3;
@@ -505,15 +508,8 @@ public final class RocksStore implements KvStore {
 
     @Override
     public long approximateBytes(KeyRange range) {
-        ensureOpen();
-        byte[] start = range.start();
-        byte[] end = range.end().length > 0 ? range.end() : new byte[]{(byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff,
-                (byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff}; // +inf: past every key the limits allow in practice
-        try (Slice s = new Slice(start); Slice e = new Slice(end)) {
-            long[] sizes = db.getApproximateSizes(dataFamily, List.of(new org.rocksdb.Range(s, e)),
-                    org.rocksdb.SizeApproximationFlag.INCLUDE_FILES, org.rocksdb.SizeApproximationFlag.INCLUDE_MEMTABLES);
-            return sizes.length == 0 ? 0 : sizes[0];
-        }
+        return approximateSize(range, org.rocksdb.SizeApproximationFlag.INCLUDE_FILES,
+                org.rocksdb.SizeApproximationFlag.INCLUDE_MEMTABLES);
     }
 
     /**
@@ -525,9 +521,7 @@ public final class RocksStore implements KvStore {
     @Override
     public long approximateKeys(KeyRange range) {
         ensureOpen();
-        byte[] end = range.end().length > 0 ? range.end() : new byte[]{(byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff,
-                (byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff};
-        try (Slice s = new Slice(range.start()); Slice e = new Slice(end)) {
+        try {
             long inMemory = db.getLongProperty(dataFamily, "rocksdb.num-entries-active-mem-table")
                     + db.getLongProperty(dataFamily, "rocksdb.num-entries-imm-mem-tables");
             long sstBytes = db.getLongProperty(dataFamily, "rocksdb.total-sst-files-size");
@@ -535,12 +529,20 @@ public final class RocksStore implements KvStore {
             if (sstBytes <= 0 || sstKeys <= 4 * inMemory) {
                 return approximateCount(range); // at most about five memtables' worth of keys: counting is cheap
             }
-            long[] fileBytes = db.getApproximateSizes(dataFamily, List.of(new org.rocksdb.Range(s, e)),
-                    org.rocksdb.SizeApproximationFlag.INCLUDE_FILES);
-            long inFiles = fileBytes.length == 0 ? 0 : fileBytes[0] * sstKeys / sstBytes;
+            long inFiles = approximateSize(range, org.rocksdb.SizeApproximationFlag.INCLUDE_FILES) * sstKeys / sstBytes;
             return inFiles + inFiles * inMemory / sstKeys;
         } catch (RocksDBException ex) {
             throw failure("key estimate of " + range, ex);
+        }
+    }
+
+    /** RocksDB's approximate bytes of {@code range} in the data family; an empty end (+inf) is taken as 8 bytes of 0xff. */
+    private long approximateSize(KeyRange range, org.rocksdb.SizeApproximationFlag... flags) {
+        ensureOpen();
+        byte[] end = range.end().length > 0 ? range.end() : INF_FOR_SIZES;
+        try (Slice s = new Slice(range.start()); Slice e = new Slice(end)) {
+            long[] sizes = db.getApproximateSizes(dataFamily, List.of(new org.rocksdb.Range(s, e)), flags);
+            return sizes.length == 0 ? 0 : sizes[0];
         }
     }
 
