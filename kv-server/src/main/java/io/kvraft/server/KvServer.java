@@ -53,6 +53,7 @@ public final class KvServer implements AutoCloseable {
     private volatile boolean closed;
     private volatile ScheduledFuture<?> balancer;
     private final io.kvraft.server.region.Splitter splitter;
+    private final java.util.concurrent.ExecutorService splitWork;
     /** A client of the cluster's own API (region ids for splits), made when first needed. */
     private io.kvraft.client.KvClient internalClient;
     /** Asks peers whether they serve (balancing and hand-off pick only those). */
@@ -91,9 +92,14 @@ public final class KvServer implements AutoCloseable {
             return t;
         });
         host.registerHandlers(new io.kvraft.server.rpc.BackupHandlers(handlers, backups, backupPages)::register);
+        this.splitWork = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "kv-split");
+            t.setDaemon(true);
+            return t;
+        });
         this.splitter = new io.kvraft.server.region.Splitter(host, store,
                 io.kvraft.server.region.Splitter.fromSequence(this::internalClient), config.split(),
-                config.limits().maxKeyBytes(), System::currentTimeMillis);
+                config.limits().maxKeyBytes(), System::currentTimeMillis, splitWork);
         handlers.splitter(splitter);
         metrics.bind(host, handlers::inFlight);
     }
@@ -248,6 +254,7 @@ public final class KvServer implements AutoCloseable {
         closed = true;
         handlers.beginShutdown();
         housekeeping.shutdownNow();
+        splitWork.shutdownNow();
         if (internalClient != null) {
             try {
                 internalClient.close();

@@ -1,5 +1,6 @@
 package io.kvraft.server.region;
 
+import com.google.protobuf.ByteString;
 import io.kvraft.client.proto.KvProto.ErrorCode;
 import io.kvraft.client.proto.KvProto.RegionInfo;
 import io.kvraft.client.proto.KvProto.RegionState;
@@ -30,7 +31,7 @@ public final class Splitter implements Runnable {
     private static final Logger LOG = LoggerFactory.getLogger(Splitter.class);
 
     /** The sequence region ids are taken from; reserved: clients may not reset it. */
-    public static final byte[] REGION_ID_SEQUENCE = "\u0000kv/region-ids".getBytes(StandardCharsets.US_ASCII);
+    public static final ByteString REGION_ID_SEQUENCE = ByteString.copyFrom("\u0000kv/region-ids", StandardCharsets.US_ASCII);
 
     /** Hands out new region ids, each once in the cluster's life. */
     public interface Ids {
@@ -47,14 +48,22 @@ public final class Splitter implements Runnable {
     /** Per region, its operation count at the last check, for the load rule. */
     private final Map<Integer, long[]> lastOps = new ConcurrentHashMap<>();
     private final Supplier<Long> clockMs;
+    /**
+     * Where a split is decided: finding a middle key reads the region's keys and the first region id makes the node's
+     * own client, which waits for the cluster. Never a request handler's thread: those are bolt's I/O threads, and one
+     * of them blocked stalls every request on its connections.
+     */
+    private final java.util.concurrent.Executor work;
 
-    public Splitter(RegionHost host, KvStore store, Ids ids, SplitConfig config, int maxKeyBytes, Supplier<Long> clockMs) {
+    public Splitter(RegionHost host, KvStore store, Ids ids, SplitConfig config, int maxKeyBytes, Supplier<Long> clockMs,
+                    java.util.concurrent.Executor work) {
         this.host = host;
         this.store = store;
         this.ids = ids;
         this.config = config;
         this.maxKeyBytes = maxKeyBytes;
         this.clockMs = clockMs;
+        this.work = work;
     }
 
     /**
@@ -62,6 +71,14 @@ public final class Splitter implements Runnable {
      * Never fails the future: errors are in the answer.
      */
     public CompletableFuture<SplitResponse> split(int regionId, long epoch, byte[] key) {
+        try {
+            return CompletableFuture.supplyAsync(() -> splitNow(regionId, epoch, key), work).thenCompose(f -> f);
+        } catch (java.util.concurrent.RejectedExecutionException closed) {
+            return error(ErrorCode.SHUTTING_DOWN, "", "node " + host.endpoint() + " is shutting down");
+        }
+    }
+
+    private CompletableFuture<SplitResponse> splitNow(int regionId, long epoch, byte[] key) {
         Region region = host.region(regionId);
         if (region == null) {
             return error(ErrorCode.REGION_NOT_FOUND, "", "no region " + regionId + " on " + host.endpoint());
@@ -181,7 +198,7 @@ public final class Splitter implements Runnable {
 
     /** Ids from the cluster-wide sequence, through a client of the cluster's own API. */
     public static Ids fromSequence(Supplier<io.kvraft.client.KvClient> client) {
-        return () -> client.get().getSequence(REGION_ID_SEQUENCE, 1).thenApply(range -> {
+        return () -> client.get().getSequence(REGION_ID_SEQUENCE.toByteArray(), 1).thenApply(range -> {
             long id = RegionCatalog.FIRST_SPLIT_ID + range.start();
             if (id > Integer.MAX_VALUE) {
                 throw new IllegalStateException("region ids are used up");

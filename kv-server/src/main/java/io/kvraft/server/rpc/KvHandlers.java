@@ -395,7 +395,7 @@ public final class KvHandlers {
             case GET_SEQUENCE, RESET_SEQUENCE -> {
                 Error error = checkKey(region, op.getKey());
                 if (error == null && op.getType() == WriteOpType.RESET_SEQUENCE
-                        && op.getKey().equals(ByteString.copyFrom(io.kvraft.server.region.Splitter.REGION_ID_SEQUENCE))) {
+                        && op.getKey().equals(io.kvraft.server.region.Splitter.REGION_ID_SEQUENCE)) {
                     error = Responses.error(ErrorCode.INVALID_ARGUMENT, "the sequence of region ids is reserved: it is"
                             + " never reset, so no region id is handed out twice");
                 }
