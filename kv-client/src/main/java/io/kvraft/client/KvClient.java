@@ -196,6 +196,21 @@ public interface KvClient extends AutoCloseable {
                 "this client cannot split regions"));
     }
 
+    /**
+     * Merges region {@code rightId} into region {@code leftId}, on the left region's leader: the left region must end
+     * where the right one starts, on the same nodes. The left region takes the union of both ranges with a new epoch;
+     * the right one's group is stopped and its files removed on every node, and its id is never used again. No data
+     * moves. Returns the merged region. A merge happens whole or not at all: one that cannot finish (a replica of the
+     * right region that does not get its final data in time, a leader change, a node crash) is rolled back, and the
+     * call fails with the reason. Fails with INVALID_ARGUMENT for regions that are not adjacent (or the same),
+     * REGION_NOT_FOUND for an unknown region, BUSY while either region is in another merge, STALE_EPOCH when a
+     * region changed before the merge applied, UNAVAILABLE when the merge was rolled back.
+     */
+    default CompletableFuture<RegionInfo> merge(int leftId, int rightId) {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+                "this client cannot merge regions"));
+    }
+
     /** Each reachable node's store id (the random id of its data directory), by host:port. */
     default CompletableFuture<java.util.Map<String, String>> storeIds() {
         return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,

@@ -3,6 +3,9 @@ package io.kvraft.client;
 import com.google.protobuf.ByteString;
 import io.kvraft.client.proto.KvProto.ErrorCode;
 import io.kvraft.client.proto.KvProto.RegionInfo;
+import com.google.protobuf.Message;
+import io.kvraft.client.proto.KvProto.MergeRequest;
+import io.kvraft.client.proto.KvProto.MergeResponse;
 import io.kvraft.client.proto.KvProto.SplitRequest;
 import io.kvraft.client.proto.KvProto.SplitResponse;
 import io.kvraft.client.route.RouteTable.Route;
@@ -10,8 +13,10 @@ import io.kvraft.client.route.RouteTable.Route;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import java.util.function.Predicate;
 
-/** Region admin operations of the client: a split, sent to the region's leader and followed there. */
+/** Region admin operations of the client: a split or a merge, sent to the region's leader and followed there. */
 final class RegionAdmin {
 
     private static final long RETRY_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
@@ -24,35 +29,66 @@ final class RegionAdmin {
 
     /** See {@link KvClient#split}. */
     CompletableFuture<List<RegionInfo>> split(int regionId, byte[] atKey) {
-        CompletableFuture<List<RegionInfo>> result = new CompletableFuture<>();
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(client.operationTimeoutMs());
         SplitRequest request = SplitRequest.newBuilder().setRegionId(regionId)
                 .setSplitKey(atKey == null ? ByteString.EMPTY : ByteString.copyFrom(atKey)).build();
-        client.refreshRoutes().whenComplete((v, e) -> attempt(request, deadline, result, null));
+        return this.<SplitResponse>call(regionId, request, SplitResponse::hasError, SplitResponse::getError)
+                .thenApply(resp -> List.of(resp.getLeft(), resp.getRight()));
+    }
+
+    /** See {@link KvClient#merge}. */
+    CompletableFuture<RegionInfo> merge(int leftId, int rightId) {
+        if (leftId == rightId) {
+            return CompletableFuture.failedFuture(new KvException(ErrorCode.INVALID_ARGUMENT,
+                    "a region cannot merge with itself (" + leftId + ")"));
+        }
+        MergeRequest request = MergeRequest.newBuilder().setLeftId(leftId).setRightId(rightId).build();
+        // the right region is looked up on the left one's leader: an unknown one is told at once, not retried there
+        return client.refreshRoutes().thenCompose(v -> client.routes().byId(rightId) == null
+                ? CompletableFuture.<MergeResponse>failedFuture(new KvException(ErrorCode.REGION_NOT_FOUND,
+                        "no region " + rightId + " in the cluster"))
+                : this.<MergeResponse>call(leftId, request, MergeResponse::hasError, MergeResponse::getError))
+                .thenApply(MergeResponse::getMerged);
+    }
+
+    /** Sends {@code request} to the leader of region {@code regionId}, following leader hints until the deadline. */
+    private <R extends Message> CompletableFuture<R> call(int regionId, Message request, Predicate<R> hasError,
+                                                          Function<R, io.kvraft.client.proto.KvProto.Error> error) {
+        CompletableFuture<R> result = new CompletableFuture<>();
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(client.operationTimeoutMs());
+        client.refreshRoutes().whenComplete((v, e) -> attempt(new Call<>(regionId, request, hasError, error, deadline,
+                result), null));
         return result;
     }
 
-    private void attempt(SplitRequest request, long deadline, CompletableFuture<List<RegionInfo>> result, String hint) {
-        Route route = client.routes().byId(request.getRegionId());
+    private record Call<R extends Message>(int regionId, Message request, Predicate<R> hasError,
+                                           Function<R, io.kvraft.client.proto.KvProto.Error> error, long deadline,
+                                           CompletableFuture<R> result) {
+    }
+
+    private <R extends Message> void attempt(Call<R> call, String hint) {
+        CompletableFuture<R> result = call.result();
+        long deadline = call.deadline();
+        Route route = client.routes().byId(call.regionId());
         if (route == null) {
             result.completeExceptionally(new KvException(ErrorCode.REGION_NOT_FOUND,
-                    "no region " + request.getRegionId() + " in the cluster"));
+                    "no region " + call.regionId() + " in the cluster"));
             return;
         }
         String target = hint != null && !hint.isEmpty() ? hint : route.target();
-        // the whole operation's time for one try: the leader answers once the split is applied, which includes making
-        // the new region's group on that node (a snapshot of its range), far more than a read or write takes
+        // the whole operation's time for one try: the leader answers once the change is applied, which includes making
+        // or stopping groups on that node (a snapshot of a range), far more than a read or write takes
         long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()));
-        client.transport().<SplitResponse>call(target, request, left).whenComplete((resp, err) -> {
-            ErrorCode code = err != null ? KvException.unwrap(err).code() : resp.hasError() ? resp.getError().getCode() : ErrorCode.OK;
+        client.transport().<R>call(target, call.request(), left).whenComplete((resp, err) -> {
+            ErrorCode code = err != null ? KvException.unwrap(err).code()
+                    : call.hasError().test(resp) ? call.error().apply(resp).getCode() : ErrorCode.OK;
             if (code == ErrorCode.OK) {
-                client.refreshRoutes(target).whenComplete((v, e) -> result.complete(List.of(resp.getLeft(), resp.getRight())));
+                client.refreshRoutes(target).whenComplete((v, e) -> result.complete(resp));
                 return;
             }
-            String detail = err != null ? KvException.unwrap(err).getMessage() : resp.getError().getDetail();
-            String next = err == null ? resp.getError().getLeaderHint() : "";
-            // only answers that prove the split was not taken are retried (a timeout may have split it: then the
-            // caller sees the region's new range in `regions`, and a retry would split it again)
+            String detail = err != null ? KvException.unwrap(err).getMessage() : call.error().apply(resp).getDetail();
+            String next = err == null ? call.error().apply(resp).getLeaderHint() : "";
+            // only answers that prove the change was not taken are retried (a timeout may have made it: then the
+            // caller sees the regions as they are now in `regions`, and a retry would change them again)
             boolean retry = switch (code) {
                 case NOT_LEADER, NO_LEADER, SHUTTING_DOWN, REGION_NOT_FOUND -> true;
                 case UNAVAILABLE -> err != null && KvException.unwrap(err).unsent();
@@ -69,8 +105,8 @@ final class RegionAdmin {
             }
             String nextTarget = next;
             Runnable again = code == ErrorCode.REGION_NOT_FOUND
-                    ? () -> client.refreshRoutes().whenComplete((v, e) -> attempt(request, deadline, result, null))
-                    : () -> attempt(request, deadline, result, nextTarget);
+                    ? () -> client.refreshRoutes().whenComplete((v, e) -> attempt(call, null))
+                    : () -> attempt(call, nextTarget);
             if (!client.later(again, next.isEmpty() ? RETRY_PAUSE_NANOS : 0)) {
                 result.completeExceptionally(new KvException(ErrorCode.UNAVAILABLE, "client closed"));
             }

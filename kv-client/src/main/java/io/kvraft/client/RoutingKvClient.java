@@ -415,6 +415,11 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
     }
 
     @Override
+    public CompletableFuture<RegionInfo> merge(int leftId, int rightId) {
+        return new RegionAdmin(root).merge(leftId, rightId);
+    }
+
+    @Override
     public CompletableFuture<List<RegionInfo>> regions() {
         return askAnyServer(null).thenApply(RegionsResponse::getRegionsList);
     }

@@ -53,6 +53,7 @@ public final class KvServer implements AutoCloseable {
     private volatile boolean closed;
     private volatile ScheduledFuture<?> balancer;
     private final io.kvraft.server.region.Splitter splitter;
+    private final io.kvraft.server.region.Merger merger;
     private final java.util.concurrent.ExecutorService splitWork;
     /** A client of the cluster's own API (region ids for splits), made when first needed. */
     private io.kvraft.client.KvClient internalClient;
@@ -101,6 +102,9 @@ public final class KvServer implements AutoCloseable {
                 io.kvraft.server.region.Splitter.fromSequence(this::internalClient), config.split(),
                 config.limits().maxKeyBytes(), System::currentTimeMillis, splitWork);
         handlers.splitter(splitter);
+        this.merger = new io.kvraft.server.region.Merger(host, store, config.merge(), config.split(), peerProbe, splitWork,
+                4L * config.raft().electionTimeoutMs());
+        handlers.merger(merger);
         metrics.bind(host, handlers::inFlight);
     }
 
@@ -131,6 +135,9 @@ public final class KvServer implements AutoCloseable {
             long ms = config.split().checkIntervalMs();
             server.housekeeping.scheduleWithFixedDelay(server.splitter, ms, ms, TimeUnit.MILLISECONDS);
         }
+        // always: a merge left half done by a crash is finished or rolled back here, automatic merges or not
+        long mergeMs = config.merge().checkIntervalMs();
+        server.housekeeping.scheduleWithFixedDelay(server.merger, mergeMs, mergeMs, TimeUnit.MILLISECONDS);
         LOG.info("node {} started: engine {}, {} regions, data in {}", config.endpoint(), config.store().engine(),
                 server.host.regions().size(), config.dataDir());
         return server;

@@ -46,6 +46,9 @@ final class RegionsCommand implements Callable<Integer> {
                     row.put("peers", r.getPeersList());
                     row.put("term", r.getTerm());
                     row.put("appliedIndex", r.getAppliedIndex());
+                    if (r.getMergingInto() != 0) {
+                        row.put("mergingInto", r.getMergingInto());
+                    }
                     rows.add(row);
                 }
                 out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(rows));
@@ -54,11 +57,12 @@ final class RegionsCommand implements Callable<Integer> {
             out.printf("%-6s %-10s %-10s %-6s %-21s %-6s %-10s %s%n", "ID", "START", "END", "EPOCH", "LEADER", "TERM",
                     "APPLIED", "PEERS");
             for (RegionInfo r : regions) {
-                out.printf("%-6d %-10s %-10s %-6d %-21s %-6d %-10d %s%n", r.getId(),
+                out.printf("%-6d %-10s %-10s %-6d %-21s %-6d %-10d %s%s%n", r.getId(),
                         r.getStartKey().isEmpty() ? "-inf" : KvCtl.hexKey(r.getStartKey()),
                         r.getEndKey().isEmpty() ? "+inf" : KvCtl.hexKey(r.getEndKey()), r.getEpoch(),
                         r.getLeader().isEmpty() ? "(none)" : r.getLeader(), r.getTerm(), r.getAppliedIndex(),
-                        String.join(",", r.getPeersList()));
+                        String.join(",", r.getPeersList()),
+                        r.getMergingInto() == 0 ? "" : "  (merging into " + r.getMergingInto() + ")");
             }
             return 0;
         }

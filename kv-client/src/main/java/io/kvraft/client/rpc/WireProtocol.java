@@ -41,7 +41,9 @@ public final class WireProtocol {
             parser(KvProto.TransferLeaderRequest.class, KvProto.TransferLeaderRequest.parser()),
             parser(KvProto.AdminResponse.class, KvProto.AdminResponse.parser()),
             parser(KvProto.SplitRequest.class, KvProto.SplitRequest.parser()),
-            parser(KvProto.SplitResponse.class, KvProto.SplitResponse.parser()));
+            parser(KvProto.SplitResponse.class, KvProto.SplitResponse.parser()),
+            parser(KvProto.MergeRequest.class, KvProto.MergeRequest.parser()),
+            parser(KvProto.MergeResponse.class, KvProto.MergeResponse.parser()));
 
     private static Map.Entry<String, Parser<? extends Message>> parser(Class<? extends Message> type,
                                                                       Parser<? extends Message> parser) {

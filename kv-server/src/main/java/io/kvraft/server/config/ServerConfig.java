@@ -22,6 +22,7 @@ import static java.util.Objects.requireNonNullElse;
  * @param metrics  the Prometheus endpoint and JMX
  * @param tls      mutual TLS on the RPC port, for clients and for the Raft traffic between nodes (off by default)
  * @param split    automatic region splits by size and load
+ * @param merge    merges of small adjacent regions, automatic ones off by default
  */
 public record ServerConfig(
         String endpoint,
@@ -35,7 +36,8 @@ public record ServerConfig(
         LoggingConfig logging,
         MetricsConfig metrics,
         io.kvraft.client.config.TlsConfig tls,
-        SplitConfig split) {
+        SplitConfig split,
+        MergeConfig merge) {
 
     public ServerConfig {
         requireNonNull(endpoint, "endpoint is required (host:port)");
@@ -51,6 +53,7 @@ public record ServerConfig(
         metrics = requireNonNullElse(metrics, MetricsConfig.DEFAULT);
         tls = requireNonNullElse(tls, io.kvraft.client.config.TlsConfig.OFF);
         split = requireNonNullElse(split, SplitConfig.DEFAULT);
+        merge = requireNonNullElse(merge, MergeConfig.DEFAULT);
         if (!cluster.peers().contains(endpoint)) {
             throw new IllegalArgumentException("endpoint " + endpoint + " is not one of cluster.peers " + cluster.peers());
         }
@@ -74,7 +77,7 @@ public record ServerConfig(
     /** Without the operational sections: their defaults apply. */
     public ServerConfig(String endpoint, String dataDir, ClusterConfig cluster, StoreConfig store, RaftConfig raft,
                         LimitsConfig limits, BalanceConfig balance) {
-        this(endpoint, dataDir, cluster, store, raft, limits, balance, null, null, null, null, null);
+        this(endpoint, dataDir, cluster, store, raft, limits, balance, null, null, null, null, null, null);
     }
 
     public static ServerConfig load(Path file) {
@@ -82,23 +85,23 @@ public record ServerConfig(
     }
 
     public ServerConfig withDataDir(String newDataDir) {
-        return new ServerConfig(endpoint, newDataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split);
+        return new ServerConfig(endpoint, newDataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge);
     }
 
     public ServerConfig withRaft(RaftConfig newRaft) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, newRaft, limits, balance, shutdown, logging, metrics, tls, split);
+        return new ServerConfig(endpoint, dataDir, cluster, store, newRaft, limits, balance, shutdown, logging, metrics, tls, split, merge);
     }
 
     public ServerConfig withStore(StoreConfig newStore) {
-        return new ServerConfig(endpoint, dataDir, cluster, newStore, raft, limits, balance, shutdown, logging, metrics, tls, split);
+        return new ServerConfig(endpoint, dataDir, cluster, newStore, raft, limits, balance, shutdown, logging, metrics, tls, split, merge);
     }
 
     public ServerConfig withLimits(LimitsConfig newLimits) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, newLimits, balance, shutdown, logging, metrics, tls, split);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, newLimits, balance, shutdown, logging, metrics, tls, split, merge);
     }
 
     public ServerConfig withBalance(BalanceConfig newBalance) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, newBalance, shutdown, logging, metrics, tls, split);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, newBalance, shutdown, logging, metrics, tls, split, merge);
     }
 
     /**
@@ -319,6 +322,38 @@ public record ServerConfig(
     }
 
     /**
+     * Merges: {@code kv-client merge LEFT RIGHT} works whether or not {@code enabled}. When enabled, every
+     * {@code checkIntervalMs} a node looks at the regions it leads and merges the first that, with the region after it,
+     * holds at most {@code maxKeys} keys and {@code maxBytes} bytes (each of the two). A merge waits up to
+     * {@code timeoutMs} for every replica of the right region to hold its final data durably; past that it is rolled
+     * back, and a merge left half done by a crash or a leader change is finished or rolled back by the left region's
+     * leader after that long.
+     */
+    public record MergeConfig(Boolean enabled, Long maxKeys, Long maxBytes, Integer checkIntervalMs, Integer timeoutMs) {
+        public static final MergeConfig DEFAULT = new MergeConfig(null, null, null, null, null);
+
+        public MergeConfig {
+            enabled = requireNonNullElse(enabled, false);
+            maxKeys = requireNonNullElse(maxKeys, 200_000L);
+            maxBytes = requireNonNullElse(maxBytes, 20L << 20);
+            checkIntervalMs = requireNonNullElse(checkIntervalMs, 10_000);
+            timeoutMs = requireNonNullElse(timeoutMs, 30_000);
+            if (maxKeys < 0) {
+                throw new IllegalArgumentException("merge.maxKeys must be 0 or more, got " + maxKeys);
+            }
+            if (maxBytes < 0) {
+                throw new IllegalArgumentException("merge.maxBytes must be 0 or more, got " + maxBytes);
+            }
+            if (checkIntervalMs < 100) {
+                throw new IllegalArgumentException("merge.checkIntervalMs must be at least 100, got " + checkIntervalMs);
+            }
+            if (timeoutMs < 1000) {
+                throw new IllegalArgumentException("merge.timeoutMs must be at least 1000, got " + timeoutMs);
+            }
+        }
+    }
+
+    /**
      * @param enabled    move region leaders so every node leads its fair share (after start and rejoin)
      * @param intervalMs how often a node compares its leader count to its fair share
      */
@@ -364,15 +399,19 @@ public record ServerConfig(
     }
 
     public ServerConfig withSplit(SplitConfig newSplit) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, newSplit);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, newSplit, merge);
+    }
+
+    public ServerConfig withMerge(MergeConfig newMerge) {
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, newMerge);
     }
 
     public ServerConfig withTls(io.kvraft.client.config.TlsConfig newTls) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, newTls, split);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, newTls, split, merge);
     }
 
     public ServerConfig withMetrics(MetricsConfig newMetrics) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, newMetrics, tls, split);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, newMetrics, tls, split, merge);
     }
 
     /**

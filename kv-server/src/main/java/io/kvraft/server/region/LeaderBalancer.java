@@ -79,6 +79,9 @@ public final class LeaderBalancer implements Runnable {
         int first = Math.floorMod(rotation++, led.size());
         for (int i = 0; i < led.size(); i++) {
             Region r = led.get((first + i) % led.size());
+            if (r.leaderPinned()) {
+                continue; // in a merge, which needs its leader where it is
+            }
             String target = null;
             int least = Integer.MAX_VALUE;
             List<PeerId> alive;
@@ -124,8 +127,8 @@ public final class LeaderBalancer implements Runnable {
     }
 
     private void transfer(Region r, String target, int mine, int least) {
-        if (!r.isLeader()) {
-            return; // lost the leadership while the peer was asked; the next round looks again
+        if (!r.isLeader() || r.leaderPinned()) {
+            return; // lost the leadership (or a merge began) while the peer was asked; the next round looks again
         }
         Status st = r.node().transferLeadershipTo(PeerId.parsePeer(target));
         LOG.info("region {}: leader {} -> {} to balance ({} vs {} leaders): {}", r.id(), host.endpoint(), target,

@@ -90,6 +90,26 @@ public final class Region {
 
         /** Starts the Raft group of {@code child} in the background, if it is not running. */
         void startChild(RegionState child);
+
+        /** Takes a snapshot of {@code region} soon, off its state machine thread. */
+        void snapshotSoon(Region region);
+
+        /**
+         * Called on the left region's state machine thread when it applies a merge: returns once this node's replica of
+         * {@code right} has applied the prepare to merge into {@code leftId} (its data is then final in the store), or
+         * false when this node has no replica of it at all.
+         */
+        boolean awaitMergeSource(RegionState right, int leftId);
+
+        /** Lists region {@code regionId} with a range that takes in {@code range}; returns when that is durable. */
+        void widen(int regionId, KeyRange range);
+
+        /**
+         * Retires this node's replica of region {@code regionId}, merged into {@code into} at its log index
+         * {@code index}, in the background: stops its group, removes its files and unlists it. With a store that keeps
+         * no data over a restart, only once {@code into} has a snapshot at or past {@code index}, which holds the data.
+         */
+        void retire(int regionId, Region into, long index);
     }
 
     /** When this node's leadership of a term began, on its lease clock. */
@@ -163,6 +183,10 @@ public final class Region {
     }
 
     /** The index the region's data in this node's store corresponds to. */
+    long snapshotIndex() {
+        return fsm.snapshotIndex();
+    }
+
     long appliedIndex() {
         return fsm.appliedIndex();
     }
@@ -273,6 +297,46 @@ public final class Region {
         }
     }
 
+    /**
+     * Proposes one entry that changes the region's shape (a merge step: PREPARE_MERGE, COMMIT_MERGE, MERGE_ABORT,
+     * MERGE_ROLLBACK). Only called on the leader; {@code done} gets whether the state machine took it (see the op
+     * types) and the state after it, or the jraft status of a proposal that failed.
+     */
+    public void propose(WriteOp op, SplitClosure.Callback done) {
+        WriteBatch batch = WriteBatch.newBuilder().addOps(op).build();
+        Task task = new Task();
+        task.setData(ByteBuffer.wrap(batch.toByteArray()));
+        task.setDone(new SplitClosure(done));
+        try {
+            node.apply(task);
+        } catch (IllegalStateException shuttingDown) {
+            // jraft has already run the closure with ENODESHUTDOWN
+        }
+    }
+
+    /** Set while a merge driven from this node needs this region's leader to stay here. */
+    private volatile boolean leaderPinned;
+
+    /** Keeps this region's leader here (the leader balancer leaves it alone) while {@code pinned}. */
+    void pinLeader(boolean pinned) {
+        this.leaderPinned = pinned;
+    }
+
+    /** Whether the leader balancer must leave this region's leader where it is: a merge needs it here. */
+    public boolean leaderPinned() {
+        return leaderPinned || mergingInto() != 0;
+    }
+
+    /** The region this one is merging into (it takes no requests meanwhile), or 0. */
+    public int mergingInto() {
+        return shape.state().getMergingInto();
+    }
+
+    /** Merging: whether this replica's data of the region is final and outlives a restart of the node. */
+    public boolean mergeReady() {
+        return fsm.mergeReady();
+    }
+
     /** Write ops this node applied as the region's leader. */
     public long writeOps() {
         return writeOps.sum();
@@ -308,6 +372,10 @@ public final class Region {
         return new PendingRead() {
             @Override
             public void serve() {
+                if (mergingInto() != 0) {
+                    fail(merging());
+                    return;
+                }
                 KeyRange now = range();
                 for (ByteString key : keys) {
                     if (!now.contains(key)) { // split off while the read waited: ask the region holding it
@@ -339,6 +407,10 @@ public final class Region {
         return new PendingRead() {
             @Override
             public void serve() {
+                if (mergingInto() != 0) {
+                    fail(merging());
+                    return;
+                }
                 if (!range().covers(range)) {
                     fail(Responses.error(ErrorCode.KEY_OUT_OF_RANGE, "region " + id + " was split while the scan"
                             + " waited; " + range + " is no longer inside its range " + range()));
@@ -486,6 +558,10 @@ public final class Region {
         return new PendingRead() {
             @Override
             public void serve() {
+                if (mergingInto() != 0) {
+                    fail(merging());
+                    return;
+                }
                 if (!range().covers(range)) {
                     fail(Responses.error(ErrorCode.KEY_OUT_OF_RANGE, "region " + id + " was split while the listing"
                             + " waited; " + range + " is no longer inside its range " + range()));
@@ -545,7 +621,15 @@ public final class Region {
                 .setTerm(fsm.term())
                 .setAppliedIndex(applied)
                 .setRole(role)
+                .setMergingInto(mergingInto())
+                .setMergeReady(mergingInto() != 0 && mergeReady())
                 .build();
+    }
+
+    /** The answer to a request to a region that is merging into another: the client refreshes its routes and retries. */
+    public Error merging() {
+        return Responses.error(ErrorCode.STALE_EPOCH, "", "region " + id + " is merging into region " + mergingInto()
+                + "; ask again when the merge is done (or rolled back)");
     }
 
     /** Maps a jraft failure onto the wire: not-leader errors carry the leader hint. */

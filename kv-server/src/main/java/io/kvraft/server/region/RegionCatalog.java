@@ -23,8 +23,9 @@ import java.util.Map;
 
 /**
  * The Raft groups this node hosts, on disk ({@value #FILE} under the node's raft directory): the regions of
- * the initial layout and every region split off one of them since, in the order this node learned of them.
- * It says which groups to start at boot and what each started as; where a region is now (its range and epoch
+ * the initial layout and every region split off one of them since, in the order this node learned of them,
+ * less those merged into another since. It says which groups to start at boot and the widest range each has
+ * had (its snapshots lie in it); where a region is now (its range and epoch
  * after later splits) is the region's own replicated state, kept by its state machine. Rewritten whole
  * (temp file, fsync, atomic rename) each time a region is added.
  */
@@ -119,6 +120,46 @@ public final class RegionCatalog {
                 entries.remove(entry.id());
                 throw new UncheckedIOException("cannot write " + file, e);
             }
+        }
+    }
+
+    /**
+     * Widens region {@code id}'s listed range to take in {@code range} (a merge), and writes the catalog before
+     * returning: the listed range is the widest the region has had, which every snapshot of it lies in.
+     */
+    public synchronized void widen(int id, KeyRange range) {
+        Entry e = entries.get(id);
+        if (e == null) {
+            return;
+        }
+        KeyRange now = e.range();
+        byte[] start = java.util.Arrays.compareUnsigned(range.start(), now.start()) < 0 ? range.start() : now.start();
+        byte[] end = now.end().length == 0 || range.end().length == 0 ? new byte[0]
+                : java.util.Arrays.compareUnsigned(range.end(), now.end()) > 0 ? range.end() : now.end();
+        Entry wider = Entry.of(id, new KeyRange(start, end), e.epoch(), e.parent(), e.createdAt(), e.empty());
+        if (wider.equals(e)) {
+            return;
+        }
+        entries.put(id, wider);
+        try {
+            write();
+        } catch (IOException x) {
+            entries.put(id, e);
+            throw new UncheckedIOException("cannot write " + file, x);
+        }
+    }
+
+    /** Removes region {@code id} (merged into another; its files are gone) and writes the catalog before returning. */
+    public synchronized void remove(int id) {
+        Entry e = entries.remove(id);
+        if (e == null) {
+            return;
+        }
+        try {
+            write();
+        } catch (IOException x) {
+            entries.put(id, e);
+            throw new UncheckedIOException("cannot write " + file, x);
         }
     }
 

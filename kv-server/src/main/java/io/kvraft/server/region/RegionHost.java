@@ -187,8 +187,15 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         }
         for (RegionCatalog.Entry e : catalog.entries()) { // parents come before their children
             Region parent = regions.get(e.parent());
-            if (e.parent() != 0 && parent != null && parent.appliedIndex() >= e.createdAt()) {
+            // a parent merged into another since is gone: the child was made before that merge
+            boolean parentGone = e.parent() != 0 && catalog.get(e.parent()) == null;
+            if (e.parent() != 0 && (parentGone || parent != null && parent.appliedIndex() >= e.createdAt())) {
                 startListed(e.id());
+            }
+        }
+        for (Region r : List.copyOf(regions.values())) { // merged into another before a crash cut their retirement short
+            for (int absorbed : r.state().getAbsorbedList()) {
+                retire(absorbed, r, r.appliedIndex());
             }
         }
         if (!rpcServer.init(null)) {
@@ -303,15 +310,112 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         }
     }
 
+    // ---- merges ---------------------------------------------------------------------------------
+
+    @Override
+    public void snapshotSoon(Region region) {
+        housekeeping.execute(() -> {
+            com.alipay.sofa.jraft.Node n = region.node();
+            if (n != null && !closed) {
+                n.snapshot(st -> LOG.info("region {}: snapshot for a merge: {}", region.id(), st));
+            }
+        });
+    }
+
+    @Override
+    public boolean awaitMergeSource(RegionState right, int leftId) {
+        long since = System.nanoTime();
+        long logged = since;
+        while (!closed) {
+            Region r = regions.get(right.getId());
+            if (r == null && catalog.get(right.getId()) == null) {
+                return false;
+            }
+            if (r != null && r.mergingInto() == leftId && r.state().getMergePreparedAt() == right.getMergePreparedAt()
+                    && r.appliedIndex() >= right.getMergePreparedAt()) {
+                return true;
+            }
+            if (System.nanoTime() - logged > java.util.concurrent.TimeUnit.SECONDS.toNanos(10)) {
+                logged = System.nanoTime();
+                LOG.warn("region {}: waiting {} s for this node's replica of region {} to apply the merge's prepare at"
+                                + " index {} (it is at {})", leftId, java.util.concurrent.TimeUnit.NANOSECONDS.toSeconds(logged - since),
+                        right.getId(), right.getMergePreparedAt(), r == null ? "not started" : r.appliedIndex());
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(5));
+        }
+        throw new IllegalStateException("node is closing"); // jraft stops the group; the entry applies on the next start
+    }
+
+    @Override
+    public void widen(int regionId, KeyRange range) {
+        catalog.widen(regionId, range);
+    }
+
+    @Override
+    public void retire(int regionId, Region into, long index) {
+        if (closed || catalog.get(regionId) == null) {
+            return;
+        }
+        if (!RegionStateMachine.durableStore(store) && into.snapshotIndex() < index) {
+            // the merged data lives in memory only until a snapshot of the region it went into holds it
+            com.alipay.sofa.jraft.Node n = into.node();
+            housekeeping.execute(() -> {
+                if (n != null && !closed) {
+                    n.snapshot(st -> {
+                        if (st.isOk() && into.snapshotIndex() >= index) {
+                            retire(regionId, into, index);
+                        } else {
+                            LOG.warn("region {}: snapshot before retiring merged region {} not taken ({}); retrying",
+                                    into.id(), regionId, st);
+                            housekeeping.schedule(() -> retire(regionId, into, index), 1, java.util.concurrent.TimeUnit.SECONDS);
+                        }
+                    });
+                }
+            });
+            return;
+        }
+        try {
+            starter.execute(() -> retireNow(regionId, into.id()));
+        } catch (java.util.concurrent.RejectedExecutionException closing) {
+            // the node is stopping; the next start retires it (the region it went into lists it as absorbed)
+        }
+    }
+
+    private synchronized void retireNow(int regionId, int into) {
+        if (closed || catalog.get(regionId) == null) {
+            return;
+        }
+        Region r = regions.remove(regionId);
+        if (r != null) {
+            r.shutdown();
+            try {
+                r.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+        catalog.remove(regionId); // first: a crash after it leaves only files, which a later split's id never meets
+        removeGroupFiles(regionId, regionDir(regionId));
+        LOG.info("region {} retired: merged into region {}; its group is stopped and its files removed", regionId, into);
+    }
+
     /** Removes what a crash in the middle of making a group may have left (never a listed region's data). */
     private void clearLeftovers(int regionId, Path dir) {
+        if (Files.exists(dir)) {
+            LOG.warn("region {}: removing {} left by an unfinished split", regionId, dir);
+        }
+        removeGroupFiles(regionId, dir);
+    }
+
+    /** Removes a group's log (in the shared log too) and directory. */
+    private void removeGroupFiles(int regionId, Path dir) {
         if (sharedLog != null && sharedLog.hasGroup(regionId)) {
             sharedLog.dropGroup(regionId);
         }
         if (!Files.exists(dir)) {
             return;
         }
-        LOG.warn("region {}: removing {} left by an unfinished split", regionId, dir);
         try (Stream<Path> walk = Files.walk(dir)) {
             for (Path p : (Iterable<Path>) walk.sorted(Comparator.reverseOrder())::iterator) {
                 Files.delete(p);

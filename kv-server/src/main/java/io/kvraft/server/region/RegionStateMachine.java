@@ -52,6 +52,8 @@ final class RegionStateMachine extends StateMachineAdapter {
     private volatile long storeIndex;
     /** The last data entry jraft handed us, or the snapshot it loaded: where jraft's replay is. */
     private volatile long raftIndex;
+    /** The index of the last snapshot this replica saved or loaded. */
+    private volatile long snapshotIndex;
 
     /** The region's state in a snapshot, beside {@value #SNAPSHOT_DIR}. */
     static final String STATE_FILE = "region-state";
@@ -84,6 +86,11 @@ final class RegionStateMachine extends StateMachineAdapter {
         return term;
     }
 
+    /** The index of the last snapshot this replica saved or loaded (0: none since the node started). */
+    long snapshotIndex() {
+        return snapshotIndex;
+    }
+
     /** The index the region's data in the store corresponds to. */
     long appliedIndex() {
         return storeIndex;
@@ -108,9 +115,23 @@ final class RegionStateMachine extends StateMachineAdapter {
                     return;
                 }
             }
-            if (batch.getOpsCount() == 1 && batch.getOps(0).getType() == WriteOpType.SPLIT) {
+            if (batch.getOpsCount() == 1 && changesShape(batch.getOps(0).getType())) {
                 if (index > storeIndex) { // else the store already holds it, and the node started the child at boot
-                    applySplit(batch.getOps(0), index, done instanceof SplitClosure c ? c : null);
+                    SplitClosure shapeDone = done instanceof SplitClosure c ? c : null;
+                    WriteOp op = batch.getOps(0);
+                    try {
+                        switch (op.getType()) {
+                            case SPLIT -> applySplit(op, index, shapeDone);
+                            case PREPARE_MERGE -> applyPrepareMerge(op, index, shapeDone);
+                            case COMMIT_MERGE -> applyCommitMerge(op, index, shapeDone);
+                            case MERGE_ABORT -> applyMergeAbort(op, index, shapeDone);
+                            default -> applyMergeRollback(op, index, shapeDone);
+                        }
+                    } catch (InvalidProtocolBufferException | MergeSourceMissing e) {
+                        iter.setErrorAndRollback(1, new Status(RaftError.ESTATEMACHINE,
+                                "region %d: cannot apply %s at index %d: %s", region.id(), op.getType(), index, e.getMessage()));
+                        return;
+                    }
                     storeIndex = index;
                 }
                 raftIndex = index;
@@ -278,6 +299,11 @@ final class RegionStateMachine extends StateMachineAdapter {
      * index only, so every replica skips the same requests.
      */
     private boolean[] outOfRange(WriteBatch batch) {
+        if (region.state().getMergingInto() != 0) { // its data is final: the merge carries it over as it is
+            boolean[] all = new boolean[batch.getOpsCount()];
+            Arrays.fill(all, true);
+            return all;
+        }
         KeyRange range = region.range();
         if (range.start().length == 0 && range.end().length == 0) {
             return null; // the whole key space: nothing can be outside it
@@ -317,7 +343,7 @@ final class RegionStateMachine extends StateMachineAdapter {
     private void applySplit(WriteOp op, long index, SplitClosure closure) {
         RegionState current = region.state();
         byte[] key = op.getKey().toByteArray();
-        boolean valid = current.getEpoch() == op.getEpoch() && region.range().splitsAt(key)
+        boolean valid = current.getEpoch() == op.getEpoch() && current.getMergingInto() == 0 && region.range().splitsAt(key)
                 && op.getRegionId() != 0 && op.getRegionId() != current.getId();
         StoreBatch writes = new StoreBatch(0);
         RegionState left = current;
@@ -347,6 +373,139 @@ final class RegionStateMachine extends StateMachineAdapter {
             closure.left = left;
             closure.right = child;
         }
+    }
+
+    static boolean changesShape(WriteOpType type) {
+        return switch (type) {
+            case SPLIT, PREPARE_MERGE, COMMIT_MERGE, MERGE_ABORT, MERGE_ROLLBACK -> true;
+            default -> false;
+        };
+    }
+
+    /** This node has no replica of a merge's right region, so it cannot take in its data: the group must stop. */
+    static final class MergeSourceMissing extends Exception {
+        MergeSourceMissing(String message) {
+            super(message);
+        }
+    }
+
+    /** Records {@code next} as the region's state at {@code index} (with no data) and makes it current. */
+    private void recordState(RegionState next, long index) {
+        StoreBatch writes = new StoreBatch(0);
+        writes.regionMeta(region.id(), index, next.toByteArray());
+        store.apply(region.id(), index, writes);
+        region.state(next);
+    }
+
+    private static void outcome(SplitClosure closure, boolean changed, RegionState state, RegionState other) {
+        if (closure != null) {
+            closure.split = changed;
+            closure.left = state;
+            closure.right = other;
+        }
+    }
+
+    /**
+     * PREPARE_MERGE, in the right region's log: at the entry's epoch, the region stops taking requests and writes
+     * (its data is final from here), records which region it merges into and this index, at epoch + 1.
+     */
+    private void applyPrepareMerge(WriteOp op, long index, SplitClosure closure) {
+        RegionState current = region.state();
+        boolean valid = current.getEpoch() == op.getEpoch() && current.getMergingInto() == 0 && op.getRegionId() != 0
+                && op.getRegionId() != current.getId();
+        RegionState next = !valid ? current : current.toBuilder().setEpoch(current.getEpoch() + 1)
+                .setMergingInto(op.getRegionId()).setMergePreparedAt(index).build();
+        recordState(next, index);
+        if (valid) {
+            LOG.info("region {}: merge into region {} prepared at index {}, epoch {}: no more requests", region.id(),
+                    op.getRegionId(), index, next.getEpoch());
+            if (!durableStore(store)) {
+                region.splits().snapshotSoon(region); // the final data must outlive a restart without this group's peers
+            }
+        } else {
+            LOG.info("region {}: merge prepare at index {} refused: region at epoch {} (merging into {}), prepare was for"
+                    + " epoch {}", region.id(), index, current.getEpoch(), current.getMergingInto(), op.getEpoch());
+        }
+        outcome(closure, valid, next, null);
+    }
+
+    /**
+     * COMMIT_MERGE, in the left region's log: at the entry's epoch, with the right region prepared to merge into this
+     * one, the region takes the right one's range. First this node's replica of the right region must have applied
+     * the prepare (its data is then final in the store; the merge was only decided once every replica had); then the
+     * widened range is listed, recorded with this index, and the right region's group retired on this node.
+     */
+    private void applyCommitMerge(WriteOp op, long index, SplitClosure closure)
+            throws InvalidProtocolBufferException, MergeSourceMissing {
+        RegionState current = region.state();
+        RegionState right = RegionState.parseFrom(op.getValue());
+        boolean valid = current.getEpoch() == op.getEpoch() && current.getMergingInto() == 0
+                && right.getId() == op.getRegionId() && current.getEndKey().size() > 0
+                && current.getEndKey().equals(right.getStartKey()) && right.getMergingInto() == current.getId()
+                && right.getMergePreparedAt() == op.getStep();
+        if (!valid) {
+            LOG.info("region {}: merge of region {} at index {} refused: the region is at epoch {} {}, the merge was"
+                    + " decided at epoch {}", region.id(), op.getRegionId(), index, current.getEpoch(), region.range(),
+                    op.getEpoch());
+            recordState(current, index);
+            outcome(closure, false, current, right);
+            return;
+        }
+        if (!region.splits().awaitMergeSource(right, current.getId())) {
+            throw new MergeSourceMissing("region " + right.getId() + " is not on this node, so its data cannot be"
+                    + " taken in; restore this node's data directory or replace the node");
+        }
+        RegionState merged = current.toBuilder().setEndKey(right.getEndKey())
+                .setEpoch(Math.max(current.getEpoch(), right.getEpoch()) + 1).addAbsorbed(right.getId())
+                .addAllChildren(right.getChildrenList()).build();
+        region.splits().widen(region.id(), Region.Shape.of(merged).range()); // before the store says so
+        recordState(merged, index);
+        LOG.info("region {}: merged region {} in at index {}: now {} epoch {}", region.id(), right.getId(), index,
+                region.range(), merged.getEpoch());
+        region.splits().retire(right.getId(), region, index);
+        outcome(closure, true, merged, right);
+    }
+
+    /** MERGE_ABORT, in the left region's log: at the entry's epoch, epoch + 1, so a commit decided at it is refused. */
+    private void applyMergeAbort(WriteOp op, long index, SplitClosure closure) {
+        RegionState current = region.state();
+        boolean valid = current.getEpoch() == op.getEpoch();
+        RegionState next = valid ? current.toBuilder().setEpoch(current.getEpoch() + 1).build() : current;
+        recordState(next, index);
+        boolean merged = next.getAbsorbedList().contains(op.getRegionId());
+        LOG.info("region {}: merge of region {} decided at index {}: {}", region.id(), op.getRegionId(), index,
+                merged ? "merged" : "not merged");
+        outcome(closure, merged, next, null);
+    }
+
+    /** MERGE_ROLLBACK, in the right region's log: a prepared merge that did not happen; requests are taken again. */
+    private void applyMergeRollback(WriteOp op, long index, SplitClosure closure) {
+        RegionState current = region.state();
+        boolean valid = current.getMergingInto() != 0 && current.getMergePreparedAt() == op.getStep();
+        RegionState next = !valid ? current : current.toBuilder().clearMergingInto().clearMergePreparedAt()
+                .setEpoch(current.getEpoch() + 1).build();
+        recordState(next, index);
+        if (valid) {
+            LOG.info("region {}: merge into region {} rolled back at index {}: taking requests again at epoch {}",
+                    region.id(), current.getMergingInto(), index, next.getEpoch());
+        }
+        outcome(closure, valid, next, null);
+    }
+
+    /** Whether the store keeps its data over a restart by itself (else a region's data lives in its snapshots). */
+    static boolean durableStore(KvStore store) {
+        return !io.kvraft.server.store.MemoryStore.ENGINE.equals(store.engine());
+    }
+
+    /**
+     * Whether this replica's data of a region prepared to merge is final and will outlive a restart: applied past
+     * the prepare, and for a store that keeps nothing over a restart, in a snapshot past it too.
+     */
+    boolean mergeReady() {
+        RegionState state = region.state();
+        long prepared = state.getMergePreparedAt();
+        return state.getMergingInto() != 0 && storeIndex >= prepared
+                && (durableStore(store) || snapshotIndex >= prepared);
     }
 
     private static boolean matches(WriteOp cas, BatchView view) {
@@ -403,6 +562,7 @@ final class RegionStateMachine extends StateMachineAdapter {
         try {
             writeSnapshot(writer, store, region.state());
             LOG.info("region {}: snapshot saved, last entry applied {}", region.id(), replayedTo);
+            snapshotIndex = Math.max(snapshotIndex, replayedTo);
             region.metrics().snapshot(replayedTo);
             done.run(Status.OK());
         } catch (IOException | RuntimeException e) {
@@ -456,6 +616,7 @@ final class RegionStateMachine extends StateMachineAdapter {
             LOG.info("region {}: store is at index {}, snapshot at {} not loaded", region.id(), storeIndex, index);
             region.metrics().snapshot(index);
             raftIndex = index;
+            snapshotIndex = Math.max(snapshotIndex, index);
             return true;
         }
         try {
@@ -463,7 +624,9 @@ final class RegionStateMachine extends StateMachineAdapter {
             KeyRange range = state == null ? region.range() : Region.Shape.of(state).range();
             if (state != null) {
                 for (RegionState child : state.getChildrenList()) {
-                    region.splits().adoptChild(child, index); // listed before the store records the state naming it
+                    if (!state.getAbsorbedList().contains(child.getId())) { // else merged back in since
+                        region.splits().adoptChild(child, index); // listed before the store records the state naming it
+                    }
                 }
             }
             store.loadSnapshot(region.id(), index, range, Path.of(reader.getPath(), SNAPSHOT_DIR),
@@ -471,11 +634,17 @@ final class RegionStateMachine extends StateMachineAdapter {
             if (state != null) {
                 region.state(state);
                 for (RegionState child : state.getChildrenList()) {
-                    region.splits().startChild(child);
+                    if (!state.getAbsorbedList().contains(child.getId())) {
+                        region.splits().startChild(child);
+                    }
+                }
+                for (int absorbed : state.getAbsorbedList()) { // merged in before this snapshot: its data is in it
+                    region.splits().retire(absorbed, region, index);
                 }
             }
             storeIndex = index;
             raftIndex = index;
+            snapshotIndex = Math.max(snapshotIndex, index);
             LOG.info("region {}: snapshot loaded at index {}", region.id(), index);
             region.metrics().snapshot(index);
             return true;

@@ -4,7 +4,10 @@ import com.alipay.sofa.jraft.Closure;
 import com.alipay.sofa.jraft.Status;
 import io.kvraft.client.proto.KvProto.RegionState;
 
-/** The closure of a SPLIT entry: the state machine sets the outcome and runs it; jraft runs it with an error if the entry failed. */
+/**
+ * The closure of an entry that changes a region's shape (a SPLIT or a merge step): the state machine sets the outcome
+ * and runs it; jraft runs it with an error if the entry failed.
+ */
 final class SplitClosure implements Closure {
 
     /** The outcome of a proposed split. */

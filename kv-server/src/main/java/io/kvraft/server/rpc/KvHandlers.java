@@ -58,6 +58,7 @@ public final class KvHandlers {
     private final int metricsPort;
     private final String storeId;
     private volatile io.kvraft.server.region.Splitter splitter;
+    private volatile io.kvraft.server.region.Merger merger;
 
     public KvHandlers(RegionHost host, KvStore store, LimitsConfig limits) {
         this(host, store, limits, new KvMetrics(), 0, "");
@@ -108,6 +109,31 @@ public final class KvHandlers {
         server.registerProcessor(processor(RegionsRequest.class, this::regions));
         server.registerProcessor(processor(TransferLeaderRequest.class, this::transferLeader));
         server.registerProcessor(processor(SplitRequest.class, this::split));
+        server.registerProcessor(processor(io.kvraft.client.proto.KvProto.MergeRequest.class, this::merge));
+    }
+
+    /** Where merge requests go (null: they are answered UNAVAILABLE). Set before the node serves. */
+    public void merger(io.kvraft.server.region.Merger merger) {
+        this.merger = merger;
+    }
+
+    private void merge(RpcContext ctx, io.kvraft.client.proto.KvProto.MergeRequest req) {
+        io.kvraft.server.region.Merger m = merger;
+        if (shuttingDown || m == null) {
+            ctx.sendResponse(io.kvraft.client.proto.KvProto.MergeResponse.newBuilder().setError(Responses.error(
+                    shuttingDown ? ErrorCode.SHUTTING_DOWN : ErrorCode.UNAVAILABLE,
+                    "node " + host.endpoint() + " does not merge regions now")).build());
+            return;
+        }
+        Runnable done = track();
+        m.merge(req.getLeftId(), req.getRightId(), req.getLeftEpoch(), req.getRightEpoch()).whenComplete((resp, e) -> {
+            try {
+                ctx.sendResponse(e == null ? resp : io.kvraft.client.proto.KvProto.MergeResponse.newBuilder()
+                        .setError(Responses.error(ErrorCode.INTERNAL, "merge failed: " + e)).build());
+            } finally {
+                done.run();
+            }
+        });
     }
 
     /** Where split requests go (null: they are answered UNAVAILABLE). Set before the node serves. */
@@ -324,7 +350,9 @@ public final class KvHandlers {
 
     private void transferLeader(RpcContext ctx, TransferLeaderRequest req) {
         Region region = host.region(req.getRegionId());
-        Error error = checkRegion(region, req.getRegionId(), region == null ? 0 : region.epoch());
+        // a region merging into another takes no requests, but moves its leader: a merge's rollback is proposed there
+        Error error = region != null && !shuttingDown && region.mergingInto() != 0 ? null
+                : checkRegion(region, req.getRegionId(), region == null ? 0 : region.epoch());
         PeerId target = new PeerId();
         if (error == null && (!target.parse(req.getTarget()) || !host.peers().contains(req.getTarget()))) {
             error = Responses.error(ErrorCode.INVALID_ARGUMENT, "target '" + req.getTarget() + "' is not a peer of region "
@@ -360,6 +388,9 @@ public final class KvHandlers {
         if (epoch != current) {
             return Responses.error(ErrorCode.STALE_EPOCH, "region " + regionId + " is at epoch " + current + " "
                     + region.range() + ", request has " + epoch);
+        }
+        if (region.mergingInto() != 0) {
+            return region.merging();
         }
         return null;
     }

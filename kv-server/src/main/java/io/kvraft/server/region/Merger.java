@@ -1,0 +1,443 @@
+package io.kvraft.server.region;
+
+import com.alipay.sofa.jraft.Status;
+import com.alipay.sofa.jraft.entity.PeerId;
+import com.alipay.sofa.jraft.error.RaftError;
+import io.kvraft.client.proto.KvProto.Error;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.MergeResponse;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.RegionState;
+import io.kvraft.client.proto.KvProto.RegionsRequest;
+import io.kvraft.client.proto.KvProto.RegionsResponse;
+import io.kvraft.client.proto.KvProto.TransferLeaderRequest;
+import io.kvraft.client.proto.KvProto.AdminResponse;
+import io.kvraft.client.proto.KvProto.WriteOp;
+import io.kvraft.client.proto.KvProto.WriteOpType;
+import io.kvraft.client.rpc.Transport;
+import io.kvraft.server.config.ServerConfig.MergeConfig;
+import io.kvraft.server.config.ServerConfig.SplitConfig;
+import io.kvraft.server.rpc.Responses;
+import io.kvraft.server.store.KeyRange;
+import io.kvraft.server.store.KvStore;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Merges a region into the one before it, driven from the left region's leader. The steps, each an entry in one of the
+ * two regions' logs, so every replica takes them at the same point:
+ * <ol>
+ *   <li>the right region's leader is brought to this node, and PREPARE_MERGE goes into its log: from there the right
+ *       region takes no requests and no writes, so its data is final on every replica that applied it;</li>
+ *   <li>this node waits until every replica of the right region holds that data durably (applied, and with MemoryDB
+ *       in a snapshot): only then can every replica of the left region take it in, even after a crash;</li>
+ *   <li>COMMIT_MERGE goes into the left region's log: the left region takes the union range and the right region's
+ *       group is retired on every node as its replica of the left region applies the entry.</li>
+ * </ol>
+ * A merge that cannot get there is decided against in the left region's log (MERGE_ABORT, which a commit decided at
+ * the same epoch cannot pass) and then rolled back in the right region's log (MERGE_ROLLBACK). A merge left half done
+ * by a crash or a leader change is finished or rolled back the same way by the left region's leader after
+ * {@code merge.timeoutMs}. Requests for the right region meanwhile are answered STALE_EPOCH and retried by clients.
+ */
+public final class Merger implements Runnable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Merger.class);
+    /** How long a proposal may take before its outcome counts as unknown. */
+    private static final long PROPOSAL_TIMEOUT_MS = 20_000;
+    private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+
+    private final RegionHost host;
+    private final KvStore store;
+    private final MergeConfig config;
+    private final SplitConfig split;
+    private final Transport peers;
+    private final Executor work;
+    private final long leaderMoveMs;
+    /** Regions in a merge driven from this node (both sides). */
+    private final Set<Integer> busy = ConcurrentHashMap.newKeySet();
+    /** Per region seen merging here, when this node first saw it (System.nanoTime), for the recovery of stuck merges. */
+    private final Map<Integer, Long> seenMerging = new ConcurrentHashMap<>();
+
+    /**
+     * @param work         where merges run: they wait for peers and for log entries, so never a request handler's thread
+     * @param leaderMoveMs how long a region's leader may take to move here
+     */
+    public Merger(RegionHost host, KvStore store, MergeConfig config, SplitConfig split, Transport peers, Executor work,
+                  long leaderMoveMs) {
+        this.host = host;
+        this.store = store;
+        this.config = config;
+        this.split = split;
+        this.peers = peers;
+        this.work = work;
+        this.leaderMoveMs = leaderMoveMs;
+    }
+
+    /** Merges region {@code rightId} into {@code leftId}; epochs 0 accept any. Never fails the future: errors are in the answer. */
+    public CompletableFuture<MergeResponse> merge(int leftId, int rightId, long leftEpoch, long rightEpoch) {
+        try {
+            return CompletableFuture.supplyAsync(() -> mergeNow(leftId, rightId, leftEpoch, rightEpoch), work);
+        } catch (RejectedExecutionException closed) {
+            return CompletableFuture.completedFuture(failed(ErrorCode.SHUTTING_DOWN, "", "node " + host.endpoint()
+                    + " is shutting down"));
+        }
+    }
+
+    private MergeResponse mergeNow(int leftId, int rightId, long leftEpoch, long rightEpoch) {
+        Region left = host.region(leftId);
+        if (left == null) {
+            return failed(ErrorCode.REGION_NOT_FOUND, "", "no region " + leftId + " on " + host.endpoint());
+        }
+        if (!left.isLeader()) {
+            String hint = left.leaderHint();
+            return failed(hint.isEmpty() ? ErrorCode.NO_LEADER : ErrorCode.NOT_LEADER, hint,
+                    "this node does not lead region " + leftId);
+        }
+        if (leftId == rightId) {
+            return failed(ErrorCode.INVALID_ARGUMENT, "", "a region cannot merge with itself (" + leftId + ")");
+        }
+        Region right = host.region(rightId);
+        if (right == null) {
+            return failed(ErrorCode.REGION_NOT_FOUND, "", "no region " + rightId + " on " + host.endpoint());
+        }
+        if (leftEpoch != 0 && leftEpoch != left.epoch() || rightEpoch != 0 && rightEpoch != right.epoch()) {
+            return failed(ErrorCode.STALE_EPOCH, "", "region " + leftId + " is at epoch " + left.epoch() + ", region "
+                    + rightId + " at " + right.epoch() + "; the request has " + leftEpoch + " and " + rightEpoch);
+        }
+        String notAdjacent = adjacency(left, right);
+        if (notAdjacent != null) {
+            return failed(ErrorCode.INVALID_ARGUMENT, "", notAdjacent);
+        }
+        if (left.mergingInto() != 0 || right.mergingInto() != 0) {
+            Region r = left.mergingInto() != 0 ? left : right;
+            return failed(ErrorCode.BUSY, "", "region " + r.id() + " is merging into region " + r.mergingInto()
+                    + " already");
+        }
+        if (!busy.add(leftId)) {
+            return failed(ErrorCode.BUSY, "", "region " + leftId + " is in a merge already");
+        }
+        if (!busy.add(rightId)) {
+            busy.remove(leftId);
+            return failed(ErrorCode.BUSY, "", "region " + rightId + " is in a merge already");
+        }
+        left.pinLeader(true);
+        right.pinLeader(true);
+        try {
+            if (!bringLeaderHere(right)) {
+                return failed(ErrorCode.BUSY, "", "the leader of region " + rightId + " did not move to " + host.endpoint()
+                        + ", which leads region " + leftId + ", within " + leaderMoveMs + " ms; nothing was merged");
+            }
+            Set<PeerId> lp = new HashSet<>(left.node().listPeers());
+            Set<PeerId> rp = new HashSet<>(right.node().listPeers());
+            if (!lp.equals(rp)) {
+                return failed(ErrorCode.INVALID_ARGUMENT, "", "regions " + leftId + " and " + rightId
+                        + " have different peers (" + lp + ", " + rp + "); only regions on the same peers merge");
+            }
+            Outcome prepared = propose(right, WriteOp.newBuilder().setType(WriteOpType.PREPARE_MERGE)
+                    .setRegionId(leftId).setEpoch(right.epoch()).build());
+            if (!prepared.status().isOk()) {
+                // an unknown outcome: if it prepared, this node (leading the left region) rolls it back after merge.timeoutMs
+                return MergeResponse.newBuilder().setError(right.errorOf(prepared.status())).build();
+            }
+            if (!prepared.changed()) {
+                return failed(ErrorCode.STALE_EPOCH, "", "region " + rightId + " changed before the merge applied (now epoch "
+                        + prepared.state().getEpoch() + "); nothing was merged");
+            }
+            LOG.info("merge of region {} into region {}: prepared at index {}", rightId, leftId,
+                    prepared.state().getMergePreparedAt());
+            return finish(left, right, prepared.state());
+        } finally {
+            left.pinLeader(false);
+            right.pinLeader(false);
+            busy.remove(leftId);
+            busy.remove(rightId);
+        }
+    }
+
+    /** Why {@code right} cannot merge into {@code left} by range, or null when it starts where {@code left} ends. */
+    static String adjacency(Region left, Region right) {
+        KeyRange l = left.range();
+        KeyRange r = right.range();
+        if (l.end().length > 0 && Arrays.equals(l.end(), r.start())) {
+            return null;
+        }
+        String why = "regions " + left.id() + " " + l + " and " + right.id() + " " + r + " are not adjacent: a region merges"
+                + " into the region that ends where it starts";
+        if (r.end().length > 0 && Arrays.equals(r.end(), l.start())) {
+            why += "; name the region with the lower keys first: merge " + right.id() + " " + left.id();
+        }
+        return why;
+    }
+
+    /**
+     * From a prepared merge on: commits it once every replica of {@code right} is ready, else decides against it and
+     * rolls it back. Also the recovery of a merge left prepared.
+     */
+    private MergeResponse finish(Region left, Region right, RegionState prepared) {
+        long preparedAt = prepared.getMergePreparedAt();
+        String notReady = awaitReady(right.id(), left.id(), preparedAt);
+        if (notReady == null) {
+            Outcome committed = propose(left, WriteOp.newBuilder().setType(WriteOpType.COMMIT_MERGE)
+                    .setRegionId(right.id()).setEpoch(left.epoch()).setStep(preparedAt)
+                    .setValue(prepared.toByteString()).build());
+            if (committed.status().isOk() && committed.changed()) {
+                LOG.info("merge of region {} into region {}: done, now {} epoch {}", right.id(), left.id(), left.range(),
+                        left.epoch());
+                return MergeResponse.newBuilder().setMerged(left.info(host.peers())).build();
+            }
+            notReady = committed.status().isOk() ? "region " + left.id() + " changed before the merge applied"
+                    : "the commit was not taken: " + committed.status().getErrorMsg();
+        }
+        return abort(left, right, preparedAt, notReady);
+    }
+
+    /** Decides against the merge in the left region's log, unless it happened; then rolls the right region back. */
+    private MergeResponse abort(Region left, Region right, long preparedAt, String why) {
+        for (int attempt = 0; attempt < 3; attempt++) {
+            if (!left.isLeader()) {
+                return failed(ErrorCode.UNAVAILABLE, left.leaderHint(), "merge of region " + right.id() + " into region "
+                        + left.id() + " not finished (" + why + ") and this node no longer leads region " + left.id()
+                        + "; its new leader finishes or rolls it back");
+            }
+            long epoch = left.epoch();
+            Outcome decided = propose(left, WriteOp.newBuilder().setType(WriteOpType.MERGE_ABORT).setRegionId(right.id())
+                    .setEpoch(epoch).build());
+            if (!decided.status().isOk()) {
+                continue;
+            }
+            if (decided.changed()) { // the commit came first after all
+                return MergeResponse.newBuilder().setMerged(left.info(host.peers())).build();
+            }
+            if (decided.state().getEpoch() == epoch) {
+                continue; // refused (the epoch moved first): a commit decided at an earlier epoch could still be ahead
+            }
+            LOG.info("merge of region {} into region {}: rolled back ({})", right.id(), left.id(), why);
+            rollback(right, preparedAt);
+            return failed(ErrorCode.UNAVAILABLE, "", "merge of region " + right.id() + " into region " + left.id()
+                    + " rolled back: " + why);
+        }
+        return failed(ErrorCode.UNAVAILABLE, "", "merge of region " + right.id() + " into region " + left.id()
+                + " not finished (" + why + "); its leader finishes or rolls it back within merge.timeoutMs");
+    }
+
+    /** MERGE_ROLLBACK in the right region's log, from here (its leader is brought here); else the recovery retries. */
+    private void rollback(Region right, long preparedAt) {
+        if (!bringLeaderHere(right)) {
+            LOG.warn("region {}: the rollback of its merge waits: its leader did not move here", right.id());
+            return;
+        }
+        Outcome rolled = propose(right, WriteOp.newBuilder().setType(WriteOpType.MERGE_ROLLBACK).setStep(preparedAt).build());
+        if (!rolled.status().isOk()) {
+            LOG.warn("region {}: the rollback of its merge not taken ({}); retried later", right.id(), rolled.status());
+        }
+    }
+
+    /** Null once every replica of region {@code rightId} holds its final data durably, else why not (after timeoutMs). */
+    private String awaitReady(int rightId, int leftId, long preparedAt) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.timeoutMs());
+        String missing;
+        do {
+            missing = notReady(rightId, leftId, preparedAt);
+            if (missing == null) {
+                return null;
+            }
+            LockSupport.parkNanos(POLL_NANOS);
+        } while (System.nanoTime() - deadline < 0 && !Thread.currentThread().isInterrupted());
+        return "the replica of region " + rightId + " on " + missing + " did not hold its final data within merge.timeoutMs "
+                + config.timeoutMs() + " ms";
+    }
+
+    /** The first node whose replica of region {@code rightId} is not ready, or null. */
+    private String notReady(int rightId, int leftId, long preparedAt) {
+        for (String peer : host.peers()) {
+            if (peer.equals(host.endpoint())) {
+                Region r = host.region(rightId);
+                if (r == null || r.mergingInto() != leftId || r.state().getMergePreparedAt() != preparedAt || !r.mergeReady()) {
+                    return peer;
+                }
+                continue;
+            }
+            try {
+                RegionsResponse resp = peers.<RegionsResponse>call(peer, RegionsRequest.getDefaultInstance(), 2000)
+                        .get(3, TimeUnit.SECONDS);
+                boolean ready = false;
+                for (RegionInfo info : resp.getRegionsList()) {
+                    if (info.getId() == rightId) {
+                        ready = info.getMergingInto() == leftId && info.getMergeReady();
+                    }
+                }
+                if (!ready) {
+                    return peer;
+                }
+            } catch (Exception e) {
+                if (e instanceof InterruptedException) {
+                    Thread.currentThread().interrupt();
+                }
+                return peer + " (" + e.getClass().getSimpleName() + ")";
+            }
+        }
+        return null;
+    }
+
+    /** Moves {@code region}'s leadership to this node unless it is here; true once this node leads it. */
+    private boolean bringLeaderHere(Region region) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(leaderMoveMs);
+        long asked = 0;
+        while (!region.isLeader()) {
+            if (System.nanoTime() - deadline > 0 || host.region(region.id()) != region
+                    || Thread.currentThread().isInterrupted()) {
+                return false;
+            }
+            String leader = region.leaderHint();
+            if (!leader.isEmpty() && System.nanoTime() - asked > TimeUnit.MILLISECONDS.toNanos(leaderMoveMs / 3)) {
+                asked = System.nanoTime();
+                peers.<AdminResponse>call(leader, TransferLeaderRequest.newBuilder().setRegionId(region.id())
+                        .setTarget(host.endpoint()).build(), 2000);
+            }
+            LockSupport.parkNanos(POLL_NANOS / 2);
+        }
+        return true;
+    }
+
+    private record Outcome(Status status, boolean changed, RegionState state) {
+    }
+
+    /** Proposes {@code op} on {@code region} (this node leads it) and waits for its outcome. */
+    private static Outcome propose(Region region, WriteOp op) {
+        if (!region.isLeader()) {
+            return new Outcome(new Status(RaftError.EPERM, "not the leader of region %d", region.id()), false, null);
+        }
+        CompletableFuture<Outcome> done = new CompletableFuture<>();
+        region.propose(op, (status, changed, state, other) -> done.complete(new Outcome(status, changed, state)));
+        try {
+            return done.get(PROPOSAL_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            return new Outcome(new Status(RaftError.ETIMEDOUT, "no outcome within %d ms", PROPOSAL_TIMEOUT_MS), false, null);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new Outcome(new Status(RaftError.ESHUTDOWN, "interrupted"), false, null);
+        } catch (java.util.concurrent.ExecutionException e) {
+            return new Outcome(new Status(RaftError.EINTERNAL, "%s", e.getCause()), false, null);
+        }
+    }
+
+    private static MergeResponse failed(ErrorCode code, String hint, String detail) {
+        Error error = Responses.error(code, hint, detail);
+        return MergeResponse.newBuilder().setError(error).build();
+    }
+
+    /**
+     * One check: merges left prepared for longer than merge.timeoutMs, whose left region this node leads, are finished
+     * or rolled back; then, when merges are enabled, the first small pair of regions this node leads the left one of is
+     * merged.
+     */
+    @Override
+    public void run() {
+        try {
+            recover();
+            if (config.enabled()) {
+                mergeSmall();
+            }
+        } catch (RuntimeException e) {
+            LOG.warn("merge check failed: {}", e.toString());
+        }
+    }
+
+    private void recover() {
+        long now = System.nanoTime();
+        seenMerging.keySet().removeIf(id -> {
+            Region r = host.region(id);
+            return r == null || r.mergingInto() == 0;
+        });
+        for (Region right : host.regions()) {
+            if (right.mergingInto() == 0) {
+                continue;
+            }
+            long seen = seenMerging.computeIfAbsent(right.id(), id -> now);
+            Region left = host.region(right.mergingInto());
+            if (left == null || !left.isLeader() || busy.contains(left.id()) || busy.contains(right.id())
+                    || now - seen < TimeUnit.MILLISECONDS.toNanos(config.timeoutMs())) {
+                continue;
+            }
+            RegionState prepared = right.state();
+            if (!busy.add(left.id())) {
+                continue;
+            }
+            if (!busy.add(right.id())) {
+                busy.remove(left.id());
+                continue;
+            }
+            LOG.info("merge of region {} into region {}, prepared at index {}, is not finished: finishing or rolling it back",
+                    right.id(), left.id(), prepared.getMergePreparedAt());
+            seenMerging.remove(right.id());
+            try {
+                work.execute(() -> {
+                    left.pinLeader(true);
+                    try {
+                        MergeResponse r = finish(left, right, prepared);
+                        LOG.info("merge of region {} into region {}: {}", right.id(), left.id(),
+                                r.hasError() ? r.getError().getDetail() : "done");
+                    } finally {
+                        left.pinLeader(false);
+                        busy.remove(left.id());
+                        busy.remove(right.id());
+                    }
+                });
+            } catch (RejectedExecutionException closing) {
+                busy.remove(left.id());
+                busy.remove(right.id());
+            }
+            return; // one at a time
+        }
+    }
+
+    private void mergeSmall() {
+        List<Region> all = List.copyOf(host.regions());
+        for (Region left : all) {
+            if (!left.isLeader() || left.mergingInto() != 0 || busy.contains(left.id()) || left.range().end().length == 0) {
+                continue;
+            }
+            Region right = null;
+            for (Region r : all) {
+                if (Arrays.equals(r.range().start(), left.range().end())) {
+                    right = r;
+                }
+            }
+            if (right == null || right.mergingInto() != 0 || busy.contains(right.id()) || !small(left) || !small(right)) {
+                continue;
+            }
+            Region r = right;
+            LOG.info("regions {} {} and {} {} are small (merge.maxKeys {}, merge.maxBytes {}): merging them", left.id(),
+                    left.range(), right.id(), right.range(), config.maxKeys(), config.maxBytes());
+            merge(left.id(), right.id(), left.epoch(), right.epoch()).thenAccept(resp -> {
+                if (resp.hasError()) {
+                    LOG.info("automatic merge of region {} into region {} not done: {}", r.id(), left.id(),
+                            resp.getError().getDetail());
+                }
+            });
+            return; // one per check: the next check sees the new sizes
+        }
+    }
+
+    /** At most merge.maxKeys keys and merge.maxBytes bytes, and, with splits on, far from being split again. */
+    private boolean small(Region region) {
+        KeyRange range = region.range();
+        long keys = store.approximateKeys(range);
+        long bytes = store.approximateBytes(range);
+        boolean farFromSplit = !split.enabled() || keys < split.maxKeys() / 4 && bytes < split.maxBytes() / 4;
+        return keys <= config.maxKeys() && bytes <= config.maxBytes() && farFromSplit;
+    }
+}

@@ -1,0 +1,306 @@
+package io.kvraft.server;
+
+import io.kvraft.client.KvClient;
+import io.kvraft.client.KvException;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.server.config.ServerConfig;
+import io.kvraft.server.config.ServerConfig.MergeConfig;
+import io.kvraft.server.config.ServerConfig.SplitConfig;
+import io.kvraft.server.region.Region;
+import io.kvraft.server.region.RegionCatalog;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.UnaryOperator;
+
+import static io.kvraft.client.KvClient.sync;
+import static java.util.concurrent.TimeUnit.SECONDS;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Regions that merge, on three servers in this JVM that start with one region and split it by hand: by hand, under
+ * writes, across a restart of every node, rolled back when a replica cannot take part, automatically when small,
+ * and refused with typed errors for bad input. Every test starts a cluster of its own.
+ */
+@Timeout(value = 300, unit = SECONDS)
+class MergeClusterTest {
+
+    @TempDir
+    Path dir;
+
+    private static final SplitConfig NO_AUTO_SPLIT = new SplitConfig(false, null, null, null, null);
+
+    private static InProcessCluster start(Path dir, String engine, MergeConfig merge) throws Exception {
+        UnaryOperator<ServerConfig> tweak = c -> c.withSplit(NO_AUTO_SPLIT).withMerge(merge);
+        InProcessCluster cluster = InProcessCluster.start(3, 1, dir, engine, ServerConfig.RaftConfig.LOG_SHARED, tweak);
+        await().atMost(60, SECONDS).until(cluster::allRegionsLed);
+        return cluster;
+    }
+
+    private static byte[] key(int i) {
+        return String.format("k%05d", i).getBytes(StandardCharsets.US_ASCII);
+    }
+
+    private static byte[] value(int i, int round) {
+        return ("v" + i + "-" + round).getBytes(StandardCharsets.US_ASCII);
+    }
+
+    private static Map<String, String> regionMap(KvServer server) {
+        Map<String, String> map = new TreeMap<>();
+        for (Region r : server.host().regions()) {
+            map.put(java.util.HexFormat.of().formatHex(r.range().start()),
+                    r.id() + " epoch " + r.epoch() + " end " + java.util.HexFormat.of().formatHex(r.range().end()));
+        }
+        return map;
+    }
+
+    /** Every node has the same {@code regions} regions, each led once, and every replica names its leader. */
+    private static void awaitSameRegionMaps(InProcessCluster cluster, int regions) {
+        await().atMost(60, SECONDS).untilAsserted(() -> {
+            Map<String, String> first = regionMap(cluster.node(0));
+            assertThat(first).hasSize(regions);
+            for (int i = 1; i < cluster.size(); i++) {
+                assertThat(regionMap(cluster.node(i))).isEqualTo(first);
+            }
+        });
+        await().atMost(60, SECONDS).untilAsserted(() -> {
+            for (Region r : cluster.node(0).host().regions()) {
+                List<String> leaders = new ArrayList<>();
+                List<String> hints = new ArrayList<>();
+                for (int i = 0; i < cluster.size(); i++) {
+                    Region replica = cluster.node(i).host().region(r.id());
+                    if (replica.isLeader()) {
+                        leaders.add(cluster.node(i).config().endpoint());
+                    }
+                    hints.add(replica.leaderHint());
+                }
+                assertThat(leaders).as("leaders of region %d (hints %s)", r.id(), hints).hasSize(1);
+                assertThat(hints).as("leader hints of region %d", r.id()).containsOnly(leaders.get(0));
+            }
+        });
+    }
+
+    private static void putAll(KvClient client, int keys, int round) {
+        List<java.util.concurrent.CompletableFuture<Void>> puts = new ArrayList<>();
+        for (int i = 0; i < keys; i++) {
+            puts.add(IdempotentWrites.put(client, key(i), value(i, round)));
+        }
+        puts.forEach(KvClient::sync);
+    }
+
+    private static void assertAll(KvClient client, int keys, int round) {
+        for (int i = 0; i < keys; i++) {
+            assertThat(sync(client.get(key(i)))).as("key %d", i).isEqualTo(value(i, round));
+        }
+    }
+
+    private static Path regionDir(KvServer node, int region) {
+        return Path.of(node.config().dataDir(), "raft", "region-" + region);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"memory", "rocksdb"})
+    void when_twoRegionsAreMergedByHand_then_everyKeyReadsBack_theRightRegionIsGoneEverywhere_evenAfterEveryNodeRestarts(
+            String engine) throws Exception {
+        try (InProcessCluster cluster = start(dir, engine, MergeConfig.DEFAULT)) {
+            KvClient client = cluster.client(); // its routes go stale with the split and the merge: it must find its way
+            putAll(client, 2000, 0);
+            byte[] seq = "k01500-seq".getBytes(StandardCharsets.US_ASCII);
+            byte[] lockKey = "k01500-lock".getBytes(StandardCharsets.US_ASCII);
+            List<RegionInfo> halves = sync(client.split(1, key(1000)));
+            int right = halves.get(1).getId();
+            awaitSameRegionMaps(cluster, 2);
+            io.kvraft.client.SequenceRange before = sync(client.getSequence(seq, 100));
+            io.kvraft.client.LockHandle held = sync(client.tryLock(lockKey, 60_000, 0));
+            assertThat(held).isNotNull();
+            putAll(client, 2000, 1);
+
+            RegionInfo merged = sync(client.merge(1, right));
+            assertThat(merged.getId()).isEqualTo(1);
+            assertThat(merged.getStartKey().isEmpty()).isTrue();
+            assertThat(merged.getEndKey().isEmpty()).isTrue();
+            assertThat(merged.getEpoch()).isGreaterThan(halves.get(1).getEpoch() + 1);
+            awaitSameRegionMaps(cluster, 1);
+            for (int i = 0; i < 3; i++) {
+                KvServer node = cluster.node(i);
+                await().atMost(60, SECONDS).untilAsserted(() -> {
+                    assertThat(node.host().catalog().entries()).extracting(RegionCatalog.Entry::id).containsExactly(1);
+                    assertThat(regionDir(node, right)).doesNotExist();
+                });
+            }
+            assertAll(client, 2000, 1);
+            // the sequence and the lock of the merged-in range came along
+            assertThat(sync(client.getSequence(seq, 100)).start()).isGreaterThanOrEqualTo(before.end());
+            assertThat(sync(client.lockInfo(lockKey)).getToken()).isEqualTo(held.token());
+            putAll(client, 2000, 2);
+            held.close(); // before the restart: its renewals would fail while every node is down
+
+            for (int i = 0; i < 3; i++) {
+                cluster.stopNode(i);
+            }
+            for (int i = 0; i < 3; i++) {
+                cluster.startNode(i);
+            }
+            awaitSameRegionMaps(cluster, 1);
+            assertThat(cluster.node(0).host().region(1).epoch()).isEqualTo(merged.getEpoch());
+            KvClient fresh = cluster.client();
+            assertAll(fresh, 2000, 2);
+            putAll(fresh, 2000, 3);
+            assertAll(client, 2000, 3);
+        }
+    }
+
+    @Test
+    void when_keysAreWrittenWhileRegionsSplitAndMerge_then_theClientSeesNoErrorAndEveryAckedWriteReadsBack()
+            throws Exception {
+        try (InProcessCluster cluster = start(dir, "rocksdb", MergeConfig.DEFAULT)) {
+            KvClient client = cluster.client();
+            int right = sync(client.split(1, key(2000))).get(1).getId();
+            awaitSameRegionMaps(cluster, 2);
+            Map<Integer, byte[]> acked = new ConcurrentHashMap<>();
+            java.util.concurrent.atomic.AtomicInteger acks = new java.util.concurrent.atomic.AtomicInteger();
+            AtomicBoolean stop = new AtomicBoolean();
+            ExecutorService writers = Executors.newFixedThreadPool(4);
+            List<Future<Integer>> done = new ArrayList<>();
+            try {
+                for (int w = 0; w < 4; w++) {
+                    int writer = w;
+                    done.add(writers.submit(() -> {
+                        int n = 0;
+                        for (int round = 0; !stop.get(); round++) {
+                            for (int i = writer; i < 4000 && !stop.get(); i += 4) {
+                                byte[] v = value(i, round);
+                                sync(client.put(key(i), v)); // throws on any error: the test fails
+                                acked.put(i, v);
+                                acks.incrementAndGet();
+                                n++;
+                            }
+                        }
+                        return n;
+                    }));
+                }
+                await().atMost(30, SECONDS).until(() -> acked.size() > 500);
+                sync(client.merge(1, right));
+                awaitSameRegionMaps(cluster, 1);
+                int again = sync(client.split(1, key(3000))).get(1).getId();
+                awaitSameRegionMaps(cluster, 2);
+                sync(client.merge(1, again));
+                awaitSameRegionMaps(cluster, 1);
+                int before = acks.get();
+                await().atMost(30, SECONDS).until(() -> acks.get() > before + 500);
+            } finally {
+                stop.set(true);
+                writers.shutdown();
+            }
+            for (Future<Integer> f : done) {
+                assertThat(f.get(60, SECONDS)).isPositive();
+            }
+            acked.forEach((i, v) -> assertThat(sync(client.get(key(i)))).as("key %d", i).isEqualTo(v));
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"memory", "rocksdb"})
+    void when_aReplicaIsDownDuringAMerge_then_itIsRolledBackWhole_andTheRegionTakesWritesAgain_thenMergesOnceItIsBack(
+            String engine) throws Exception {
+        try (InProcessCluster cluster = start(dir, engine, new MergeConfig(false, null, null, 200, 1500))) {
+            KvClient client = cluster.client();
+            putAll(client, 1000, 0);
+            int right = sync(client.split(1, key(500))).get(1).getId();
+            awaitSameRegionMaps(cluster, 2);
+            cluster.stopNode(2);
+
+            // rolled back by this call, or (when a leader moved meanwhile) by the new leader after merge.timeoutMs
+            assertThatThrownBy(() -> sync(client.merge(1, right)))
+                    .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.UNAVAILABLE))
+                    .hasMessageContaining("did not hold its final data");
+            for (int i = 0; i < 2; i++) {
+                assertThat(cluster.node(i).host().regions()).hasSize(2);
+            }
+            await().atMost(30, SECONDS).until(() -> cluster.node(0).host().region(right).mergingInto() == 0
+                    && cluster.node(1).host().region(right).mergingInto() == 0);
+            putAll(client, 1000, 1); // both regions take writes again
+            assertAll(client, 1000, 1);
+
+            cluster.startNode(2);
+            awaitSameRegionMaps(cluster, 2);
+            RegionInfo merged = sync(client.merge(1, right));
+            assertThat(merged.getEndKey().isEmpty()).isTrue();
+            awaitSameRegionMaps(cluster, 1);
+            await().atMost(60, SECONDS).untilAsserted(() -> {
+                for (int i = 0; i < 1000; i++) {
+                    assertThat(cluster.node(2).store().get(key(i))).as("key %d on the node that was down", i)
+                            .isEqualTo(value(i, 1));
+                }
+            });
+            assertAll(client, 1000, 1);
+        }
+    }
+
+    @Test
+    void when_adjacentRegionsAreSmall_then_theyAreMergedAutomatically() throws Exception {
+        try (InProcessCluster cluster = start(dir, "memory", new MergeConfig(true, 1000L, null, 200, null))) {
+            KvClient client = cluster.client();
+            putAll(client, 300, 0);
+            // the splits race the automatic merges: whatever is split is merged back, down to one region
+            int a = sync(client.split(1, key(100))).get(1).getId();
+            await().atMost(120, SECONDS).untilAsserted(() -> {
+                for (int i = 0; i < 3; i++) {
+                    assertThat(cluster.node(i).host().regions()).hasSize(1);
+                    assertThat(cluster.node(i).host().region(a)).isNull();
+                }
+            });
+            assertAll(client, 300, 0);
+        }
+    }
+
+    @Test
+    void when_aMergeIsAskedWithBadInput_then_typedErrorsAndNothingChanges() throws Exception {
+        try (InProcessCluster cluster = start(dir, "memory", MergeConfig.DEFAULT)) {
+            KvClient client = cluster.client();
+            putAll(client, 30, 0);
+            int mid = sync(client.split(1, key(10))).get(1).getId();
+            awaitSameRegionMaps(cluster, 2);
+            int last = sync(client.split(mid, key(20))).get(1).getId();
+            awaitSameRegionMaps(cluster, 3);
+            Map<String, String> before = regionMap(cluster.node(0));
+
+            assertThatThrownBy(() -> sync(client.merge(1, last))) // not adjacent
+                    .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT))
+                    .hasMessageContaining("not adjacent");
+            assertThatThrownBy(() -> sync(client.merge(mid, 1))) // the wrong way round
+                    .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT))
+                    .hasMessageContaining("merge 1 " + mid);
+            assertThatThrownBy(() -> sync(client.merge(1, 1)))
+                    .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT));
+            assertThatThrownBy(() -> sync(client.merge(1, 4242)))
+                    .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.REGION_NOT_FOUND));
+            assertThatThrownBy(() -> sync(client.merge(4242, 1)))
+                    .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.REGION_NOT_FOUND));
+
+            assertThat(regionMap(cluster.node(0))).isEqualTo(before);
+            assertAll(client, 30, 0);
+            for (int i = 0; i < 3; i++) {
+                assertThat(Files.isDirectory(regionDir(cluster.node(i), last))).isTrue();
+            }
+        }
+    }
+}
