@@ -91,7 +91,8 @@ class WireProtocolTest {
                 KvProto.BackupPageRequest.newBuilder().setSessionId(Long.MAX_VALUE).setStartKey(bytes("k"))
                         .setLimit(1000).build(),
                 KvProto.BackupCloseRequest.newBuilder().setSessionId(7).build(),
-                KvProto.SplitRequest.newBuilder().setRegionId(65_537).setRegionEpoch(3).setSplitKey(bytes("user42")).build());
+                KvProto.SplitRequest.newBuilder().setRegionId(65_537).setRegionEpoch(3).setSplitKey(bytes("user42")).build(),
+                KvProto.MergeRequest.newBuilder().setLeftId(5).setRightId(65_537).setLeftEpoch(3).setRightEpoch(4).build());
     }
 
     static Stream<Named<Message>> responses() {
@@ -133,7 +134,13 @@ class WireProtocolTest {
                         .setRight(RegionInfo.newBuilder().setId(65_537).setStartKey(bytes("m")).setEpoch(2).setRole("STARTING"))
                         .build(),
                 KvProto.SplitResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.INVALID_ARGUMENT)
-                        .setDetail("split key is not strictly inside region 1")).build());
+                        .setDetail("split key is not strictly inside region 1")).build(),
+                KvProto.MergeResponse.newBuilder().setMerged(RegionInfo.newBuilder().setId(5).setStartKey(bytes("a"))
+                        .setEpoch(6).addPeers("10.0.0.1:8181").setRole("LEADER")).build(),
+                KvProto.MergeResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.UNAVAILABLE)
+                        .setDetail("merge of region 65537 into region 5 rolled back")).build(),
+                RegionsResponse.newBuilder().addRegions(RegionInfo.newBuilder().setId(65_537).setEpoch(4)
+                        .setMergingInto(5).setMergeReady(true)).build());
     }
 
     private static Stream<Named<Message>> named(Message... messages) {

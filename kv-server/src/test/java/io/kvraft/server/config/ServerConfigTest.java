@@ -113,6 +113,7 @@ class ServerConfigTest {
         assertThat(c.limits()).isEqualTo(ServerConfig.LimitsConfig.DEFAULT);
         assertThat(c.limits().maxKeyBytes()).isEqualTo(4096);
         assertThat(c.balance().enabled()).isTrue();
+        assertThat(c.merge()).isEqualTo(new ServerConfig.MergeConfig(false, 200_000L, 20L << 20, 10_000, 30_000));
     }
 
     @Test
@@ -180,6 +181,10 @@ class ServerConfigTest {
             split: {maxOpsPerSecond: -5}                  | split.maxOpsPerSecond
             split: {checkIntervalMs: 10}                  | split.checkIntervalMs must be at least 100
             split: {maxBites: 5}                          | unknown key 'split.maxBites'
+            merge: {maxKeys: -1}                          | merge.maxKeys must be 0 or more, got -1
+            merge: {checkIntervalMs: 10}                  | merge.checkIntervalMs must be at least 100
+            merge: {timeoutMs: 50}                        | merge.timeoutMs must be at least 1000, got 50
+            merge: {enabled: maybe}                       | key 'merge.enabled'
             store: {blockCacheBytes: lots}                | key 'store.blockCacheBytes'
             """)
     void when_aValueIsInvalid_then_theErrorNamesTheFileAndTheKey(String extra, String words) throws IOException {
