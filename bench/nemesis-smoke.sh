@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# A short nemesis run per engine, as CI runs it: every fault kind and the split event in turn against a
+# A short nemesis run per engine, as CI runs it: every fault kind and the split and merge events in turn against a
 # local 3-node cluster, then the linearizability, lost-write and region-map checks. Exits non-zero on any violation, lost acknowledged write,
 # undecided key or missing recovery, and also when a fault kind cannot be injected or was not injected:
 # a smoke run that quietly drops faults would pass without testing them.
-# Usage: bench/nemesis-smoke.sh [DURATION per engine, default 70s, at least 70s so each of the 6 kinds gets a turn
+# Usage: bench/nemesis-smoke.sh [DURATION per engine, default 80s, at least 80s so each of the 7 kinds gets a turn
 # (one every 10 s, the last one a kill)]
 # Partition and loss need root (network namespaces); CI runs this as root. To run fewer kinds on purpose
-# (say without root), name them: NEMESIS_FAULTS=kill,pause,split,clock bench/nemesis-smoke.sh
+# (say without root), name them: NEMESIS_FAULTS=kill,pause,split,merge,clock bench/nemesis-smoke.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-duration=${1:-70s}
-faults=${NEMESIS_FAULTS:-kill,pause,split,partition,loss,clock}
+duration=${1:-80s}
+faults=${NEMESIS_FAULTS:-kill,pause,split,merge,partition,loss,clock}
 
 fail() {
   echo "== nemesis smoke FAILED: $*" >&2
@@ -21,7 +21,7 @@ wants() { [[ ",$faults," == *",$1,"* ]]; }
 
 if wants partition || wants loss; then
   [ "$(id -u)" = 0 ] || fail "partition and loss faults need root (network namespaces), and this is uid $(id -u);" \
-    "run as root as CI does, or name the faults to run: NEMESIS_FAULTS=kill,pause,split,clock $0 $duration"
+    "run as root as CI does, or name the faults to run: NEMESIS_FAULTS=kill,pause,split,merge,clock $0 $duration"
 fi
 if [ "$(id -u)" = 0 ]; then
   need=()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Region split drills of issue #20 on real 3-node clusters (server JVMs in temp dirs on free loopback ports,
+# Region split and merge drills of issue #20 on real 3-node clusters (server JVMs in temp dirs on free loopback ports,
 # bench/lib/local-cluster.sh), a fresh cluster for each phase, engine and run. Phases (all by default, in this order):
 #  auto        1 region at start, split.maxKeys MAXKEYS, split.checkIntervalMs 1000; KEYS fresh keys put by the
 #              benchmark with --record-acked (open loop at RATE puts/s, 4 x 256 in flight at most, runs sized to
@@ -18,6 +18,11 @@
 #              median (issue #20's bar: >= 0.5), the same over the seconds after the last split, and the regions
 #              at the end. Full: 20 s warm-up, 150 s measured, a split every 5 s. --short: 10 s, 60 s, every 3 s.
 #              (Each split is one CLI JVM: on a loaded machine one may take longer than the interval.)
+#  merge       MemoryDB, 1 region at start split by hand into 16 at even keys before the load; the default benchmark;
+#              after its warm-up adjacent regions are merged by hand (`kv-client merge`, one pair every few seconds,
+#              start to start) until 1 region is left. Figures as for storm: errors, median ops/s, the lowest
+#              second as a fraction of the median, merges done/refused, regions at the end (must be 1). Full: 20 s
+#              warm-up, 150 s measured, a merge every 5 s. --short: 10 s, 60 s, every 3 s.
 #  throughput  S1's shape (MemoryDB, split.enabled false, the default benchmark, 8 x 512 in flight) against
 #              (a) 24 regions configured at start and (b) 1 region split by hand 23 times at the same keys as the
 #              configured layout (the 2-byte prefixes floor(i * 65536 / 24), i = 1..23), leaders balanced in both;
@@ -32,7 +37,7 @@
 # too few regions, leaders not spread, another region count after the restart, the cluster not healthy in time
 # (checks after which a phase can go on print "FAIL (going on)" and the run goes on). The bars (0.5, 0.9) are printed, not
 # enforced: on a shared 2-core machine one run is noise. Stops only the processes it started.
-# Usage: bench/split-drill.sh [--short] [--engines memory,rocksdb] [--rounds N] [auto] [storm] [throughput] [idle]
+# Usage: bench/split-drill.sh [--short] [--engines memory,rocksdb] [--rounds N] [auto] [storm] [merge] [throughput] [idle]
 #   --engines   engines of the auto phase (default: rocksdb,memory)
 #   --rounds    rounds of the throughput phase (default 1)
 # Environment: KEEP=1 keeps the work dir (logs, benchmark outputs) and prints its path.
@@ -49,13 +54,13 @@ while [ $# -gt 0 ]; do
     --engines=*) engines=${1#*=} ;;
     --rounds) rounds=$2; shift ;;
     --rounds=*) rounds=${1#*=} ;;
-    auto|storm|throughput|idle) phases+=("$1") ;;
+    auto|storm|merge|throughput|idle) phases+=("$1") ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
-[ ${#phases[@]} -gt 0 ] || phases=(auto storm throughput idle)
+[ ${#phases[@]} -gt 0 ] || phases=(auto storm merge throughput idle)
 IFS=, read -r -a engine_list <<<"$engines"
 for e in "${engine_list[@]}"; do
   case "$e" in memory|rocksdb) ;; *) echo "engines must be memory or rocksdb" >&2; exit 2 ;; esac
@@ -306,6 +311,73 @@ if gaps:
 PY
 }
 
+phase_merge() {
+  local warmup duration every bench_pid n=0 refused=0 t_merge at count led per spread k pair
+  if [ "$short" = 1 ]; then warmup=10; duration=60; every=3; else warmup=20; duration=150; every=5; fi
+  start merge memory 1 "split:
+  enabled: false"
+  # 16 regions at even 2-byte prefixes, highest first: region 1 keeps [start, key), so each split is of region 1
+  for k in $(python3 -c 'print(" ".join(f"{i * 65536 // 16:04x}" for i in range(15, 0, -1)))'); do
+    kvc --hex split 1 --at "$k" >>"$out/merge-splits.txt" 2>&1 || fail "merge: split 1 --at $k"
+  done
+  wait_converged 16 300 || fail "merge: 16 regions not led and balanced"
+  echo "merge: MemoryDB, 16 regions, the default benchmark, ${warmup} s warm-up + ${duration} s, a merge of two adjacent regions by hand every ${every} s after the warm-up until 1 region $(load)"
+  java -Xmx1g -jar kv-benchmark/target/kv-benchmark.jar --servers "$servers" --warmup "$warmup" --duration "$duration" \
+    >"$out/merge-bench.txt" 2>&1 &
+  bench_pid=$!
+  bg_pids+=($bench_pid)
+  while ! grep -q 'ops/s' "$out/merge-bench.txt" 2>/dev/null; do
+    kill -0 "$bench_pid" 2>/dev/null || fail "merge: the benchmark ended early; $(tail -3 "$out/merge-bench.txt")"
+    sleep 0.2
+  done
+  sleep "$warmup"
+  : >"$out/merge-merges.txt"
+  while kill -0 "$bench_pid" 2>/dev/null; do
+    t_merge=$(now)
+    # the adjacent pair at a cursor that walks the key space, so the merged regions stay of like sizes
+    pair=$(kvc_quick regions --json 2>/dev/null | python3 -c '
+import json, sys
+rs = sorted(json.load(sys.stdin), key=lambda r: r["startKey"])
+if len(rs) > 1:
+    i = int(sys.argv[1]) % (len(rs) - 1)
+    print(rs[i]["id"], rs[i + 1]["id"])' "$n") || pair=""
+    [ -n "$pair" ] || break # one region left (or no answer: the loop ends with the benchmark)
+    at=$(grep -o '^ *[0-9.]*s ' "$out/merge-bench.txt" | tail -1 | tr -d ' s')
+    # shellcheck disable=SC2086 # two ids
+    if kvc_quick merge $pair >>"$out/merge-merges.txt" 2>&1; then
+      n=$((n + 1))
+      echo "merge $n of regions $pair launched at benchmark time $at s" >>"$out/merge-merges.txt"
+    else
+      refused=$((refused + 1))
+      echo "merge of regions $pair refused at benchmark time $at s" >>"$out/merge-merges.txt"
+    fi
+    python3 -c "import sys, time; time.sleep(max(0, float(sys.argv[2]) - (time.time() - float(sys.argv[1]))))" "$t_merge" "$every"
+  done
+  wait "$bench_pid" || echo "merge: the benchmark exited non-zero: $(grep -i 'error rate\|exceed' "$out/merge-bench.txt" | head -2)"
+  unset 'bg_pids[-1]'
+  read -r count led per spread _ < <(regions_summary)
+  python3 - "$out/merge-bench.txt" "$n" "$refused" "$count" "$((warmup + duration))" <<'PY'
+import re, statistics, sys
+lines = open(sys.argv[1]).read().splitlines()
+pat = re.compile(r'^\s*([\d.]+)s\s+([\d,]+) ops/s\s+errors ([\d,]+)')
+rows = [(float(m[1]), float(m[2].replace(',', '')), int(m[3].replace(',', ''))) for m in map(pat.match, lines)
+        if m and 'warm-up' not in m.string]
+rows = [r for r in rows if r[0] <= float(sys.argv[5]) + 0.5]
+ops = [r[1] for r in rows]
+med = statistics.median(ops)
+low_i = min(range(len(ops)), key=ops.__getitem__)
+print(f"merge: {sys.argv[2]} merges by hand ({sys.argv[3]} refused or rolled back), {sys.argv[4]} regions at the end")
+print(f"merge: {len(ops)} measured seconds: errors {rows[-1][2] if rows else -1}; median {med:,.0f} ops/s; lowest second "
+      f"{ops[low_i]:,.0f} ops/s at {rows[low_i][0]:.0f} s = {ops[low_i] / med:.2f} of the median")
+print("merge: ops/s per second: " + " ".join(f"{o / 1000:.0f}k" for o in ops))
+PY
+  local errors
+  errors=$(errors_of "$out/merge-bench.txt")
+  [ "$errors" = 0 ] || check_failed "merge: $errors errors; see $out/merge-bench.txt (KEEP=1 keeps it)"
+  [ "$count" = 1 ] || check_failed "merge: $count regions at the end, not 1"
+  stop
+}
+
 # the configured layout's split keys, hex: floor(i * 65536 / 24), i = 1..23
 even_splits_hex() { python3 -c 'print(" ".join(f"{i * 65536 // 24:04x}" for i in range(1, 24)))'; }
 
@@ -380,6 +452,7 @@ for ph in "${phases[@]}"; do
   case "$ph" in
     auto) for e in "${engine_list[@]}"; do phase_auto "$e"; done ;;
     storm) phase_storm ;;
+    merge) phase_merge ;;
     throughput) phase_throughput ;;
     idle) phase_idle ;;
   esac

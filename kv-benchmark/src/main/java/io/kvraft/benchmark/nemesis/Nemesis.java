@@ -20,16 +20,17 @@ import java.util.concurrent.TimeoutException;
 /**
  * Injects one fault at a time into a local process cluster and heals it: kill -9 and restart of a
  * node (half the time the one leading most regions), SIGSTOP/SIGCONT, isolation of a node both ways,
- * packet loss, and a wall-clock jump; and, as an event among them, a split of a region ({@link SplitEvent}),
- * which has nothing to heal. Every injection and heal is logged with its time.
+ * packet loss, and a wall-clock jump; and, as events among them, a split of a region ({@link SplitEvent}) and a
+ * merge of two adjacent regions ({@link MergeEvent}), which have nothing to heal. Every injection and heal is logged
+ * with its time.
  */
 final class Nemesis {
 
     enum Fault {
-        KILL, PAUSE, PARTITION, LOSS, CLOCK, SPLIT;
+        KILL, PAUSE, PARTITION, LOSS, CLOCK, SPLIT, MERGE;
 
         /** The names --faults takes, as its help and errors list them. */
-        static final String NAMES = "kill, pause, partition, loss, clock, split";
+        static final String NAMES = "kill, pause, partition, loss, clock, split, merge";
 
         static Fault parse(String s) {
             try {
@@ -42,9 +43,14 @@ final class Nemesis {
         boolean needsNetwork() {
             return this == PARTITION || this == LOSS;
         }
+
+        /** A split or a merge: an event at no node, with nothing to heal. */
+        boolean isEvent() {
+            return this == SPLIT || this == MERGE;
+        }
     }
 
-    /** One injected fault: what, where (-1 for a split), and when (seconds from the run's start). */
+    /** One injected fault: what, where (-1 for a split or a merge), and when (seconds from the run's start). */
     record Event(Fault fault, int node, String detail, double injectedAt, double healedAt) {
     }
 
@@ -57,6 +63,7 @@ final class Nemesis {
     private final PrintStream log;
     private final long originNs;
     private final SplitEvent splits; // null without split events
+    private final MergeEvent merges; // null without merge events
     private volatile boolean splitDuringFaults;
     private volatile long healedNs;
     final List<Event> events = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -69,10 +76,19 @@ final class Nemesis {
 
     Nemesis(ProcessCluster cluster, NetLab lab, List<Path> clockFiles, List<Fault> faults, long holdMs, Random rnd,
             PrintStream log, long originNs, SplitEvent splits) {
+        this(cluster, lab, clockFiles, faults, holdMs, rnd, log, originNs, splits, null);
+    }
+
+    Nemesis(ProcessCluster cluster, NetLab lab, List<Path> clockFiles, List<Fault> faults, long holdMs, Random rnd,
+            PrintStream log, long originNs, SplitEvent splits, MergeEvent merges) {
         if (faults.contains(Fault.SPLIT) && splits == null) {
             throw new IllegalArgumentException("split events need a SplitEvent");
         }
+        if (faults.contains(Fault.MERGE) && merges == null) {
+            throw new IllegalArgumentException("merge events need a MergeEvent");
+        }
         this.splits = splits;
+        this.merges = merges;
         this.cluster = cluster;
         this.lab = lab;
         this.clockFiles = clockFiles;
@@ -97,10 +113,15 @@ final class Nemesis {
         return splits;
     }
 
+    /** The merge events' outcomes; null without merge events. */
+    MergeEvent merges() {
+        return merges;
+    }
+
     /**
-     * With {@code on}, every fault other than a split also splits a region while it is in force: half-way through
-     * its hold (right after a kill, while the node is down). The fault is healed on time whether or not the split
-     * has been answered; the cycle returns once it has been.
+     * With {@code on}, every fault other than a split or a merge also splits a region while it is in force: half-way
+     * through its hold (right after a kill, while the node is down). The fault is healed on time whether or not the
+     * split has been answered; the cycle returns once it has been.
      */
     Nemesis splitDuringFaults(boolean on) {
         if (on && splits == null) {
@@ -126,6 +147,13 @@ final class Nemesis {
                 current = "split";
                 log.printf(Locale.ROOT, "[%6.1f s] fault: split a region%n", at);
                 detail = splits.run(); // returns when the split is answered (or not, within its deadline)
+                log.printf(Locale.ROOT, "[%6.1f s] %s%n", now(), detail);
+            }
+            case MERGE -> {
+                node = -1;
+                current = "merge";
+                log.printf(Locale.ROOT, "[%6.1f s] fault: merge two regions%n", at);
+                detail = merges.run(); // returns when the merge is answered (or not, within its deadline)
                 log.printf(Locale.ROOT, "[%6.1f s] %s%n", now(), detail);
             }
             case KILL -> {
@@ -167,7 +195,7 @@ final class Nemesis {
         }
         healedNs = System.nanoTime();
         double healed = (healedNs - originNs) / 1e9;
-        log.printf(Locale.ROOT, "[%6.1f s] %s: %s%n", healed, f == Fault.SPLIT ? "over" : "healed",
+        log.printf(Locale.ROOT, "[%6.1f s] %s: %s%n", healed, f.isEvent() ? "over" : "healed",
                 f.name().toLowerCase(Locale.ROOT));
         if (during != null) {
             String line = awaitSplit(during);

@@ -36,8 +36,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * {@code kv-benchmark nemesis}: starts a local 3-node, 24-region cluster of real processes, runs a
  * register workload (get, put, compare-and-put with unique values, scan, range delete) while a nemesis
- * injects and heals faults and splits regions, then checks the recorded history for linearizability key by key,
- * reads back every acknowledged write to a fresh key, and compares the nodes' region maps.
+ * injects and heals faults and splits and merges regions, then checks the recorded history for linearizability
+ * key by key, reads back every acknowledged write to a fresh key, and compares the nodes' region maps.
  */
 @Command(name = "nemesis", mixinStandardHelpOptions = true, sortOptions = false, usageHelpAutoWidth = true,
         exitCodeListHeading = "%nExit codes:%n",
@@ -48,8 +48,9 @@ import java.util.concurrent.TimeUnit;
                 "2:bad usage, or a fault this machine cannot inject"},
         description = {"Fault-injection run with a linearizability check, against a local 3-node cluster it starts:"
                 + " get, put, compare-and-put, scans and range deletes on register keys in every region, checked key by"
-                + " key, and puts to fresh keys read back at the end. Region splits are events among the faults; at the"
-                + " end every node's own list of regions must be the same (id, range, epoch) and tile the key space.",
+                + " key, and puts to fresh keys read back at the end. Region splits and merges are events among the"
+                + " faults; at the end every node's own list of regions must be the same (id, range, epoch) and tile the"
+                + " key space.",
                 "partition and loss need root, iproute2 and iptables (nodes run in network namespaces);"
                         + " clock needs libfaketime (Debian: faketime)."})
 public final class NemesisCommand implements Callable<Integer> {
@@ -69,10 +70,12 @@ public final class NemesisCommand implements Callable<Integer> {
                     + " (default: ${DEFAULT-VALUE}).")
     Duration duration;
 
-    @Option(names = "--faults", defaultValue = "kill,pause,split,partition,loss,clock", split = ",", paramLabel = "FAULT",
-            description = "Faults to inject in turn: kill, pause, partition, loss, clock, and split (a split of the"
-                    + " region holding a random register key, between two of its register keys; nothing to heal;"
-                    + " a split refused or failed is counted, not a failure) (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--faults", defaultValue = "kill,pause,split,merge,partition,loss,clock", split = ",",
+            paramLabel = "FAULT",
+            description = "Faults to inject in turn: kill, pause, partition, loss, clock, split (a split of the"
+                    + " region holding a random register key, between two of its register keys) and merge (of two"
+                    + " adjacent regions, preferring one that holds few register keys); a split or merge has nothing to"
+                    + " heal, and one refused, failed or rolled back is counted, not a failure (default: ${DEFAULT-VALUE}).")
     List<String> faults;
 
     @Option(names = "--split-during-faults",
@@ -176,7 +179,8 @@ public final class NemesisCommand implements Callable<Integer> {
             }
             List<Path> files = LocalClusterConfigs.write(dataRoot.resolve("conf"), endpoints, engine,
                     raftYaml(),
-                    "intervalMs: 1000", "");
+                    // a merge a fault holds up is rolled back well inside this client's 8 s deadline, so its outcome is known
+                    "intervalMs: 1000", "merge:\n  timeoutMs: 4000\n");
             List<Path> clockFiles = new ArrayList<>();
             for (int i = 0; clock && i < 3; i++) {
                 Path f = dataRoot.resolve("clock-" + (i + 1));
@@ -203,8 +207,10 @@ public final class NemesisCommand implements Callable<Integer> {
             Map<Nemesis.Fault, List<Double>> recoveries = new java.util.EnumMap<>(Nemesis.Fault.class);
             SplitEvent splits = kinds.contains(Nemesis.Fault.SPLIT) || splitDuringFaults
                     ? new SplitEvent(SplitEvent.Admin.of(client), keys, new Random(s + 1)) : null;
+            MergeEvent merges = kinds.contains(Nemesis.Fault.MERGE)
+                    ? new MergeEvent(MergeEvent.Admin.of(client), keys, new Random(s + 2)) : null;
             Nemesis nemesis = new Nemesis(cluster, lab, clockFiles, kinds, hold.toMillis(), new Random(s), log, origin,
-                    splits).splitDuringFaults(splitDuringFaults);
+                    splits, merges).splitDuringFaults(splitDuringFaults);
             RegisterWorkload load = new RegisterWorkload(client, keys, freshPrefixes, threads, rate, s, origin);
             log.printf(Locale.ROOT, "%d regions, %d keys, %d client threads at %.0f ops/s%n", regions.size(), keys.size(),
                     threads, rate);

@@ -88,9 +88,14 @@ final class Report {
                 load.rangeDeletesFailed.get(), load.rangeDeletesUnknown.get());
         w.printf(Locale.ROOT, "faults          %d injected: %s%n", nemesis.events.size(), counts.entrySet().stream()
                 .map(e -> e.getKey().name().toLowerCase(Locale.ROOT) + " " + e.getValue()).collect(Collectors.joining(", ")));
+        String regionCount = String.format(Locale.ROOT, "; regions %d at the start, %s at the end", startRegions,
+                regionMap.ok() ? String.valueOf(regionMap.regions()) : "?");
         if (nemesis.splits() != null) {
-            w.printf(Locale.ROOT, "splits          %s; regions %d at the start, %s at the end%n", nemesis.splits().summary(),
-                    startRegions, regionMap.ok() ? String.valueOf(regionMap.regions()) : "?");
+            w.printf(Locale.ROOT, "splits          %s%s%n", nemesis.splits().summary(), regionCount);
+        }
+        if (nemesis.merges() != null) { // the region count once, on the splits line when there is one
+            w.printf(Locale.ROOT, "merges          %s%s%n", nemesis.merges().summary(),
+                    nemesis.splits() == null ? regionCount : "");
         }
         w.printf(Locale.ROOT, "linearizability %,d operations on %d keys checked in %.2f s: %d violations, %d undecided%n",
                 check.operations(), check.keys(), check.elapsedNanos() / 1e9, check.violations().size(),

@@ -163,6 +163,11 @@ final class SplitEvent {
     }
 
     private List<byte[]> keysIn(RegionInfo r) {
+        return keysIn(keys, r);
+    }
+
+    /** The keys of {@code keys} that region {@code r} holds, in their order. */
+    static List<byte[]> keysIn(List<byte[]> keys, RegionInfo r) {
         byte[] start = r.getStartKey().toByteArray();
         byte[] end = r.getEndKey().toByteArray();
         return keys.stream().filter(k -> Arrays.compareUnsigned(k, start) >= 0
@@ -199,7 +204,8 @@ final class SplitEvent {
         return b.append('"').toString();
     }
 
-    private static <T> T await(CompletableFuture<T> f) {
+    /** The answer, within {@link #CAP_SECONDS}: a failure, a timeout or an interrupt is thrown as a KvException. */
+    static <T> T await(CompletableFuture<T> f) {
         try {
             return f.get(CAP_SECONDS, TimeUnit.SECONDS);
         } catch (ExecutionException e) {

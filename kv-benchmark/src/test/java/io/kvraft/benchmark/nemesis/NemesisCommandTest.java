@@ -5,6 +5,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import picocli.CommandLine;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -25,6 +26,7 @@ class NemesisCommandTest {
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
             "--faults kill,flood              | unknown fault 'flood'",
+            "--faults merge,mrege             | (known: kill, pause, partition, loss, clock, split, merge)",
             "--faults ,                       | name at least one of",
             "--duration 5s                    | at least 10 s",
             "--duration ten                   | Invalid value for option '--duration': 'ten' is not a duration",
@@ -61,6 +63,15 @@ class NemesisCommandTest {
     @Test
     void when_helpNamesTheKeysTheNemesisSetsItself_then_theyAreTheOnesItWrites() {
         assertThat(NemesisCommand.OWN_RAFT_KEYS).isEqualTo(String.join(", ", new NemesisCommand().ownRaftKeys().keySet()));
+    }
+
+    @Test
+    void when_noFaultsAreNamed_then_everyKindRuns_aMergeRightAfterASplit() {
+        CommandLine.Model.OptionSpec faults = new CommandLine(new NemesisCommand()).getCommandSpec().findOption("--faults");
+        List<String> names = List.of(Nemesis.Fault.NAMES.split(", "));
+        assertThat(faults.defaultValue()).isEqualTo("kill,pause,split,merge,partition,loss,clock");
+        assertThat(faults.defaultValue().split(",")).containsExactlyInAnyOrderElementsOf(names);
+        assertThat(String.join(" ", faults.description())).contains(names);
     }
 
 }

@@ -221,7 +221,7 @@ public final class Merger implements Runnable {
             if (decided.changed()) { // the commit came first after all
                 return MergeResponse.newBuilder().setMerged(left.info(host.peers())).build();
             }
-            if (decided.state().getEpoch() == epoch) {
+            if (decided.state().getEpoch() == epoch && decided.state().getMergingInto() == 0) {
                 continue; // refused (the epoch moved first): a commit decided at an earlier epoch could still be ahead
             }
             LOG.info("merge of region {} into region {}: rolled back ({})", right.id(), left.id(), why);

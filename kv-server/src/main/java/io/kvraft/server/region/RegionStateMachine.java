@@ -466,10 +466,13 @@ final class RegionStateMachine extends StateMachineAdapter {
         outcome(closure, true, merged, right);
     }
 
-    /** MERGE_ABORT, in the left region's log: at the entry's epoch, epoch + 1, so a commit decided at it is refused. */
+    /**
+     * MERGE_ABORT, in the left region's log: at the entry's epoch, epoch + 1, so a commit decided at it is refused. A
+     * region that is itself prepared to merge into another refuses every commit already, so it stays as it is.
+     */
     private void applyMergeAbort(WriteOp op, long index, SplitClosure closure) {
         RegionState current = region.state();
-        boolean valid = current.getEpoch() == op.getEpoch();
+        boolean valid = current.getEpoch() == op.getEpoch() && current.getMergingInto() == 0;
         RegionState next = valid ? current.toBuilder().setEpoch(current.getEpoch() + 1).build() : current;
         recordState(next, index);
         boolean merged = next.getAbsorbedList().contains(op.getRegionId());
