@@ -20,9 +20,10 @@
 #              (Each split is one CLI JVM: on a loaded machine one may take longer than the interval.)
 #  merge       MemoryDB, 1 region at start split by hand into 16 at even keys before the load; the default benchmark;
 #              after its warm-up adjacent regions are merged by hand (`kv-client merge`, one pair every few seconds,
-#              start to start) until 1 region is left. Figures as for storm: errors, median ops/s, the lowest
-#              second as a fraction of the median, merges done/refused, regions at the end (must be 1). Full: 20 s
-#              warm-up, 150 s measured, a merge every 5 s. --short: 10 s, 60 s, every 3 s.
+#              start to start) until 1 region is left or the run ends; then the rest without load. Figures as
+#              for storm: errors, median ops/s, the lowest second as a fraction of the median, merges under load
+#              and in all, refused ones, regions at the end (must be 1). Full: 20 s warm-up, 150 s measured, a
+#              merge every 5 s. --short: 10 s, 60 s, every 3 s. (Each merge is one CLI JVM, as in storm.)
 #  throughput  S1's shape (MemoryDB, split.enabled false, the default benchmark, 8 x 512 in flight) against
 #              (a) 24 regions configured at start and (b) 1 region split by hand 23 times at the same keys as the
 #              configured layout (the 2-byte prefixes floor(i * 65536 / 24), i = 1..23), leaders balanced in both;
@@ -355,8 +356,23 @@ if len(rs) > 1:
   done
   wait "$bench_pid" || echo "merge: the benchmark exited non-zero: $(grep -i 'error rate\|exceed' "$out/merge-bench.txt" | head -2)"
   unset 'bg_pids[-1]'
+  local under_load=$n
+  # the rest without load, down to one region: every merge must be able to finish
+  while pair=$(kvc_quick regions --json 2>/dev/null | python3 -c '
+import json, sys
+rs = sorted(json.load(sys.stdin), key=lambda r: r["startKey"])
+if len(rs) > 1:
+    print(rs[0]["id"], rs[1]["id"])') && [ -n "$pair" ]; do
+    # shellcheck disable=SC2086 # two ids
+    if kvc_quick merge $pair >>"$out/merge-merges.txt" 2>&1; then
+      n=$((n + 1))
+    else
+      refused=$((refused + 1))
+      [ "$refused" -lt 20 ] || break
+    fi
+  done
   read -r count led per spread _ < <(regions_summary)
-  python3 - "$out/merge-bench.txt" "$n" "$refused" "$count" "$((warmup + duration))" <<'PY'
+  python3 - "$out/merge-bench.txt" "$under_load" "$refused" "$count" "$((warmup + duration))" "$n" <<'PY'
 import re, statistics, sys
 lines = open(sys.argv[1]).read().splitlines()
 pat = re.compile(r'^\s*([\d.]+)s\s+([\d,]+) ops/s\s+errors ([\d,]+)')
@@ -366,7 +382,8 @@ rows = [r for r in rows if r[0] <= float(sys.argv[5]) + 0.5]
 ops = [r[1] for r in rows]
 med = statistics.median(ops)
 low_i = min(range(len(ops)), key=ops.__getitem__)
-print(f"merge: {sys.argv[2]} merges by hand ({sys.argv[3]} refused or rolled back), {sys.argv[4]} regions at the end")
+print(f"merge: {sys.argv[2]} merges by hand under load, {sys.argv[6]} in all ({sys.argv[3]} refused or rolled back), "
+      f"{sys.argv[4]} regions at the end")
 print(f"merge: {len(ops)} measured seconds: errors {rows[-1][2] if rows else -1}; median {med:,.0f} ops/s; lowest second "
       f"{ops[low_i]:,.0f} ops/s at {rows[low_i][0]:.0f} s = {ops[low_i] / med:.2f} of the median")
 print("merge: ops/s per second: " + " ".join(f"{o / 1000:.0f}k" for o in ops))

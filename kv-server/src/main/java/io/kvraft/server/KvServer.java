@@ -103,7 +103,7 @@ public final class KvServer implements AutoCloseable {
                 config.limits().maxKeyBytes(), System::currentTimeMillis, splitWork);
         handlers.splitter(splitter);
         this.merger = new io.kvraft.server.region.Merger(host, store, config.merge(), config.split(), peerProbe, splitWork,
-                4L * config.raft().electionTimeoutMs());
+                2L * config.raft().electionTimeoutMs());
         handlers.merger(merger);
         metrics.bind(host, handlers::inFlight);
     }

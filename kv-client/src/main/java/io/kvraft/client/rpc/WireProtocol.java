@@ -43,7 +43,9 @@ public final class WireProtocol {
             parser(KvProto.SplitRequest.class, KvProto.SplitRequest.parser()),
             parser(KvProto.SplitResponse.class, KvProto.SplitResponse.parser()),
             parser(KvProto.MergeRequest.class, KvProto.MergeRequest.parser()),
-            parser(KvProto.MergeResponse.class, KvProto.MergeResponse.parser()));
+            parser(KvProto.MergeResponse.class, KvProto.MergeResponse.parser()),
+            parser(KvProto.MergeStepRequest.class, KvProto.MergeStepRequest.parser()),
+            parser(KvProto.MergeStepResponse.class, KvProto.MergeStepResponse.parser()));
 
     private static Map.Entry<String, Parser<? extends Message>> parser(Class<? extends Message> type,
                                                                       Parser<? extends Message> parser) {

@@ -92,7 +92,10 @@ class WireProtocolTest {
                         .setLimit(1000).build(),
                 KvProto.BackupCloseRequest.newBuilder().setSessionId(7).build(),
                 KvProto.SplitRequest.newBuilder().setRegionId(65_537).setRegionEpoch(3).setSplitKey(bytes("user42")).build(),
-                KvProto.MergeRequest.newBuilder().setLeftId(5).setRightId(65_537).setLeftEpoch(3).setRightEpoch(4).build());
+                KvProto.MergeRequest.newBuilder().setLeftId(5).setRightId(65_537).setLeftEpoch(3).setRightEpoch(4).build(),
+                KvProto.MergeStepRequest.newBuilder().setRegionId(65_537).setOp(KvProto.WriteOp.newBuilder()
+                        .setType(KvProto.WriteOpType.PREPARE_MERGE).setRegionId(5).setEpoch(4)).addPeers("10.0.0.1:8181")
+                        .addPeers("10.0.0.2:8182").build());
     }
 
     static Stream<Named<Message>> responses() {
@@ -140,7 +143,11 @@ class WireProtocolTest {
                 KvProto.MergeResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.UNAVAILABLE)
                         .setDetail("merge of region 65537 into region 5 rolled back")).build(),
                 RegionsResponse.newBuilder().addRegions(RegionInfo.newBuilder().setId(65_537).setEpoch(4)
-                        .setMergingInto(5).setMergeReady(true)).build());
+                        .setMergingInto(5).setMergeReady(true)).build(),
+                KvProto.MergeStepResponse.newBuilder().setChanged(true).setState(KvProto.RegionState.newBuilder()
+                        .setId(65_537).setStartKey(bytes("m")).setEpoch(5).setMergingInto(5).setMergePreparedAt(1234)).build(),
+                KvProto.MergeStepResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.NOT_LEADER)
+                        .setLeaderHint("10.0.0.2:8182")).build());
     }
 
     private static Stream<Named<Message>> named(Message... messages) {

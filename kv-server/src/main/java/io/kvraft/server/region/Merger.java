@@ -1,8 +1,6 @@
 package io.kvraft.server.region;
 
 import com.alipay.sofa.jraft.Status;
-import com.alipay.sofa.jraft.entity.PeerId;
-import com.alipay.sofa.jraft.error.RaftError;
 import io.kvraft.client.proto.KvProto.Error;
 import io.kvraft.client.proto.KvProto.ErrorCode;
 import io.kvraft.client.proto.KvProto.MergeResponse;
@@ -10,8 +8,8 @@ import io.kvraft.client.proto.KvProto.RegionInfo;
 import io.kvraft.client.proto.KvProto.RegionState;
 import io.kvraft.client.proto.KvProto.RegionsRequest;
 import io.kvraft.client.proto.KvProto.RegionsResponse;
-import io.kvraft.client.proto.KvProto.TransferLeaderRequest;
-import io.kvraft.client.proto.KvProto.AdminResponse;
+import io.kvraft.client.proto.KvProto.MergeStepRequest;
+import io.kvraft.client.proto.KvProto.MergeStepResponse;
 import io.kvraft.client.proto.KvProto.WriteOp;
 import io.kvraft.client.proto.KvProto.WriteOpType;
 import io.kvraft.client.rpc.Transport;
@@ -40,7 +38,8 @@ import java.util.concurrent.locks.LockSupport;
  * Merges a region into the one before it, driven from the left region's leader. The steps, each an entry in one of the
  * two regions' logs, so every replica takes them at the same point:
  * <ol>
- *   <li>the right region's leader is brought to this node, and PREPARE_MERGE goes into its log: from there the right
+ *   <li>PREPARE_MERGE goes into the right region's log, on its leader wherever that is ({@link MergeStepRequest}; moving
+ *       the leader here would stall the region for a leader transfer, seconds under load): from there the right
  *       region takes no requests and no writes, so its data is final on every replica that applied it;</li>
  *   <li>this node waits until every replica of the right region holds that data durably (applied, and with MemoryDB
  *       in a snapshot): only then can every replica of the left region take it in, even after a crash;</li>
@@ -73,7 +72,7 @@ public final class Merger implements Runnable {
 
     /**
      * @param work         where merges run: they wait for peers and for log entries, so never a request handler's thread
-     * @param leaderMoveMs how long a region's leader may take to move here
+     * @param leaderMoveMs how long to look for a region's leader (hints, elections) to propose a step there
      */
     public Merger(RegionHost host, KvStore store, MergeConfig config, SplitConfig split, Transport peers, Executor work,
                   long leaderMoveMs) {
@@ -133,24 +132,21 @@ public final class Merger implements Runnable {
             busy.remove(leftId);
             return failed(ErrorCode.BUSY, "", "region " + rightId + " is in a merge already");
         }
-        left.pinLeader(true);
-        right.pinLeader(true);
+        left.pinLeader(true); // the balancer leaves the left region's leader here until the merge is over
         try {
-            if (!bringLeaderHere(right)) {
-                return failed(ErrorCode.BUSY, "", "the leader of region " + rightId + " did not move to " + host.endpoint()
-                        + ", which leads region " + leftId + ", within " + leaderMoveMs + " ms; nothing was merged");
+            List<String> leftPeers;
+            try {
+                leftPeers = left.node().listPeers().stream().map(p -> p.getEndpoint().toString()).toList();
+            } catch (IllegalStateException notLeader) {
+                return failed(ErrorCode.NOT_LEADER, left.leaderHint(), "this node no longer leads region " + leftId);
             }
-            Set<PeerId> lp = new HashSet<>(left.node().listPeers());
-            Set<PeerId> rp = new HashSet<>(right.node().listPeers());
-            if (!lp.equals(rp)) {
-                return failed(ErrorCode.INVALID_ARGUMENT, "", "regions " + leftId + " and " + rightId
-                        + " have different peers (" + lp + ", " + rp + "); only regions on the same peers merge");
-            }
-            Outcome prepared = propose(right, WriteOp.newBuilder().setType(WriteOpType.PREPARE_MERGE)
-                    .setRegionId(leftId).setEpoch(right.epoch()).build());
-            if (!prepared.status().isOk()) {
-                // an unknown outcome: if it prepared, this node (leading the left region) rolls it back after merge.timeoutMs
-                return MergeResponse.newBuilder().setError(right.errorOf(prepared.status())).build();
+            // on the right region's leader, wherever it is: moving it here would stall the region for a leader transfer
+            Outcome prepared = proposeOnLeader(right, WriteOp.newBuilder().setType(WriteOpType.PREPARE_MERGE)
+                    .setRegionId(leftId).setEpoch(right.epoch()).build(), leftPeers);
+            if (prepared.error() != null) {
+                // NOT_LEADER and the like: not taken; a timeout: if it prepared, this node (leading the left region)
+                // finishes or rolls it back after merge.timeoutMs
+                return MergeResponse.newBuilder().setError(prepared.error()).build();
             }
             if (!prepared.changed()) {
                 return failed(ErrorCode.STALE_EPOCH, "", "region " + rightId + " changed before the merge applied (now epoch "
@@ -161,7 +157,6 @@ public final class Merger implements Runnable {
             return finish(left, right, prepared.state());
         } finally {
             left.pinLeader(false);
-            right.pinLeader(false);
             busy.remove(leftId);
             busy.remove(rightId);
         }
@@ -193,13 +188,13 @@ public final class Merger implements Runnable {
             Outcome committed = propose(left, WriteOp.newBuilder().setType(WriteOpType.COMMIT_MERGE)
                     .setRegionId(right.id()).setEpoch(left.epoch()).setStep(preparedAt)
                     .setValue(prepared.toByteString()).build());
-            if (committed.status().isOk() && committed.changed()) {
+            if (committed.error() == null && committed.changed()) {
                 LOG.info("merge of region {} into region {}: done, now {} epoch {}", right.id(), left.id(), left.range(),
                         left.epoch());
                 return MergeResponse.newBuilder().setMerged(left.info(host.peers())).build();
             }
-            notReady = committed.status().isOk() ? "region " + left.id() + " changed before the merge applied"
-                    : "the commit was not taken: " + committed.status().getErrorMsg();
+            notReady = committed.error() == null ? "region " + left.id() + " changed before the merge applied"
+                    : "the commit was not taken: " + committed.why();
         }
         return abort(left, right, preparedAt, notReady);
     }
@@ -215,7 +210,7 @@ public final class Merger implements Runnable {
             long epoch = left.epoch();
             Outcome decided = propose(left, WriteOp.newBuilder().setType(WriteOpType.MERGE_ABORT).setRegionId(right.id())
                     .setEpoch(epoch).build());
-            if (!decided.status().isOk()) {
+            if (decided.error() != null) {
                 continue;
             }
             if (decided.changed()) { // the commit came first after all
@@ -233,15 +228,13 @@ public final class Merger implements Runnable {
                 + " not finished (" + why + "); its leader finishes or rolls it back within merge.timeoutMs");
     }
 
-    /** MERGE_ROLLBACK in the right region's log, from here (its leader is brought here); else the recovery retries. */
+    /** MERGE_ROLLBACK in the right region's log, on its leader; when not taken, the recovery tries again later. */
     private void rollback(Region right, long preparedAt) {
-        if (!bringLeaderHere(right)) {
-            LOG.warn("region {}: the rollback of its merge waits: its leader did not move here", right.id());
-            return;
-        }
-        Outcome rolled = propose(right, WriteOp.newBuilder().setType(WriteOpType.MERGE_ROLLBACK).setStep(preparedAt).build());
-        if (!rolled.status().isOk()) {
-            LOG.warn("region {}: the rollback of its merge not taken ({}); retried later", right.id(), rolled.status());
+        Outcome rolled = proposeOnLeader(right, WriteOp.newBuilder().setType(WriteOpType.MERGE_ROLLBACK)
+                .setStep(preparedAt).build(), List.of());
+        if (rolled.error() != null) {
+            LOG.warn("region {}: the rollback of its merge not taken ({}); tried again after merge.timeoutMs", right.id(),
+                    rolled.why());
         }
     }
 
@@ -292,46 +285,107 @@ public final class Merger implements Runnable {
         return null;
     }
 
-    /** Moves {@code region}'s leadership to this node unless it is here; true once this node leads it. */
-    private boolean bringLeaderHere(Region region) {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(leaderMoveMs);
-        long asked = 0;
-        while (!region.isLeader()) {
-            if (System.nanoTime() - deadline > 0 || host.region(region.id()) != region
-                    || Thread.currentThread().isInterrupted()) {
-                return false;
-            }
-            String leader = region.leaderHint();
-            if (!leader.isEmpty() && System.nanoTime() - asked > TimeUnit.MILLISECONDS.toNanos(leaderMoveMs / 3)) {
-                asked = System.nanoTime();
-                peers.<AdminResponse>call(leader, TransferLeaderRequest.newBuilder().setRegionId(region.id())
-                        .setTarget(host.endpoint()).build(), 2000);
-            }
-            LockSupport.parkNanos(POLL_NANOS / 2);
+    /** A proposal's outcome: {@code error} null when the entry applied (then {@code changed} and {@code state} say how). */
+    private record Outcome(Error error, boolean changed, RegionState state) {
+        static Outcome of(Region region, Status status, boolean changed, RegionState state) {
+            return status.isOk() ? new Outcome(null, changed, state) : new Outcome(region.errorOf(status), false, null);
         }
-        return true;
-    }
 
-    private record Outcome(Status status, boolean changed, RegionState state) {
+        static Outcome failed(ErrorCode code, String hint, String detail) {
+            return new Outcome(Responses.error(code, hint, detail), false, null);
+        }
+
+        String why() {
+            return error == null ? "" : error.getCode() + ": " + error.getDetail();
+        }
     }
 
     /** Proposes {@code op} on {@code region} (this node leads it) and waits for its outcome. */
     private static Outcome propose(Region region, WriteOp op) {
         if (!region.isLeader()) {
-            return new Outcome(new Status(RaftError.EPERM, "not the leader of region %d", region.id()), false, null);
+            return Outcome.failed(ErrorCode.NOT_LEADER, region.leaderHint(), "not the leader of region " + region.id());
         }
         CompletableFuture<Outcome> done = new CompletableFuture<>();
-        region.propose(op, (status, changed, state, other) -> done.complete(new Outcome(status, changed, state)));
+        region.propose(op, (status, changed, state, other) -> done.complete(Outcome.of(region, status, changed, state)));
         try {
             return done.get(PROPOSAL_TIMEOUT_MS, TimeUnit.MILLISECONDS);
         } catch (TimeoutException e) {
-            return new Outcome(new Status(RaftError.ETIMEDOUT, "no outcome within %d ms", PROPOSAL_TIMEOUT_MS), false, null);
+            return Outcome.failed(ErrorCode.TIMEOUT, "", "no outcome within " + PROPOSAL_TIMEOUT_MS + " ms");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return new Outcome(new Status(RaftError.ESHUTDOWN, "interrupted"), false, null);
+            return Outcome.failed(ErrorCode.SHUTTING_DOWN, "", "interrupted");
         } catch (java.util.concurrent.ExecutionException e) {
-            return new Outcome(new Status(RaftError.EINTERNAL, "%s", e.getCause()), false, null);
+            return Outcome.failed(ErrorCode.INTERNAL, "", String.valueOf(e.getCause()));
         }
+    }
+
+    /**
+     * Proposes {@code op} on {@code region}'s leader: here, or by a {@link MergeStepRequest} to the node the local
+     * replica names, following leader hints for up to leaderMoveMs. Retried only after answers that prove it was not
+     * taken; {@code peers}, for a prepare, are the left region's, which the right region's leader checks against its own.
+     */
+    private Outcome proposeOnLeader(Region region, WriteOp op, List<String> peers) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(leaderMoveMs);
+        String hint = "";
+        Outcome last = Outcome.failed(ErrorCode.NO_LEADER, "", "region " + region.id() + " has no leader");
+        while (System.nanoTime() - deadline < 0 && !Thread.currentThread().isInterrupted()) {
+            if (region.isLeader()) {
+                if (!peers.isEmpty()) {
+                    List<String> mine = region.node().listPeers().stream().map(p -> p.getEndpoint().toString()).toList();
+                    if (!new HashSet<>(mine).equals(new HashSet<>(peers))) {
+                        return Outcome.failed(ErrorCode.INVALID_ARGUMENT, "", "region " + region.id() + " is on " + mine
+                                + ", the region it would merge into on " + peers + ": only regions on the same peers merge");
+                    }
+                }
+                return propose(region, op);
+            }
+            String target = !hint.isEmpty() ? hint : region.leaderHint();
+            hint = "";
+            if (target.isEmpty() || target.equals(host.endpoint())) {
+                LockSupport.parkNanos(POLL_NANOS / 2);
+                continue;
+            }
+            MergeStepResponse resp;
+            try {
+                resp = peers().<MergeStepResponse>call(target, MergeStepRequest.newBuilder().setRegionId(region.id())
+                        .setOp(op).addAllPeers(peers).build(), PROPOSAL_TIMEOUT_MS).get(PROPOSAL_TIMEOUT_MS + 1000,
+                        TimeUnit.MILLISECONDS);
+            } catch (Exception e) {
+                if (e instanceof InterruptedException) {
+                    Thread.currentThread().interrupt();
+                }
+                io.kvraft.client.KvException k = io.kvraft.client.KvException.unwrap(
+                        e instanceof java.util.concurrent.ExecutionException ? e.getCause() : e);
+                if (k.code() == ErrorCode.UNAVAILABLE && k.unsent()) {
+                    last = Outcome.failed(ErrorCode.UNAVAILABLE, "", "region " + region.id() + "'s leader " + target
+                            + " did not answer: " + k.getMessage());
+                    LockSupport.parkNanos(POLL_NANOS);
+                    continue;
+                }
+                return Outcome.failed(ErrorCode.TIMEOUT, "", "region " + region.id() + "'s leader " + target
+                        + " gave no outcome: " + k.getMessage());
+            }
+            if (!resp.hasError() || resp.getError().getCode() == ErrorCode.OK) {
+                return new Outcome(null, resp.getChanged(), resp.getState());
+            }
+            last = new Outcome(resp.getError(), false, null);
+            switch (resp.getError().getCode()) {
+                case NOT_LEADER, NO_LEADER, SHUTTING_DOWN, REGION_NOT_FOUND -> {
+                    hint = resp.getError().getLeaderHint();
+                    if (hint.isEmpty()) {
+                        LockSupport.parkNanos(POLL_NANOS);
+                    }
+                }
+                default -> {
+                    return last;
+                }
+            }
+        }
+        return last;
+    }
+
+    private Transport peers() {
+        return peers;
     }
 
     private static MergeResponse failed(ErrorCode code, String hint, String detail) {

@@ -633,7 +633,7 @@ public final class Region {
     }
 
     /** Maps a jraft failure onto the wire: not-leader errors carry the leader hint. */
-    Error errorOf(Status status) {
+    public Error errorOf(Status status) {
         RaftError e = status.getRaftError();
         String hint = leaderHint();
         return switch (e) {

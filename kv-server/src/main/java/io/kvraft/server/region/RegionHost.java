@@ -314,12 +314,28 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
 
     @Override
     public void snapshotSoon(Region region) {
-        housekeeping.execute(() -> {
+        // after the entry's apply returns: jraft skips a snapshot while its applied index is still the last snapshot's
+        housekeeping.schedule(() -> {
             com.alipay.sofa.jraft.Node n = region.node();
-            if (n != null && !closed) {
-                n.snapshot(st -> LOG.info("region {}: snapshot for a merge: {}", region.id(), st));
+            if (n == null || closed || region.mergingInto() == 0 || gone(region)) {
+                return; // stopped, rolled back, or retired
             }
-        });
+            if (region.snapshotIndex() >= region.state().getMergePreparedAt()) {
+                return;
+            }
+            n.snapshot(st -> {
+                if (region.snapshotIndex() < region.state().getMergePreparedAt()) {
+                    LOG.info("region {}: snapshot for a merge not there yet ({}); again", region.id(), st);
+                    snapshotSoon(region);
+                }
+            });
+        }, 50, java.util.concurrent.TimeUnit.MILLISECONDS);
+    }
+
+    /** Whether {@code region} is no longer this node's: retired (unlisted), or another object runs its group. */
+    private boolean gone(Region region) {
+        Region running = regions.get(region.id());
+        return catalog.get(region.id()) == null || running != null && running != region;
     }
 
     @Override

@@ -8,7 +8,7 @@ import io.kvraft.client.proto.KvProto.RegionState;
  * The closure of an entry that changes a region's shape (a SPLIT or a merge step): the state machine sets the outcome
  * and runs it; jraft runs it with an error if the entry failed.
  */
-final class SplitClosure implements Closure {
+public final class SplitClosure implements Closure {
 
     /** The outcome of a proposed split. */
     public interface Callback {

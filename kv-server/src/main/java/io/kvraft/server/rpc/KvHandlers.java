@@ -110,6 +110,54 @@ public final class KvHandlers {
         server.registerProcessor(processor(TransferLeaderRequest.class, this::transferLeader));
         server.registerProcessor(processor(SplitRequest.class, this::split));
         server.registerProcessor(processor(io.kvraft.client.proto.KvProto.MergeRequest.class, this::merge));
+        server.registerProcessor(processor(io.kvraft.client.proto.KvProto.MergeStepRequest.class, this::mergeStep));
+    }
+
+    /** A merge step asked by the leader of the region merged into: proposed here when this node leads the region. */
+    private void mergeStep(RpcContext ctx, io.kvraft.client.proto.KvProto.MergeStepRequest req) {
+        Region region = host.region(req.getRegionId());
+        WriteOpType type = req.getOp().getType();
+        Error error = null;
+        if (shuttingDown) {
+            error = Responses.error(ErrorCode.SHUTTING_DOWN, "", "node " + host.endpoint() + " is shutting down");
+        } else if (region == null) {
+            error = Responses.error(ErrorCode.REGION_NOT_FOUND, "no region " + req.getRegionId() + " on " + host.endpoint());
+        } else if (type != WriteOpType.PREPARE_MERGE && type != WriteOpType.MERGE_ROLLBACK) {
+            error = Responses.error(ErrorCode.INVALID_ARGUMENT, "a merge step is PREPARE_MERGE or MERGE_ROLLBACK, not " + type);
+        } else {
+            error = checkLeader(region);
+        }
+        if (error == null && type == WriteOpType.PREPARE_MERGE) {
+            java.util.Set<String> mine = new java.util.HashSet<>();
+            try {
+                region.node().listPeers().forEach(p -> mine.add(p.getEndpoint().toString()));
+            } catch (IllegalStateException notLeader) {
+                error = checkLeader(region);
+            }
+            if (error == null && !mine.equals(new java.util.HashSet<>(req.getPeersList()))) {
+                error = Responses.error(ErrorCode.INVALID_ARGUMENT, "region " + region.id() + " is on " + mine
+                        + ", the region it would merge into on " + req.getPeersList() + ": only regions on the same peers merge");
+            }
+        }
+        if (error != null) {
+            ctx.sendResponse(io.kvraft.client.proto.KvProto.MergeStepResponse.newBuilder().setError(error).build());
+            return;
+        }
+        Runnable done = track();
+        region.propose(req.getOp(), (status, changed, state, other) -> {
+            try {
+                io.kvraft.client.proto.KvProto.MergeStepResponse.Builder b =
+                        io.kvraft.client.proto.KvProto.MergeStepResponse.newBuilder();
+                if (status.isOk()) {
+                    b.setChanged(changed).setState(state);
+                } else {
+                    b.setError(region.errorOf(status));
+                }
+                ctx.sendResponse(b.build());
+            } finally {
+                done.run();
+            }
+        });
     }
 
     /** Where merge requests go (null: they are answered UNAVAILABLE). Set before the node serves. */
