@@ -90,7 +90,7 @@ check_failed() { echo "FAIL (going on): $*" >&2; failed+=("$*"); } # a failed ch
 load() { echo "(load average: $(uptime | sed 's/.*load average: //'))"; }
 now() { date +%s.%N; }
 secs_since() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$1" "$(now)"; }
-server_jvm=(-Xms256m -Xmx768m -XX:+UseParallelGC)
+server_jvm=(-Xms256m -Xmx768m -XX:+UseParallelGC ${SERVER_JVM_EXTRA:-})
 # the CLI with a cheaper JVM start (C1 only, serial GC), for the storm's splits under load
 kvc_quick() { java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto -jar kv-client/target/kv-client.jar --servers "$servers" "$@"; }
 bench() { java -Xmx1g -jar kv-benchmark/target/kv-benchmark.jar --servers "$servers" "$@"; }

@@ -54,6 +54,8 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
     private static final Logger LOG = LoggerFactory.getLogger(RegionHost.class);
     /** The election timeout of a new region's replica on the node that leads its parent, until it first has a leader. */
     private static final int CHILD_CAMPAIGN_MS = 100;
+    /** The random part of that replica's election timeouts (jraft's maxElectionDelayMs; its default is 1000). */
+    private static final int CHILD_CAMPAIGN_DELAY_MS = 20;
 
     private final ServerConfig config;
     private final KvStore store;
@@ -71,6 +73,11 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
     /** Starts split-off regions' groups, away from the parent's state machine thread. */
     private final ExecutorService starter;
     private final List<Consumer<Region>> startListeners = new CopyOnWriteArrayList<>();
+    /**
+     * New regions whose parent this node led when it applied the split: their replica here campaigns first, even if
+     * the parent's leader has moved (the balancer) by the time the group starts.
+     */
+    private final java.util.Set<Integer> campaignFirst = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private volatile boolean started;
     private volatile boolean closed;
 
@@ -137,11 +144,16 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         RaftDirs.checkBeforeStart(regionId, entry.range(), currentRange(entry), regionDir, store, peers.size(), dropLog);
         NodeOptions options = RaftOptionsFactory.nodeOptions(config, peerIds, regionDir, regionId, sharedLog);
         Region parent = entry.parent() == 0 ? null : regions.get(entry.parent());
-        if (!entry.empty() && parent != null && parent.isLeader()) {
+        boolean ledParent = campaignFirst.remove(regionId) || parent != null && parent.isLeader();
+        if (!entry.empty() && ledParent) {
             // this node leads the parent: its replica of the new region campaigns first and wins (the logs are
             // alike), so the new region is led within a fraction of a second, not after a start-up timeout
             // during which every request to its range waits
             options.setElectionTimeoutMs(Math.min(options.getElectionTimeoutMs(), CHILD_CAMPAIGN_MS));
+            // jraft adds a random 0 to maxElectionDelayMs (1 s by default) to every election timeout: the new region
+            // waited 0.1-1.1 s for its first election, and under a closed-loop load every client slot piled onto its
+            // keys meanwhile. The other replicas keep the full timeout and delay, so they do not run against it.
+            options.getRaftOptions().setMaxElectionDelayMs(CHILD_CAMPAIGN_DELAY_MS);
         }
         if (entry.empty()) {
             // learned from a parent's snapshot: no log, no data; its leader sends a snapshot. With no configuration
@@ -220,6 +232,9 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
     public void prepareChild(Region parent, RegionState child, long index) {
         if (catalog.get(child.getId()) != null) {
             return; // made before this replay reached the split again
+        }
+        if (parent.isLeader()) {
+            campaignFirst.add(child.getId());
         }
         Path dir = regionDir(child.getId());
         clearLeftovers(child.getId(), dir);
