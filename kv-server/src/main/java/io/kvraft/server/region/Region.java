@@ -208,6 +208,17 @@ public final class Region {
         return n != null && n.isLeader(false); // no lock: called on the I/O thread for every request
     }
 
+    /** This replica's jraft state, term and leader, for error details: "FOLLOWER, term 5, leader 10.0.0.2:8181". */
+    public String raftState() {
+        Node n = node;
+        if (n == null) {
+            return "not started";
+        }
+        String leader = leaderHint();
+        return n.getNodeState().name().replace("STATE_", "") + ", term " + fsm.term() + ", leader "
+                + (leader.isEmpty() ? "unknown" : leader);
+    }
+
     /** The leader as this node sees it, host:port, or "" when unknown. */
     public String leaderHint() {
         Node n = node;

@@ -586,6 +586,6 @@ public final class KvHandlers {
         }
         String hint = region.leaderHint();
         return Responses.error(hint.isEmpty() ? ErrorCode.NO_LEADER : ErrorCode.NOT_LEADER, hint,
-                "this node does not lead region " + region.id());
+                "this node does not lead region " + region.id() + " (" + region.raftState() + ")");
     }
 }
