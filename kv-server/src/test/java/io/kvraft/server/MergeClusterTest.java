@@ -7,7 +7,6 @@ import io.kvraft.client.proto.KvProto.RegionInfo;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.config.ServerConfig.MergeConfig;
 import io.kvraft.server.config.ServerConfig.SplitConfig;
-import io.kvraft.server.region.Region;
 import io.kvraft.server.region.RegionCatalog;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -18,18 +17,17 @@ import org.junit.jupiter.params.provider.ValueSource;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.UnaryOperator;
 
 import static io.kvraft.client.KvClient.sync;
+import static io.kvraft.server.RegionChanges.assertAll;
+import static io.kvraft.server.RegionChanges.awaitSameRegionMaps;
+import static io.kvraft.server.RegionChanges.key;
+import static io.kvraft.server.RegionChanges.putAll;
+import static io.kvraft.server.RegionChanges.regionMap;
+import static io.kvraft.server.RegionChanges.value;
 import static java.util.concurrent.TimeUnit.SECONDS;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -53,63 +51,6 @@ class MergeClusterTest {
         InProcessCluster cluster = InProcessCluster.start(3, 1, dir, engine, ServerConfig.RaftConfig.LOG_SHARED, tweak);
         await().atMost(60, SECONDS).until(cluster::allRegionsLed);
         return cluster;
-    }
-
-    private static byte[] key(int i) {
-        return String.format("k%05d", i).getBytes(StandardCharsets.US_ASCII);
-    }
-
-    private static byte[] value(int i, int round) {
-        return ("v" + i + "-" + round).getBytes(StandardCharsets.US_ASCII);
-    }
-
-    private static Map<String, String> regionMap(KvServer server) {
-        Map<String, String> map = new TreeMap<>();
-        for (Region r : server.host().regions()) {
-            map.put(java.util.HexFormat.of().formatHex(r.range().start()),
-                    r.id() + " epoch " + r.epoch() + " end " + java.util.HexFormat.of().formatHex(r.range().end()));
-        }
-        return map;
-    }
-
-    /** Every node has the same {@code regions} regions, each led once, and every replica names its leader. */
-    private static void awaitSameRegionMaps(InProcessCluster cluster, int regions) {
-        await().atMost(60, SECONDS).untilAsserted(() -> {
-            Map<String, String> first = regionMap(cluster.node(0));
-            assertThat(first).hasSize(regions);
-            for (int i = 1; i < cluster.size(); i++) {
-                assertThat(regionMap(cluster.node(i))).isEqualTo(first);
-            }
-        });
-        await().atMost(60, SECONDS).untilAsserted(() -> {
-            for (Region r : cluster.node(0).host().regions()) {
-                List<String> leaders = new ArrayList<>();
-                List<String> hints = new ArrayList<>();
-                for (int i = 0; i < cluster.size(); i++) {
-                    Region replica = cluster.node(i).host().region(r.id());
-                    if (replica.isLeader()) {
-                        leaders.add(cluster.node(i).config().endpoint());
-                    }
-                    hints.add(replica.leaderHint());
-                }
-                assertThat(leaders).as("leaders of region %d (hints %s)", r.id(), hints).hasSize(1);
-                assertThat(hints).as("leader hints of region %d", r.id()).containsOnly(leaders.get(0));
-            }
-        });
-    }
-
-    private static void putAll(KvClient client, int keys, int round) {
-        List<java.util.concurrent.CompletableFuture<Void>> puts = new ArrayList<>();
-        for (int i = 0; i < keys; i++) {
-            puts.add(IdempotentWrites.put(client, key(i), value(i, round)));
-        }
-        puts.forEach(KvClient::sync);
-    }
-
-    private static void assertAll(KvClient client, int keys, int round) {
-        for (int i = 0; i < keys; i++) {
-            assertThat(sync(client.get(key(i)))).as("key %d", i).isEqualTo(value(i, round));
-        }
     }
 
     private static Path regionDir(KvServer node, int region) {
@@ -175,45 +116,18 @@ class MergeClusterTest {
             KvClient client = cluster.client();
             int right = sync(client.split(1, key(2000))).get(1).getId();
             awaitSameRegionMaps(cluster, 2);
-            Map<Integer, byte[]> acked = new ConcurrentHashMap<>();
-            java.util.concurrent.atomic.AtomicInteger acks = new java.util.concurrent.atomic.AtomicInteger();
-            AtomicBoolean stop = new AtomicBoolean();
-            ExecutorService writers = Executors.newFixedThreadPool(4);
-            List<Future<Integer>> done = new ArrayList<>();
-            try {
-                for (int w = 0; w < 4; w++) {
-                    int writer = w;
-                    done.add(writers.submit(() -> {
-                        int n = 0;
-                        for (int round = 0; !stop.get(); round++) {
-                            for (int i = writer; i < 4000 && !stop.get(); i += 4) {
-                                byte[] v = value(i, round);
-                                sync(client.put(key(i), v)); // throws on any error: the test fails
-                                acked.put(i, v);
-                                acks.incrementAndGet();
-                                n++;
-                            }
-                        }
-                        return n;
-                    }));
-                }
-                await().atMost(30, SECONDS).until(() -> acked.size() > 500);
+            try (RegionChanges.Writers writers = new RegionChanges.Writers(client, 4, 4000)) {
+                writers.awaitMore(500);
                 sync(client.merge(1, right));
                 awaitSameRegionMaps(cluster, 1);
                 int again = sync(client.split(1, key(3000))).get(1).getId();
                 awaitSameRegionMaps(cluster, 2);
                 sync(client.merge(1, again));
                 awaitSameRegionMaps(cluster, 1);
-                int before = acks.get();
-                await().atMost(30, SECONDS).until(() -> acks.get() > before + 500);
-            } finally {
-                stop.set(true);
-                writers.shutdown();
+                writers.awaitMore(500);
+                writers.stopAndCheck();
+                writers.assertAckedReadBack(client);
             }
-            for (Future<Integer> f : done) {
-                assertThat(f.get(60, SECONDS)).isPositive();
-            }
-            acked.forEach((i, v) -> assertThat(sync(client.get(key(i)))).as("key %d", i).isEqualTo(v));
         }
     }
 

@@ -6,7 +6,6 @@ import io.kvraft.client.proto.KvProto.ErrorCode;
 import io.kvraft.client.proto.KvProto.RegionInfo;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.config.ServerConfig.SplitConfig;
-import io.kvraft.server.region.Region;
 import io.kvraft.server.region.RegionCatalog;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -16,18 +15,17 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.UnaryOperator;
 
 import static io.kvraft.client.KvClient.sync;
+import static io.kvraft.server.RegionChanges.assertAll;
+import static io.kvraft.server.RegionChanges.awaitSameRegionMaps;
+import static io.kvraft.server.RegionChanges.key;
+import static io.kvraft.server.RegionChanges.putAll;
+import static io.kvraft.server.RegionChanges.regionMap;
+import static io.kvraft.server.RegionChanges.value;
 import static io.kvraft.server.RaftTestSupport.snapshotAllRegions;
 import static java.util.concurrent.TimeUnit.SECONDS;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -52,66 +50,6 @@ class SplitClusterTest {
         InProcessCluster cluster = InProcessCluster.start(3, 1, dir, engine, ServerConfig.RaftConfig.LOG_SHARED, tweak);
         await().atMost(60, SECONDS).until(cluster::allRegionsLed);
         return cluster;
-    }
-
-    private static byte[] key(int i) {
-        return String.format("k%05d", i).getBytes(StandardCharsets.US_ASCII);
-    }
-
-    private static byte[] value(int i, int round) {
-        return ("v" + i + "-" + round).getBytes(StandardCharsets.US_ASCII);
-    }
-
-    /** Each running node's regions as (start key hex -> "id epoch end"), to compare the nodes' maps. */
-    private static Map<String, String> regionMap(KvServer server) {
-        Map<String, String> map = new TreeMap<>();
-        for (Region r : server.host().regions()) {
-            map.put(java.util.HexFormat.of().formatHex(r.range().start()),
-                    r.id() + " epoch " + r.epoch() + " end " + java.util.HexFormat.of().formatHex(r.range().end()));
-        }
-        return map;
-    }
-
-    private static void awaitSameRegionMaps(InProcessCluster cluster, int regions) {
-        await().atMost(60, SECONDS).untilAsserted(() -> {
-            Map<String, String> first = regionMap(cluster.node(0));
-            assertThat(first).hasSize(regions);
-            for (int i = 1; i < cluster.size(); i++) {
-                assertThat(regionMap(cluster.node(i))).isEqualTo(first);
-            }
-        });
-        await().atMost(60, SECONDS).untilAsserted(() -> assertThat(cluster.allRegionsLed()).as(cluster.describe()).isTrue());
-        // every region has exactly one leader, and every replica names it
-        await().atMost(60, SECONDS).untilAsserted(() -> {
-            for (Region r : cluster.node(0).host().regions()) {
-                List<String> leaders = new ArrayList<>();
-                List<String> hints = new ArrayList<>();
-                for (int i = 0; i < cluster.size(); i++) {
-                    Region replica = cluster.node(i).host().region(r.id());
-                    if (replica.isLeader()) {
-                        leaders.add(cluster.node(i).config().endpoint());
-                    }
-                    hints.add(replica.leaderHint());
-                }
-                assertThat(leaders).as("leaders of region %d (hints %s)", r.id(), hints).hasSize(1);
-                assertThat(hints).as("leader hints of region %d", r.id()).containsOnly(leaders.get(0));
-            }
-        });
-    }
-
-    /** Puts round {@code round}'s values; a put whose outcome is unknown (a leader lost under load) is sent again. */
-    private static void putAll(KvClient client, int keys, int round) {
-        List<java.util.concurrent.CompletableFuture<Void>> puts = new ArrayList<>();
-        for (int i = 0; i < keys; i++) {
-            puts.add(IdempotentWrites.put(client, key(i), value(i, round)));
-        }
-        puts.forEach(KvClient::sync);
-    }
-
-    private static void assertAll(KvClient client, int keys, int round) {
-        for (int i = 0; i < keys; i++) {
-            assertThat(sync(client.get(key(i)))).as("key %d", i).isEqualTo(value(i, round));
-        }
     }
 
     @ParameterizedTest
@@ -191,41 +129,16 @@ class SplitClusterTest {
             throws Exception {
         try (InProcessCluster cluster = start(dir, "memory", MANUAL)) {
             KvClient client = cluster.client();
-            Map<Integer, byte[]> acked = new ConcurrentHashMap<>();
-            AtomicBoolean stop = new AtomicBoolean();
-            ExecutorService writers = Executors.newFixedThreadPool(4);
-            List<Future<Integer>> done = new ArrayList<>();
-            try {
-                for (int w = 0; w < 4; w++) {
-                    int writer = w;
-                    done.add(writers.submit(() -> {
-                        int n = 0;
-                        for (int round = 0; !stop.get(); round++) {
-                            for (int i = writer; i < 4000 && !stop.get(); i += 4) {
-                                byte[] v = value(i, round);
-                                sync(client.put(key(i), v)); // throws on any error: the test fails
-                                acked.put(i, v);
-                                n++;
-                            }
-                        }
-                        return n;
-                    }));
-                }
-                await().atMost(30, SECONDS).until(() -> acked.size() > 500);
+            try (RegionChanges.Writers writers = new RegionChanges.Writers(client, 4, 4000)) {
+                writers.awaitMore(500);
                 int right = sync(client.split(1, key(2000))).get(1).getId();
                 sync(client.split(1, key(1000)));
                 sync(client.split(right, key(3000)));
                 awaitSameRegionMaps(cluster, 4);
-                int before = acked.size();
-                await().atMost(30, SECONDS).until(() -> acked.size() > before + 500);
-            } finally {
-                stop.set(true);
-                writers.shutdown();
+                writers.awaitMore(500);
+                writers.stopAndCheck();
+                writers.assertAckedReadBack(client);
             }
-            for (Future<Integer> f : done) {
-                assertThat(f.get(60, SECONDS)).isPositive();
-            }
-            acked.forEach((i, v) -> assertThat(sync(client.get(key(i)))).as("key %d", i).isEqualTo(v));
         }
     }
 

@@ -11,9 +11,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
-import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
-import java.util.stream.Collectors;
 
 /**
  * The nemesis's merge event: picks two adjacent regions (the left one ends where the right one starts), preferring
@@ -149,12 +147,7 @@ final class MergeEvent {
 
     /** Merges asked so far, by outcome. */
     Map<Outcome, Integer> counts() {
-        Map<Outcome, Integer> m = new java.util.EnumMap<>(Outcome.class);
-        for (Outcome o : Outcome.values()) {
-            m.put(o, 0);
-        }
-        attempts.forEach(a -> m.merge(a.outcome(), 1, Integer::sum));
-        return m;
+        return EventTally.counts(Outcome.class, attempts, Attempt::outcome);
     }
 
     int done() {
@@ -166,15 +159,6 @@ final class MergeEvent {
      * (TIMEOUT 1)}; the error codes per outcome in parentheses.
      */
     String summary() {
-        Map<Outcome, Integer> counts = counts();
-        List<String> parts = new ArrayList<>();
-        for (Outcome o : Outcome.values()) {
-            Map<String, Long> codes = attempts.stream().filter(a -> a.outcome() == o && o != Outcome.DONE)
-                    .collect(Collectors.groupingBy(a -> a.code().name(), TreeMap::new, Collectors.counting()));
-            parts.add(counts.get(o) + " " + o.name().toLowerCase(Locale.ROOT).replace('_', ' ') + (codes.isEmpty() ? ""
-                    : " (" + codes.entrySet().stream().map(e -> e.getKey() + " " + e.getValue())
-                    .collect(Collectors.joining(", ")) + ")"));
-        }
-        return attempts.size() + " asked: " + String.join(", ", parts);
+        return EventTally.summary(Outcome.class, Outcome.DONE, attempts, Attempt::outcome, Attempt::code);
     }
 }

@@ -5,18 +5,15 @@ import io.kvraft.client.KvException;
 import io.kvraft.client.proto.KvProto.ErrorCode;
 import io.kvraft.client.proto.KvProto.RegionInfo;
 
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
-import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.stream.Collectors;
 
 /**
  * The nemesis's split event: picks the region holding a random register key and splits it between two of its
@@ -133,12 +130,7 @@ final class SplitEvent {
 
     /** Splits asked so far, by outcome. */
     Map<Outcome, Integer> counts() {
-        Map<Outcome, Integer> m = new java.util.EnumMap<>(Outcome.class);
-        for (Outcome o : Outcome.values()) {
-            m.put(o, 0);
-        }
-        attempts.forEach(a -> m.merge(a.outcome(), 1, Integer::sum));
-        return m;
+        return EventTally.counts(Outcome.class, attempts, Attempt::outcome);
     }
 
     int done() {
@@ -150,16 +142,7 @@ final class SplitEvent {
      * per outcome in parentheses.
      */
     String summary() {
-        Map<Outcome, Integer> counts = counts();
-        List<String> parts = new ArrayList<>();
-        for (Outcome o : Outcome.values()) {
-            Map<String, Long> codes = attempts.stream().filter(a -> a.outcome() == o && o != Outcome.DONE)
-                    .collect(Collectors.groupingBy(a -> a.code().name(), TreeMap::new, Collectors.counting()));
-            parts.add(counts.get(o) + " " + o.name().toLowerCase(Locale.ROOT) + (codes.isEmpty() ? "" : " ("
-                    + codes.entrySet().stream().map(e -> e.getKey() + " " + e.getValue()).collect(Collectors.joining(", "))
-                    + ")"));
-        }
-        return attempts.size() + " asked: " + String.join(", ", parts);
+        return EventTally.summary(Outcome.class, Outcome.DONE, attempts, Attempt::outcome, Attempt::code);
     }
 
     private List<byte[]> keysIn(RegionInfo r) {

@@ -295,22 +295,13 @@ public final class Region {
      * jraft status of a proposal that failed.
      */
     public void split(byte[] splitKey, int newRegionId, long epoch, SplitClosure.Callback done) {
-        WriteBatch batch = WriteBatch.newBuilder().addOps(WriteOp.newBuilder()
-                .setType(io.kvraft.client.proto.KvProto.WriteOpType.SPLIT)
-                .setKey(ByteString.copyFrom(splitKey)).setRegionId(newRegionId).setEpoch(epoch)).build();
-        Task task = new Task();
-        task.setData(ByteBuffer.wrap(batch.toByteArray()));
-        task.setDone(new SplitClosure(done));
-        try {
-            node.apply(task);
-        } catch (IllegalStateException shuttingDown) {
-            // jraft has already run the closure with ENODESHUTDOWN
-        }
+        propose(WriteOp.newBuilder().setType(io.kvraft.client.proto.KvProto.WriteOpType.SPLIT)
+                .setKey(ByteString.copyFrom(splitKey)).setRegionId(newRegionId).setEpoch(epoch).build(), done);
     }
 
     /**
-     * Proposes one entry that changes the region's shape (a merge step: PREPARE_MERGE, COMMIT_MERGE, MERGE_ABORT,
-     * MERGE_ROLLBACK). Only called on the leader; {@code done} gets whether the state machine took it (see the op
+     * Proposes one entry that changes the region's shape (SPLIT, or a merge step: PREPARE_MERGE, COMMIT_MERGE,
+     * MERGE_ABORT, MERGE_ROLLBACK). Only called on the leader; {@code done} gets whether the state machine took it (see the op
      * types) and the state after it, or the jraft status of a proposal that failed.
      */
     public void propose(WriteOp op, SplitClosure.Callback done) {
