@@ -271,6 +271,7 @@ public final class KvServer implements AutoCloseable {
         }
         metrics.close();
         host.close();
+        handlers.stopped(); // connections it still has are closed as they ask: a node started again on the port takes them
         backups.close(); // before the store: a capture may pin a RocksDB snapshot
         backupPages.shutdownNow();
         peerProbe.close();

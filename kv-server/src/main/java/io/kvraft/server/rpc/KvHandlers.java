@@ -33,6 +33,7 @@ import io.kvraft.server.store.KeyRange;
 import io.kvraft.server.store.KvStore;
 import io.kvraft.server.store.ScanPage;
 
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BiConsumer;
@@ -51,6 +52,7 @@ public final class KvHandlers {
     private final KvStore store;
     private final LimitsConfig limits;
     private volatile boolean shuttingDown;
+    private volatile boolean stopped;
     /** KV requests received and not yet answered: a graceful shutdown waits for them. */
     private final LongAdder inFlight = new LongAdder();
 
@@ -212,6 +214,30 @@ public final class KvHandlers {
         shuttingDown = true;
     }
 
+    /**
+     * The node has stopped, but its JVM runs on (a node stopped and started again in one process, as tests do): bolt
+     * leaves open the connections this node's server accepted, on the JVM's shared event loop, so a client that had
+     * one went on asking this stopped node (answered SHUTTING_DOWN or NOT_LEADER for its whole deadline) instead of
+     * the node started again on the same port. From now on each answer closes its connection, a moment after it was
+     * sent, so the client connects again.
+     */
+    public void stopped() {
+        beginShutdown();
+        stopped = true;
+    }
+
+    private void closeIfStopped(RpcContext ctx) {
+        if (stopped) {
+            CompletableFuture.delayedExecutor(100, java.util.concurrent.TimeUnit.MILLISECONDS).execute(() -> {
+                try {
+                    ctx.getConnection().close();
+                } catch (RuntimeException alreadyClosed) {
+                    // nothing to close
+                }
+            });
+        }
+    }
+
     /** KV requests accepted and not answered yet. */
     public long inFlight() {
         return inFlight.sum();
@@ -229,6 +255,7 @@ public final class KvHandlers {
                 ctx.sendResponse(resp);
             } finally {
                 inFlight.decrement();
+                closeIfStopped(ctx);
                 metrics.written(start, puts, deletes, cas, resp.hasError() ? resp.getError().getCode() : null);
             }
         };
@@ -242,6 +269,7 @@ public final class KvHandlers {
                 ctx.sendResponse(resp);
             } finally {
                 inFlight.decrement();
+                closeIfStopped(ctx);
                 metrics.scanned(start, resp.getPairsCount(), resp.hasError() ? resp.getError().getCode() : null);
             }
         };
@@ -255,6 +283,7 @@ public final class KvHandlers {
                 ctx.sendResponse(resp);
             } finally {
                 inFlight.decrement();
+                closeIfStopped(ctx);
                 metrics.read(start, keys, resp.hasError() ? resp.getError().getCode() : null);
             }
         };
@@ -382,6 +411,7 @@ public final class KvHandlers {
             ctx.sendResponse(RegionsResponse.newBuilder().setNode(host.endpoint())
                     .setError(Responses.error(ErrorCode.SHUTTING_DOWN, "node " + host.endpoint() + " is shutting down"))
                     .build());
+            closeIfStopped(ctx);
             return;
         }
         RegionsResponse.Builder b = RegionsResponse.newBuilder()
