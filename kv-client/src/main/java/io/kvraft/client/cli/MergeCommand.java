@@ -9,7 +9,7 @@ import picocli.CommandLine.ParentCommand;
 import java.util.concurrent.Callable;
 
 /** {@code merge LEFT RIGHT}: merges a region into the one before it, on the left region's leader. */
-@Command(name = "merge", description = {"Merges region RIGHT into region LEFT on LEFT's leader: LEFT must end where RIGHT"
+@Command(name = "merge", mixinStandardHelpOptions = true, description = {"Merges region RIGHT into region LEFT on LEFT's leader: LEFT must end where RIGHT"
         + " starts, on the same nodes. LEFT takes both ranges with a new epoch; RIGHT's Raft group is stopped and its files"
         + " removed on every node (no data moves). Prints the merged region.",
         "A merge that cannot finish (a replica that does not get RIGHT's final data within merge.timeoutMs, a crash) is"

@@ -11,7 +11,7 @@ import java.util.List;
 import java.util.concurrent.Callable;
 
 /** {@code split REGION [--at KEY]}: splits a region in two on its leader. */
-@Command(name = "split", description = {"Splits REGION in two on its leader: it keeps the keys below the split key,"
+@Command(name = "split", mixinStandardHelpOptions = true, description = {"Splits REGION in two on its leader: it keeps the keys below the split key,"
         + " a new region on the same nodes takes the rest (no data moves; both get a new epoch).",
         "Without --at it splits at about its middle key. Prints both regions."})
 final class SplitCommand implements Callable<Integer> {
