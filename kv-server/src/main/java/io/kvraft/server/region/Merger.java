@@ -331,7 +331,12 @@ public final class Merger implements Runnable {
         while (System.nanoTime() - deadline < 0 && !Thread.currentThread().isInterrupted()) {
             if (region.isLeader()) {
                 if (!peers.isEmpty()) {
-                    List<String> mine = region.node().listPeers().stream().map(p -> p.getEndpoint().toString()).toList();
+                    List<String> mine;
+                    try {
+                        mine = region.node().listPeers().stream().map(p -> p.getEndpoint().toString()).toList();
+                    } catch (IllegalStateException leadershipJustLost) {
+                        continue; // jraft lists peers on its leader only: ask whoever leads now
+                    }
                     if (!new HashSet<>(mine).equals(new HashSet<>(peers))) {
                         return Outcome.failed(ErrorCode.INVALID_ARGUMENT, "", "region " + region.id() + " is on " + mine
                                 + ", the region it would merge into on " + peers + ": only regions on the same peers merge");
