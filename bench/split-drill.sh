@@ -208,6 +208,11 @@ for line in sys.stdin:
 print(f"auto ({sys.argv[2]}): {sum(n)} keys; keys per region (exact, by scan): min {min(n)}, median {statistics.median(n):.0f}, "
       f"max {max(n)}; split.maxKeys {sys.argv[3]}; regions over it: {sum(1 for x in n if x > int(sys.argv[3]))}")' \
     "$out/auto-$engine-regions.json" "$engine" "$max_keys"
+  # the reference for after the restart is the count now: a split may still have come after the count settled
+  local before
+  read -r before _ < <(regions_summary) || before=$conv_count
+  [ "$before" = "$conv_count" ] || echo "auto ($engine): $before regions just before the kill (one more split since they settled)"
+  conv_count=$before
   echo "auto ($engine): kill -9 of all three nodes, restart ..."
   local p
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
