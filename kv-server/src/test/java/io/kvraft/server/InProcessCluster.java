@@ -58,6 +58,13 @@ public final class InProcessCluster implements AutoCloseable {
     /** @param tweak changes each node's configuration before it starts */
     public static InProcessCluster start(int nodes, int regions, Path dir, String engine, String logStorage,
                                          UnaryOperator<ServerConfig> tweak) throws IOException {
+        return start(nodes, regions, dir, engine, logStorage, tweak, UnaryOperator.identity());
+    }
+
+    /** @param storeWrapper wraps each node's store as the nodes start, in their order */
+    public static InProcessCluster start(int nodes, int regions, Path dir, String engine, String logStorage,
+                                         UnaryOperator<ServerConfig> tweak, UnaryOperator<KvStore> storeWrapper)
+            throws IOException {
         List<String> peers = new ArrayList<>();
         for (int port : io.kvraft.server.launch.LocalClusterConfigs.freePorts(nodes)) {
             peers.add("127.0.0.1:" + port);
@@ -74,7 +81,7 @@ public final class InProcessCluster implements AutoCloseable {
         InProcessCluster c = new InProcessCluster(configs);
         try {
             for (int i = 0; i < nodes; i++) {
-                c.startNode(i);
+                c.startNode(i, storeWrapper);
             }
         } catch (IOException | RuntimeException e) {
             c.close();

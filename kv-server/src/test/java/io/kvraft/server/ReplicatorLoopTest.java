@@ -10,7 +10,6 @@ import io.kvraft.server.config.ServerConfig.RaftConfig;
 import io.kvraft.server.region.Region;
 import io.kvraft.server.store.KeyRange;
 import io.kvraft.server.store.KvStore;
-import io.kvraft.server.store.StoreBatch;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -127,7 +126,18 @@ class ReplicatorLoopTest {
     }
 
     /** Holds the load of one region's snapshot until released. */
-    private record GatedLoad(KvStore store, int regionId, CountDownLatch loading, CountDownLatch release) implements KvStore {
+    private static final class GatedLoad extends ForwardingStore {
+        private final int regionId;
+        private final CountDownLatch loading;
+        private final CountDownLatch release;
+
+        GatedLoad(KvStore store, int regionId, CountDownLatch loading, CountDownLatch release) {
+            super(store);
+            this.regionId = regionId;
+            this.loading = loading;
+            this.release = release;
+        }
+
         @Override
         public void loadSnapshot(int region, long appliedIndex, KeyRange range, Path dir, byte[] state) throws IOException {
             if (region == regionId) {
@@ -142,78 +152,6 @@ class ReplicatorLoopTest {
                 }
             }
             store.loadSnapshot(region, appliedIndex, range, dir, state);
-        }
-
-        @Override
-        public byte[] regionState(int region) {
-            return store.regionState(region);
-        }
-
-        @Override
-        public long approximateBytes(KeyRange range) {
-            return store.approximateBytes(range);
-        }
-
-        @Override
-        public String engine() {
-            return store.engine();
-        }
-
-        @Override
-        public byte[] get(byte[] key) {
-            return store.get(key);
-        }
-
-        @Override
-        public byte[] read(int region, byte[] key) {
-            return store.read(region, key);
-        }
-
-        @Override
-        public byte[] getSystem(byte[] key) {
-            return store.getSystem(key);
-        }
-
-        @Override
-        public io.kvraft.server.store.ScanPage scanSystem(int region, KeyRange range,
-                                                          io.kvraft.server.store.ScanPage.Builder page) {
-            return store.scanSystem(region, range, page);
-        }
-
-        @Override
-        public io.kvraft.server.store.ScanPage scan(int region, KeyRange range, boolean reverse,
-                                                    io.kvraft.server.store.ScanPage.Builder page) {
-            return store.scan(region, range, reverse, page);
-        }
-
-        @Override
-        public void apply(int region, long appliedIndex, StoreBatch batch) {
-            store.apply(region, appliedIndex, batch);
-        }
-
-        @Override
-        public long appliedIndex(int region) {
-            return store.appliedIndex(region);
-        }
-
-        @Override
-        public void writeSnapshot(KeyRange range, Path dir) throws IOException {
-            store.writeSnapshot(range, dir);
-        }
-
-        @Override
-        public io.kvraft.server.store.RangeCapture capture(int region, KeyRange range) {
-            return store.capture(region, range);
-        }
-
-        @Override
-        public long approximateCount(KeyRange range) {
-            return store.approximateCount(range);
-        }
-
-        @Override
-        public void close() throws IOException {
-            store.close();
         }
     }
 }

@@ -3,7 +3,6 @@ package io.kvraft.server.region;
 import com.alipay.sofa.jraft.Closure;
 import com.alipay.sofa.jraft.Status;
 import com.alipay.sofa.jraft.option.ReadOnlyOption;
-import com.alipay.sofa.jraft.error.RaftError;
 import io.kvraft.client.proto.KvProto.Error;
 import io.kvraft.client.proto.KvProto.ErrorCode;
 import io.kvraft.client.proto.KvProto.CoordResult;
@@ -19,7 +18,7 @@ import java.util.List;
  * The closure of one log entry that carries the writes of several client requests. The state
  * machine sets the per-op results and runs it; jraft runs it with an error if the entry failed.
  */
-final class BatchClosure implements Closure {
+final class BatchClosure implements Closure, UndecidedWrites.Write {
 
     final WriteBatch batch;
     private final List<WriteProposal> proposals;
@@ -56,45 +55,62 @@ final class BatchClosure implements Closure {
         region.metrics().committed(proposedNanos);
         try {
             if (status.isOk()) {
-                int at = 0;
-                for (WriteProposal p : proposals) {
-                    if (outOfRange != null && !p.ops().isEmpty() && outOfRange[at]) {
-                        at += p.ops().size();
-                        p.reply().accept(WriteResponse.newBuilder().setError(Responses.error(ErrorCode.KEY_OUT_OF_RANGE,
-                                "region " + region.id() + " was split before the request's entry applied; nothing of it"
-                                        + " was written")).build());
-                        continue;
-                    }
-                    WriteResponse.Builder b = WriteResponse.newBuilder();
-                    for (int i = 0; i < p.ops().size(); i++, at++) {
-                        b.addSucceeded(results[at]);
-                        if (previous != null) {
-                            byte[] v = previous[at];
-                            b.addPrevious(v == null ? Value.getDefaultInstance()
-                                    : Value.newBuilder().setFound(true).setValue(ByteString.copyFrom(v)).build());
-                        }
-                        if (coord != null) {
-                            b.addCoord(coord[at] == null ? CoordResult.getDefaultInstance() : coord[at]);
-                        }
-                    }
-                    p.reply().accept(b.build());
-                }
-                region.countWrites(batch.getOpsCount());
+                answerApplied();
                 region.serve(reads);
             } else {
-                // past apply() the entry may still commit under a new leader: only EBUSY proves it was not taken
-                Error err = status.getRaftError() == RaftError.EBUSY ? region.errorOf(status)
-                        : Responses.error(ErrorCode.TIMEOUT, region.leaderHint(), "region outcome unknown: " + status);
-                WriteResponse error = WriteResponse.newBuilder().setError(err).build();
-                for (WriteProposal p : proposals) {
-                    p.reply().accept(error);
-                }
+                region.failed(this, status); // answers now, or once the entry's fate in the log is known
                 region.readIndex(reads, ReadOnlyOption.ReadOnlySafe); // answers them, or says who leads now
             }
         } finally {
             region.onProposalDone();
             coalescerDone.run(); // may propose the next entry, which takes the reads waiting meanwhile
             region.flushWaitingReads();
+        }
+    }
+
+    /** Answers the writes with their results, which the state machine has set: the entry is applied. */
+    void answerApplied() {
+        int at = 0;
+        for (WriteProposal p : proposals) {
+            if (outOfRange != null && !p.ops().isEmpty() && outOfRange[at]) {
+                at += p.ops().size();
+                p.reply().accept(WriteResponse.newBuilder().setError(Responses.error(ErrorCode.KEY_OUT_OF_RANGE,
+                        "region " + region.id() + " was split before the request's entry applied; nothing of it"
+                                + " was written")).build());
+                continue;
+            }
+            WriteResponse.Builder b = WriteResponse.newBuilder();
+            for (int i = 0; i < p.ops().size(); i++, at++) {
+                b.addSucceeded(results[at]);
+                if (previous != null) {
+                    byte[] v = previous[at];
+                    b.addPrevious(v == null ? Value.getDefaultInstance()
+                            : Value.newBuilder().setFound(true).setValue(ByteString.copyFrom(v)).build());
+                }
+                if (coord != null) {
+                    b.addCoord(coord[at] == null ? CoordResult.getDefaultInstance() : coord[at]);
+                }
+            }
+            p.reply().accept(b.build());
+        }
+        region.countWrites(batch.getOpsCount());
+    }
+
+    @Override
+    public void applied(UndecidedWrites.Early r) {
+        results = r.results();
+        previous = returnsValues ? r.previous() : null;
+        coord = returnsCoord ? r.coord() : null;
+        outOfRange = r.outOfRange();
+        answerApplied();
+    }
+
+    /** Answers every write of the entry with {@code err}. */
+    @Override
+    public void answer(Error err) {
+        WriteResponse error = WriteResponse.newBuilder().setError(err).build();
+        for (WriteProposal p : proposals) {
+            p.reply().accept(error);
         }
     }
 }

@@ -33,7 +33,9 @@ import com.google.protobuf.ByteString;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
@@ -51,6 +53,10 @@ public final class Region {
     private final RegionStateMachine fsm;
     private final RaftGroupService service;
     private final Coalescer<WriteProposal> proposer;
+    /** Writes whose leader stepped down before their entry committed, waiting for its fate in the log. */
+    private final UndecidedWrites undecided;
+    /** Names this node's entries within a term it leads (see {@link UndecidedWrites}). */
+    private final AtomicLong proposalIds = new AtomicLong();
     /** Write ops this node applied as the region's leader, and keys read and scan pages it served: the node's counts are their sums. */
     private final LongAdder writeOps = new LongAdder();
     private final LongAdder readOps = new LongAdder();
@@ -124,7 +130,7 @@ public final class Region {
     private static final boolean READS_RIDE_WRITES = Boolean.parseBoolean(System.getProperty("kv.readsRideWrites", "true"));
 
     Region(RegionState state, KvStore store, PeerId self, NodeOptions options, RpcServer rpcServer,
-           RaftConfig raft, Runnable onLeaderKnown, Splits splits) {
+           RaftConfig raft, Runnable onLeaderKnown, Splits splits, ScheduledExecutorService timer) {
         this.id = state.getId();
         this.shape = Shape.of(state);
         this.splits = splits;
@@ -134,6 +140,11 @@ public final class Region {
         this.service = new RaftGroupService(groupId(id), self, options, rpcServer, true);
         this.proposer = new Coalescer<>(raft.maxProposalsInflight(), raft.maxRequestsPerEntry(), 64 << 20,
                 Integer.MAX_VALUE, WriteProposal::bytes, this::propose);
+        this.undecided = new UndecidedWrites(id, timer, raft.electionTimeoutMs(),
+                () -> errorOf(new Status(RaftError.EPERM, "the leader stepped down before the write's entry committed;"
+                        + " nothing of it was written")),
+                why -> Responses.error(ErrorCode.TIMEOUT, leaderHint(), "region " + id
+                        + ": outcome unknown: the leader stepped down before the entry committed, and " + why));
     }
 
     public static String groupId(int regionId) {
@@ -153,6 +164,11 @@ public final class Region {
 
     void shutdown() {
         service.shutdown();
+        undecided.giveUp("the region stopped on this node");
+    }
+
+    UndecidedWrites undecided() {
+        return undecided;
     }
 
     void join() throws InterruptedException {
@@ -249,7 +265,8 @@ public final class Region {
         // one reading of the clock for the whole entry: "now" of every lock op in it, on every replica
         TermStart started = termStart;
         WriteBatch.Builder b = WriteBatch.newBuilder().setLeaseClockMs(leaseClockMs.getAsLong())
-                .setTermStartMs(started.startMs()).setLeaderTerm(started.term());
+                .setTermStartMs(started.startMs()).setLeaderTerm(started.term())
+                .setProposalId(proposalIds.incrementAndGet());
         boolean returnsValues = false;
         for (WriteProposal p : proposals) {
             b.addAllOps(p.ops());
@@ -262,6 +279,8 @@ public final class Region {
         Task task = new Task();
         task.setData(ByteBuffer.wrap(batch.toByteArray()));
         task.setDone(new BatchClosure(batch, returnsValues, proposals, onProposal(), this, done));
+        // the entry is refused unless jraft's term is the one stamped into it, so a failed entry's term is known
+        task.setExpectedTerm(started.term());
         try {
             node.apply(task);
         } catch (IllegalStateException shuttingDown) {
@@ -632,6 +651,25 @@ public final class Region {
     public Error merging() {
         return Responses.error(ErrorCode.STALE_EPOCH, "", "region " + id + " is merging into region " + mergingInto()
                 + "; ask again when the merge is done (or rolled back)");
+    }
+
+    /**
+     * Answers the writes of an entry whose proposal failed: at once when the failure proves the entry is not in the
+     * log (or cannot tell), or by the entry's fate in the log when the leader stepped down after appending it.
+     */
+    void failed(BatchClosure closure, Status status) {
+        RaftError e = status.getRaftError();
+        String msg = status.getErrorMsg() == null ? "" : status.getErrorMsg();
+        if (e == RaftError.EPERM && msg.startsWith("Leader stepped down")) {
+            undecided.park(closure, closure.batch.getLeaderTerm(), closure.batch.getProposalId());
+        } else if (e == RaftError.EPERM && msg.startsWith("expected_term")) {
+            // jraft leads a newer term than this node's state machine has started yet: the entry was not appended
+            closure.answer(Responses.error(ErrorCode.BUSY, leaderHint(), "region " + id + ": leadership is starting"));
+        } else if (e == RaftError.EPERM || e == RaftError.EBUSY) {
+            closure.answer(errorOf(status)); // refused before it was appended: "Is not leader.", or a transfer
+        } else {
+            closure.answer(Responses.error(ErrorCode.TIMEOUT, leaderHint(), "region " + id + " outcome unknown: " + status));
+        }
     }
 
     /** Maps a jraft failure onto the wire: not-leader errors carry the leader hint. */

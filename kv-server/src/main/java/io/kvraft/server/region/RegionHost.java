@@ -168,7 +168,7 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
                 holder[0].node().resetElectionTimeoutMs(electionTimeoutMs);
             }
         });
-        Region region = new Region(stateOf(entry), store, self, options, rpcServer, config.raft(), leaderKnown, this);
+        Region region = new Region(stateOf(entry), store, self, options, rpcServer, config.raft(), leaderKnown, this, housekeeping);
         holder[0] = region;
         return region;
     }

@@ -115,6 +115,14 @@ final class RegionStateMachine extends StateMachineAdapter {
                     return;
                 }
             }
+            // writes this node proposed as leader, whose closures jraft failed when the leadership ended: this entry
+            // may be one of them (only when it has no closure of its own), and its term may show others were lost
+            UndecidedWrites.Write adopted = region.undecided().adopt(iter.getTerm(), done == null ? batch.getProposalId() : 0);
+            if (adopted != null && index <= storeIndex) { // never expected: the waiting writes are of this process
+                adopted.answer(io.kvraft.server.rpc.Responses.error(io.kvraft.client.proto.KvProto.ErrorCode.TIMEOUT,
+                        "region " + region.id() + ": outcome unknown: its entry was replayed, not applied"));
+                adopted = null;
+            }
             if (batch.getOpsCount() == 1 && changesShape(batch.getOps(0).getType())) {
                 if (index > storeIndex) { // else the store already holds it, and the node started the child at boot
                     SplitClosure shapeDone = done instanceof SplitClosure c ? c : null;
@@ -141,13 +149,18 @@ final class RegionStateMachine extends StateMachineAdapter {
                 iter.next();
                 continue;
             }
+            // an entry this node proposed as leader whose failed closure has not come to wait for it yet: keep its results
+            boolean early = done == null
+                    && (adopted != null || region.undecided().proposedHere(iter.getTerm(), batch.getProposalId()));
             boolean[] results = new boolean[batch.getOpsCount()];
-            byte[][] previous = closure != null && closure.returnsValues ? new byte[batch.getOpsCount()][] : null;
-            CoordResult[] coord = closure != null && closure.returnsCoord ? new CoordResult[batch.getOpsCount()] : null;
+            byte[][] previous = early || closure != null && closure.returnsValues ? new byte[batch.getOpsCount()][] : null;
+            CoordResult[] coord = early || closure != null && closure.returnsCoord ? new CoordResult[batch.getOpsCount()] : null;
+            boolean[] outOfRangeOps = null;
             if (index > storeIndex) {
                 long start = System.nanoTime();
                 StoreBatch writes;
                 boolean[] outOfRange = outOfRange(batch);
+                outOfRangeOps = outOfRange;
                 if (closure != null) {
                     closure.outOfRange = outOfRange;
                 }
@@ -161,6 +174,14 @@ final class RegionStateMachine extends StateMachineAdapter {
                 store.apply(region.id(), index, writes);
                 region.metrics().applied(start);
                 storeIndex = index;
+                if (early) {
+                    UndecidedWrites.Early applied = new UndecidedWrites.Early(results, previous, coord, outOfRangeOps);
+                    if (adopted != null) {
+                        adopted.applied(applied); // jraft failed its closure when the leadership ended
+                    } else {
+                        region.undecided().appliedEarly(iter.getTerm(), batch.getProposalId(), applied);
+                    }
+                }
             }
             // else: replay of an entry a persistent store already holds; applying it again could change the
             // outcome of a compare-and-put, so it is skipped. Only entries of an earlier run get here, and they
@@ -610,6 +631,7 @@ final class RegionStateMachine extends StateMachineAdapter {
     @Override
     public boolean onSnapshotLoad(SnapshotReader reader) {
         long index = reader.load().getLastIncludedIndex();
+        region.undecided().giveUp("a snapshot replaced this replica's log"); // their entries are not applied one by one
         // jraft never loads a snapshot below its own applied index (ESTALE), and the store is never behind
         // jraft. So a snapshot at or below storeIndex can only come from a persistent store that is ahead:
         // its data is the state after a later prefix of the same committed log, and the entries between the
@@ -659,6 +681,7 @@ final class RegionStateMachine extends StateMachineAdapter {
 
     @Override
     public void onLeaderStart(long term) {
+        region.undecided().leading(term);
         region.onLeaderStart(term);
         this.term = term;
         LOG.info("region {}: leader now, term {}", region.id(), term);
