@@ -88,7 +88,7 @@ final class RaftRpcServers {
         }
         RpcServer rpc = RpcFactoryHelper.rpcFactory().createRpcServer(endpoint);
         if (appendEntriesThreads == 0) {
-            RaftRpcServerFactory.addRaftRequestProcessors(rpc);
+            registerProcessors(rpc, null);
             return new Server(rpc, null);
         }
         if (delayMicros > 0) {
@@ -105,25 +105,39 @@ final class RaftRpcServers {
         return new Server(rpc, appendEntries);
     }
 
-    /** jraft's processors for {@code rpc}, with {@code appendEntries} in place of jraft's AppendEntries processor. */
+    /**
+     * jraft's processors for {@code rpc}, with {@code appendEntries} (null: jraft's own) in place of jraft's
+     * AppendEntries processor, and without its connection listener (see {@link AppendEntriesSwap}).
+     */
     static void registerProcessors(RpcServer rpc, SharedAppendEntriesProcessor appendEntries) {
         RaftRpcServerFactory.addRaftRequestProcessors(new AppendEntriesSwap(rpc, appendEntries));
     }
 
     /**
-     * Hands jraft's own processor list (and its connection listener) on to the server, with jraft's
-     * AppendEntries processor replaced by the shared one, so whatever else a jraft release registers stays.
+     * Hands jraft's own processor list on to the server, with jraft's AppendEntries processor replaced by the shared
+     * one (unless that is null), so whatever else a jraft release registers stays.
+     *
+     * <p>The AppendEntries processor's connection listener is left out. On a closed connection it drops the pipeline
+     * state (request and response sequence numbers) of the connection's (follower, leader) pair in every group, not
+     * only in the group that used the connection; but each jraft node has a client and connections of its own. So
+     * when one group stopped on a node (a region merged away and retired), every other group led from there lost the
+     * answers to its AppendEntries in flight to the same follower: the leader's replicator waited for its RPC timeout
+     * (5 s) and writes stalled, on every node at once. Kept, a pair's numbering simply goes on over the next
+     * connection: every request numbered gets its answer (sent on its own connection, dropped if that is closed), and
+     * jraft still resets a pair whose answers pile up (it closes the connection). What stays is a small record per
+     * retired group and pair.
      */
     private record AppendEntriesSwap(RpcServer target, SharedAppendEntriesProcessor shared) implements RpcServer {
         @Override
         public void registerProcessor(RpcProcessor<?> processor) {
-            target.registerProcessor(processor instanceof AppendEntriesRequestProcessor ? shared : processor);
+            target.registerProcessor(processor instanceof AppendEntriesRequestProcessor && shared != null ? shared : processor);
         }
 
         @Override
         public void registerConnectionClosedEventListener(ConnectionClosedEventListener listener) {
-            target.registerConnectionClosedEventListener(
-                    listener instanceof AppendEntriesRequestProcessor ? shared : listener);
+            if (!(listener instanceof AppendEntriesRequestProcessor)) {
+                target.registerConnectionClosedEventListener(listener);
+            }
         }
 
         @Override

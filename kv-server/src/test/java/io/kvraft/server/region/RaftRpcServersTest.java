@@ -66,7 +66,24 @@ class RaftRpcServersTest {
         RpcProcessor<?> appendEntries = ours.processors.stream()
                 .filter(p -> p.interest().equals(AppendEntriesRequest.class.getName())).findFirst().orElseThrow();
         assertThat(appendEntries).isSameAs(shared);
-        assertThat(ours.listeners).containsExactly(shared);
         assertThat(ours.processors).filteredOn(p -> p instanceof AppendEntriesRequestProcessor && p != shared).isEmpty();
+        // its connection listener would reset the AppendEntries pipelines of every group when one group's node stops
+        assertThat(ours.listeners).containsExactlyElementsOf(jraft.listeners.stream()
+                .filter(l -> !(l instanceof AppendEntriesRequestProcessor)).toList());
+    }
+
+    @Test
+    void when_jraftsOwnAppendEntriesProcessorServes_then_itIsRegisteredWithoutItsConnectionListener() {
+        Recording jraft = new Recording();
+        RaftRpcServerFactory.addRaftRequestProcessors(jraft);
+        Recording ours = new Recording();
+
+        RaftRpcServers.registerProcessors(ours, null);
+
+        assertThat(ours.processors).extracting(RpcProcessor::interest)
+                .containsExactlyElementsOf(jraft.processors.stream().map(RpcProcessor::interest).toList());
+        assertThat(ours.processors).filteredOn(p -> p instanceof AppendEntriesRequestProcessor).hasSize(1);
+        assertThat(jraft.listeners).anyMatch(l -> l instanceof AppendEntriesRequestProcessor);
+        assertThat(ours.listeners).noneMatch(l -> l instanceof AppendEntriesRequestProcessor);
     }
 }
