@@ -210,6 +210,7 @@ print(f"auto ({sys.argv[2]}): {sum(n)} keys; keys per region (exact, by scan): m
     "$out/auto-$engine-regions.json" "$engine" "$max_keys"
   # the reference for after the restart is the count now: a split may still have come after the count settled
   local before
+  kvc regions --json >"$out/auto-$engine-before.json" 2>/dev/null || true
   read -r before _ < <(regions_summary) || before=$conv_count
   [ "$before" = "$conv_count" ] || echo "auto ($engine): $before regions just before the kill (one more split since they settled)"
   conv_count=$before
@@ -229,7 +230,24 @@ print(f"auto ({sys.argv[2]}): {sum(n)} keys; keys per region (exact, by scan): m
     read -r count led per spread _ < <(regions_summary) || true
   done
   echo "auto ($engine): $count regions, $led led, $(secs_since "$r0") s after the restart (leaders per node $per)"
-  [ "$count" = "$conv_count" ] || check_failed "auto ($engine): $count regions 120 s after the restart, $conv_count before"
+  if [ "$count" != "$conv_count" ]; then
+    # say which regions differ and when each node decided and applied its splits, to tell a split proposed just
+    # before the kill (committed after the restart) from one that should not exist
+    kvc regions --json 2>/dev/null | python3 -c '
+import json, sys
+before = {r["id"]: r for r in json.load(open(sys.argv[1]))}
+after = {r["id"]: r for r in json.load(sys.stdin)}
+for i in sorted(set(before) ^ set(after)):
+    r = after.get(i) or before[i]
+    side = "only after" if i in after else "only before"
+    print("  region %d %s the restart: [%s, %s) epoch %d" % (i, side, r["startKey"], r["endKey"], r["epoch"]))
+' "$out/auto-$engine-before.json" || true
+    echo "  kill at $(date -d "@$r0" +%T 2>/dev/null || echo "$r0"); the last split lines of each node's log:"
+    for f in "$work"/node-*.log; do
+      grep -h "splitting it at\|: split at index" "$f" | tail -3 | sed "s|^|  $(basename "$f"): |" || true
+    done
+    check_failed "auto ($engine): $count regions 120 s after the restart, $conv_count before"
+  fi
   java -jar kv-benchmark/target/kv-benchmark.jar verify --acked "$acked" --servers "$servers" >"$out/auto-$engine-verify.txt" 2>&1 \
     || { head -20 "$out/auto-$engine-verify.txt"; check_failed "auto ($engine): verify --acked"; }
   echo "auto ($engine): verify --acked: $(grep checked "$out/auto-$engine-verify.txt")"
