@@ -12,6 +12,8 @@ import com.alipay.sofa.jraft.Closure;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.kvraft.client.proto.KvProto.CoordRecord;
 import io.kvraft.client.proto.KvProto.CoordResult;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.server.rpc.Responses;
 import io.kvraft.client.proto.KvProto.RegionState;
 import io.kvraft.client.proto.KvProto.WriteBatch;
 import io.kvraft.client.proto.KvProto.WriteOp;
@@ -119,7 +121,7 @@ final class RegionStateMachine extends StateMachineAdapter {
             // may be one of them (only when it has no closure of its own), and its term may show others were lost
             UndecidedWrites.Write adopted = region.undecided().adopt(iter.getTerm(), done == null ? batch.getProposalId() : 0);
             if (adopted != null && index <= storeIndex) { // never expected: the waiting writes are of this process
-                adopted.answer(io.kvraft.server.rpc.Responses.error(io.kvraft.client.proto.KvProto.ErrorCode.TIMEOUT,
+                adopted.answer(Responses.error(ErrorCode.TIMEOUT,
                         "region " + region.id() + ": outcome unknown: its entry was replayed, not applied"));
                 adopted = null;
             }
@@ -155,12 +157,10 @@ final class RegionStateMachine extends StateMachineAdapter {
             boolean[] results = new boolean[batch.getOpsCount()];
             byte[][] previous = early || closure != null && closure.returnsValues ? new byte[batch.getOpsCount()][] : null;
             CoordResult[] coord = early || closure != null && closure.returnsCoord ? new CoordResult[batch.getOpsCount()] : null;
-            boolean[] outOfRangeOps = null;
             if (index > storeIndex) {
                 long start = System.nanoTime();
                 StoreBatch writes;
                 boolean[] outOfRange = outOfRange(batch);
-                outOfRangeOps = outOfRange;
                 if (closure != null) {
                     closure.outOfRange = outOfRange;
                 }
@@ -175,7 +175,7 @@ final class RegionStateMachine extends StateMachineAdapter {
                 region.metrics().applied(start);
                 storeIndex = index;
                 if (early) {
-                    UndecidedWrites.Early applied = new UndecidedWrites.Early(results, previous, coord, outOfRangeOps);
+                    UndecidedWrites.Early applied = new UndecidedWrites.Early(results, previous, coord, outOfRange);
                     if (adopted != null) {
                         adopted.applied(applied); // jraft failed its closure when the leadership ended
                     } else {

@@ -1,5 +1,6 @@
 package io.kvraft.server.region;
 
+import io.kvraft.client.proto.KvProto.CoordResult;
 import io.kvraft.client.proto.KvProto.Error;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -13,6 +14,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
@@ -55,7 +57,7 @@ final class UndecidedWrites {
     }
 
     /** The results of an entry this node proposed, applied before jraft handed back its closure. */
-    record Early(boolean[] results, byte[][] previous, io.kvraft.client.proto.KvProto.CoordResult[] coord,
+    record Early(boolean[] results, byte[][] previous, CoordResult[] coord,
                  boolean[] outOfRange) {
     }
 
@@ -68,7 +70,7 @@ final class UndecidedWrites {
     /** The answer for writes whose entry did not make it into the log. */
     private final Supplier<Error> notApplied;
     /** The answer for writes whose fate could not be learnt, {@code why} they could not. */
-    private final java.util.function.Function<String, Error> unknown;
+    private final Function<String, Error> unknown;
     /** Guarded by this. */
     private final Map<Key, Waiting> waiting = new HashMap<>();
     /** Guarded by this. */
@@ -86,7 +88,7 @@ final class UndecidedWrites {
     private final long[] ledTerms = new long[4];
 
     UndecidedWrites(int regionId, ScheduledExecutorService timer, long waitMs, Supplier<Error> notApplied,
-                    java.util.function.Function<String, Error> unknown) {
+                    Function<String, Error> unknown) {
         this.regionId = regionId;
         this.timer = timer;
         this.waitMs = waitMs;
