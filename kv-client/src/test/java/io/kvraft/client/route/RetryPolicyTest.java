@@ -19,7 +19,7 @@ class RetryPolicyTest {
     private static final long NOW = 1_000_000 * MS;
     private static final long FAR = NOW + 60_000 * MS;
 
-    private final RetryPolicy policy = new RetryPolicy(10, 500);
+    private final RetryPolicy policy = new RetryPolicy(10, 500, 100);
 
     @ParameterizedTest(name = "attempt {0} -> {1} ms")
     @CsvSource({
@@ -45,17 +45,33 @@ class RetryPolicyTest {
             "2,    20",
             "3,    40",
             "4,    80",
-            "5,    160",
-            "6,    320",
-            "7,    500",
-            "8,    500",
+            "5,    100",
+            "6,    100",
+            "7,    100",
+            "8,    100",
+            "9,    500",
             "30,   500",
             "1000, 500",
     })
-    void when_regionHasNoLeader_then_theDelayDoublesPerAttemptUpToTheCap(int attempt, long delayMs) {
+    void when_regionHasNoLeader_then_theFirstPausesStayShortAndLaterOnesDoubleToTheCap(int attempt, long delayMs) {
         assertThat(policy.delayNanos(ErrorCode.NO_LEADER, attempt, false, false, NOW, FAR)).isEqualTo(delayMs * MS);
         assertThat(policy.delayNanos(ErrorCode.NO_LEADER, attempt, true, true, NOW, FAR))
                 .as("a hint does not shorten the wait for an election").isEqualTo(delayMs * MS);
+    }
+
+    @ParameterizedTest(name = "{0}, leader hint {1}, attempt {2} -> {3} ms")
+    @CsvSource({
+            "NOT_LEADER,       false, 6, 100",
+            "REGION_NOT_FOUND, false, 6, 100",
+            "SHUTTING_DOWN,    false, 6, 100",
+            "NOT_LEADER,       true,  6, 320",
+            "BUSY,             false, 6, 320",
+            "STALE_EPOCH,      false, 6, 320",
+            "TIMEOUT,          false, 6, 320",
+    })
+    void when_noLeaderIsReachableYet_then_onlyThoseWaitsPollQuickly(ErrorCode code, boolean hint, int attempt, long delayMs) {
+        assertThat(RetryPolicy.awaitsLeader(code, hint)).isEqualTo(delayMs == 100);
+        assertThat(policy.delayNanos(code, attempt, hint, true, NOW, FAR)).isEqualTo(delayMs * MS);
     }
 
     @Test
@@ -66,7 +82,7 @@ class RetryPolicyTest {
             assertThat(d).isBetween(previous, 500 * MS);
             previous = d;
         }
-        RetryPolicy huge = new RetryPolicy(1_000, 3_600_000);
+        RetryPolicy huge = new RetryPolicy(1_000, 3_600_000, 3_600_000);
         assertThat(huge.delayNanos(ErrorCode.BUSY, 40, false, true, 0, Long.MAX_VALUE)).isEqualTo(3_600_000 * MS);
     }
 
@@ -134,10 +150,12 @@ class RetryPolicyTest {
     }
 
     @Test
-    void when_defaultsAreUsed_then_theBaseIs10msAndTheCap500ms() {
+    void when_defaultsAreUsed_then_theBaseIs10msTheLeaderPoll100msAndTheCap500ms() {
         RetryPolicy d = RetryPolicy.defaults();
 
         assertThat(d.delayNanos(ErrorCode.NO_LEADER, 1, false, false, NOW, FAR)).isEqualTo(10 * MS);
+        assertThat(d.delayNanos(ErrorCode.NO_LEADER, RetryPolicy.QUICK_LEADER_POLLS, false, false, NOW, FAR))
+                .isEqualTo(100 * MS);
         assertThat(d.delayNanos(ErrorCode.NO_LEADER, 50, false, false, NOW, FAR)).isEqualTo(500 * MS);
     }
 }
