@@ -32,6 +32,17 @@ public final class ClusterStateOnFailure implements TestExecutionExceptionHandle
         throw withState(context, failure);
     }
 
+    /** A cluster started once per class ({@code @BeforeAll}) that hangs or fails says so too. */
+    @Override
+    public void handleBeforeAllMethodExecutionException(ExtensionContext context, Throwable failure) throws Throwable {
+        throw withState(context, failure);
+    }
+
+    @Override
+    public void handleAfterAllMethodExecutionException(ExtensionContext context, Throwable failure) throws Throwable {
+        throw withState(context, failure);
+    }
+
     private static Throwable withState(ExtensionContext context, Throwable failure) {
         StringBuilder state = new StringBuilder();
         for (ProcessCluster c : ProcessCluster.open()) {
