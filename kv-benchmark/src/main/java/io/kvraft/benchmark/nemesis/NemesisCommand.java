@@ -135,6 +135,12 @@ public final class NemesisCommand implements Callable<Integer> {
                     + DurationConverter.HELP + " (default: ${DEFAULT-VALUE}).")
     Duration checkBudget;
 
+    @Option(names = "--recovery-timeout", defaultValue = "60s", paramLabel = "TIME", converter = DurationConverter.class,
+            description = "After the last heal, every region must be led again and the load run 10 s without an error"
+                    + " within this long, or the run fails: " + DurationConverter.HELP + ", at least 15s"
+                    + " (default: ${DEFAULT-VALUE}).")
+    Duration recoveryTimeout;
+
     @Option(names = "--seed", paramLabel = "N", description = "Random seed for the workload and the nemesis (default: the time).")
     Long seed;
 
@@ -257,7 +263,7 @@ public final class NemesisCommand implements Callable<Integer> {
                 }
                 throw e;
             }
-            Recovery rec = awaitRecovery(cluster, load, lastHealNs);
+            Recovery rec = awaitRecovery(cluster, load, lastHealNs, recoveryTimeout);
             if (lastFault != null) {
                 recoveries.computeIfAbsent(lastFault, k -> new ArrayList<>()).add(rec.recovered() ? rec.seconds() : Double.NaN);
             }
@@ -346,17 +352,18 @@ public final class NemesisCommand implements Callable<Integer> {
         return Math.max(0, Math.max(ledNs, lastErr) - healNs) / 1e9;
     }
 
-    /** Recovery: all regions led, and the last error seen after the heal. */
-    record Recovery(double ledAfterSeconds, double lastErrorAfterSeconds, boolean recovered) {
+    /** Recovery: all regions led, and the last error seen after the heal; within {@code limitSeconds} or not. */
+    record Recovery(double ledAfterSeconds, double lastErrorAfterSeconds, boolean recovered, double limitSeconds) {
         double seconds() {
             return Math.max(ledAfterSeconds, lastErrorAfterSeconds);
         }
     }
 
-    /** Polls until every region is led, then runs on until 10 s pass without an error (at most 60 s). */
-    private static Recovery awaitRecovery(ProcessCluster cluster, RegisterWorkload load, long healNs)
+    /** Polls until every region is led, then runs on until 10 s pass without an error (at most {@code timeout}). */
+    private static Recovery awaitRecovery(ProcessCluster cluster, RegisterWorkload load, long healNs, Duration timeout)
             throws InterruptedException {
-        long limit = healNs + TimeUnit.SECONDS.toNanos(60);
+        long limit = healNs + timeout.toNanos();
+        double limitSeconds = timeout.toMillis() / 1e3;
         long ledNs = -1;
         while (System.nanoTime() < limit) {
             if (ledNs < 0 && cluster.unled() == null) {
@@ -365,12 +372,13 @@ public final class NemesisCommand implements Callable<Integer> {
             long lastErr = load.lastErrorNs.get();
             long quietSince = Math.max(lastErr, healNs);
             if (ledNs >= 0 && System.nanoTime() - Math.max(quietSince, ledNs) > TimeUnit.SECONDS.toNanos(10)) {
-                return new Recovery((ledNs - healNs) / 1e9, Math.max(0, lastErr - healNs) / 1e9, true);
+                return new Recovery((ledNs - healNs) / 1e9, Math.max(0, lastErr - healNs) / 1e9, true, limitSeconds);
             }
             Thread.sleep(200); // polling interval
         }
         long lastErr = load.lastErrorNs.get();
-        return new Recovery(ledNs < 0 ? Double.NaN : (ledNs - healNs) / 1e9, Math.max(0, lastErr - healNs) / 1e9, false);
+        return new Recovery(ledNs < 0 ? Double.NaN : (ledNs - healNs) / 1e9, Math.max(0, lastErr - healNs) / 1e9, false,
+                limitSeconds);
     }
 
     /** Reads back every acknowledged fresh-key put: {checked, missing or wrong, unreadable}. */
@@ -480,6 +488,10 @@ public final class NemesisCommand implements Callable<Integer> {
         if (interval.toMillis() < 2000 || hold.toMillis() < 500 || hold.compareTo(interval) >= 0) {
             throw new UsageException("--hold (" + DurationConverter.text(hold) + ") must be at least 500ms and shorter"
                     + " than --interval (" + DurationConverter.text(interval) + ", at least 2s)");
+        }
+        if (recoveryTimeout.toMillis() < 15_000) {
+            throw new UsageException("--recovery-timeout: at least 15s (the load must run 10 s without an error), got "
+                    + DurationConverter.text(recoveryTimeout));
         }
         if (keysPerRegion < 1 || threads < 1 || rate <= 0 || checkBudget.toMillis() < 1000 || electionTimeoutMs < 100) {
             throw new UsageException("--keys-per-region, --threads and --rate must be positive, --check-budget at least 1s;"

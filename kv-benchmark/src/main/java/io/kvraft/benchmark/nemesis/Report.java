@@ -104,7 +104,8 @@ final class Report {
                 + " final read of every register key: %d unread%n", fresh[0], fresh[1], fresh[2], unreadKeys);
         w.printf(Locale.ROOT, "recovery        %s after the last heal (all regions led after %.1f s, last error %.1f s"
                         + " after it)%n", recovery.recovered() ? String.format(Locale.ROOT, "%.1f s", recovery.seconds())
-                        : "NOT within 60 s", recovery.ledAfterSeconds(), recovery.lastErrorAfterSeconds());
+                        : String.format(Locale.ROOT, "NOT within %.0f s", recovery.limitSeconds()),
+                recovery.ledAfterSeconds(), recovery.lastErrorAfterSeconds());
         w.printf(Locale.ROOT, "region map      %s%n", regionMap.text());
         w.printf(Locale.ROOT, "per fault       from heal to all regions led and no more errors: %s%n", perFault());
         w.printf(Locale.ROOT, "latency (ok)    during faults p50 %s p99 %s max %s; after the last heal p50 %s p99 %s%n",

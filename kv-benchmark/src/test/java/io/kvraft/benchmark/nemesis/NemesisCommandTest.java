@@ -44,6 +44,8 @@ class NemesisCommandTest {
             "--raft electionTimeoutMs=500     | use --election-timeout-ms",
             "--raft sync=true:false           | a plain value",
             "--raft sync=true --raft sync=false | raft.sync is given twice",
+            "--recovery-timeout 10s           | --recovery-timeout: at least 15s",
+            "--recovery-timeout soon          | --recovery-timeout",
     })
     void when_optionsAreBad_then_exit2WithTheReason(String args, String message) throws Exception {
         List<String> a = new ArrayList<>(List.of("nemesis", "--out", tmp.resolve("out").toString()));

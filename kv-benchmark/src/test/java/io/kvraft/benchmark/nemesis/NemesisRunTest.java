@@ -27,6 +27,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 @Timeout(value = 5, unit = TimeUnit.MINUTES)
 class NemesisRunTest {
 
+    /**
+     * What the runs give the cluster after the last heal: recovery within a minute is the nemesis's own bar, but on a
+     * loaded machine (a second suite and the benchmark beside it) a node restarted by the last kill once had every
+     * region led only 50 s after it, and the run failed on time alone; here the behaviour is what is checked.
+     */
+    private static final String RECOVERY = "3m";
+
     @TempDir
     Path tmp;
 
@@ -38,7 +45,7 @@ class NemesisRunTest {
         ByteArrayOutputStream stderr = new ByteArrayOutputStream();
         int code = BenchmarkMain.execute(new String[]{"nemesis", "--duration", "20s", "--faults", "pause,kill",
                         "--read-mode", readMode, "--threads", "4", "--rate", "100", "--keys-per-region", "4",
-                        "--server-jvm-arg=-Xmx256m", "--server-jvm-arg=-Xms64m", "--out", out.toString()},
+                        "--server-jvm-arg=-Xmx256m", "--server-jvm-arg=-Xms64m", "--recovery-timeout", RECOVERY, "--out", out.toString()},
                 new PrintStream(stdout, true, StandardCharsets.UTF_8), new PrintStream(stderr, true, StandardCharsets.UTF_8),
                 KvClients::connect);
         String report = stdout.toString(StandardCharsets.UTF_8);
@@ -60,7 +67,7 @@ class NemesisRunTest {
         // faults every 5 s, held 2 s, for 20 s: split, kill, split, then a kill as the last (when time is left)
         int code = BenchmarkMain.execute(new String[]{"nemesis", "--duration", "20s", "--faults", "split,kill",
                         "--interval", "5s", "--hold", "2s", "--threads", "4", "--rate", "100", "--keys-per-region", "4",
-                        "--server-jvm-arg=-Xmx256m", "--server-jvm-arg=-Xms64m", "--out", out.toString()},
+                        "--server-jvm-arg=-Xmx256m", "--server-jvm-arg=-Xms64m", "--recovery-timeout", RECOVERY, "--out", out.toString()},
                 new PrintStream(stdout, true, StandardCharsets.UTF_8), new PrintStream(stderr, true, StandardCharsets.UTF_8),
                 KvClients::connect);
         String report = stdout.toString(StandardCharsets.UTF_8);

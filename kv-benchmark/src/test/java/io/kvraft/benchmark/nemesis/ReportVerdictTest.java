@@ -19,8 +19,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class ReportVerdictTest {
 
-    private static final NemesisCommand.Recovery RECOVERED = new NemesisCommand.Recovery(1.5, 2.0, true);
-    private static final NemesisCommand.Recovery NOT_RECOVERED = new NemesisCommand.Recovery(60, 60, false);
+    private static final NemesisCommand.Recovery RECOVERED = new NemesisCommand.Recovery(1.5, 2.0, true, 60);
+    private static final NemesisCommand.Recovery NOT_RECOVERED = new NemesisCommand.Recovery(60, 60, false, 60);
 
     /** A linearizable history of 20 keys from a simulated atomic register. */
     private static List<Op> cleanHistory() {
