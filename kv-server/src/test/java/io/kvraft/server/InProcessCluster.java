@@ -147,8 +147,8 @@ public final class InProcessCluster implements AutoCloseable {
 
     /** The index of the running node that leads {@code region}, waiting up to 30 s for one. */
     public int leaderOf(int region) {
-        await().atMost(30, SECONDS).until(() -> leaderIndex(region) >= 0);
-        return leaderIndex(region);
+        // the index seen, not a second look: the leadership may have moved on in between (-1 then)
+        return await().atMost(30, SECONDS).until(() -> leaderIndex(region), i -> i >= 0);
     }
 
     private int leaderIndex(int region) {
