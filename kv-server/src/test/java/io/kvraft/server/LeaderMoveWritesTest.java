@@ -195,38 +195,6 @@ class LeaderMoveWritesTest {
         }
     }
 
-    /** Holds the first apply to one region, once armed, until released. */
-    private static final class GatedApply extends ForwardingStore {
-        private volatile int region = -1;
-        final java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1);
-        final java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
-
-        GatedApply(io.kvraft.server.store.KvStore store) {
-            super(store);
-        }
-
-        void hold(int regionId) {
-            region = regionId;
-        }
-
-        @Override
-        public void apply(int regionId, long appliedIndex, io.kvraft.server.store.StoreBatch batch) {
-            if (regionId == region) {
-                region = -1;
-                held.countDown();
-                try {
-                    if (!release.await(120, SECONDS)) {
-                        throw new IllegalStateException("the test never released the apply");
-                    }
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new IllegalStateException(e);
-                }
-            }
-            store.apply(regionId, appliedIndex, batch);
-        }
-    }
-
     private static long sum(AtomicLongArray a) {
         long s = 0;
         for (int i = 0; i < a.length(); i++) {
