@@ -30,6 +30,7 @@ import static org.awaitility.Awaitility.await;
  * A node whose data dir is wiped while the others snapshot twice (so their logs no longer start at 1)
  * can only catch up by installing a snapshot of every region from the leaders: checked for both engines.
  */
+@org.junit.jupiter.api.Timeout(value = 10, unit = java.util.concurrent.TimeUnit.MINUTES)
 class SnapshotInstallTest {
 
     private static final Pattern LOADED = Pattern.compile("region (\\d+): snapshot loaded at index (\\d+)");
@@ -79,11 +80,17 @@ class SnapshotInstallTest {
             cluster.startNode(2);
 
             KvServer wiped = cluster.node(2);
-            await().atMost(120, SECONDS).untilAsserted(() -> {
+            // generous: on a loaded machine (load average 60) 120 s were once not enough; the message says how far
+            // each region got, to tell a slow catch-up from a region that never installs its snapshot
+            await().atMost(240, SECONDS).untilAsserted(() -> {
+                List<String> differ = new ArrayList<>();
                 for (byte[] k : keys) {
-                    byte[] want = expected.get(hex(k));
-                    assertThat(wiped.store().get(k)).as("key %s on the wiped node", hex(k)).isEqualTo(want);
+                    if (!java.util.Arrays.equals(wiped.store().get(k), expected.get(hex(k)))) {
+                        differ.add(hex(k));
+                    }
                 }
+                assertThat(differ).as(() -> differ.size() + " of " + keys.size() + " keys not (yet) as expected on the"
+                        + " wiped node; per region, its applied index / the leader's:\n" + progress(cluster, wiped)).isEmpty();
             });
             // only the wiped node loads snapshots here, and it must have done so for every region; the store
             // shows the data a moment before the state machine logs the load, so the log is awaited too
@@ -111,6 +118,23 @@ class SnapshotInstallTest {
                 assertThat(got.get(i)).isEqualTo(expected.get(hex(keys.get(i))));
             }
         }
+    }
+
+    /** Each region's applied index on {@code wiped} and on the node that leads it now. */
+    private static String progress(InProcessCluster cluster, KvServer wiped) {
+        StringBuilder sb = new StringBuilder();
+        for (io.kvraft.server.region.Region r : wiped.host().regions()) {
+            long leaderApplied = -1;
+            for (int i = 0; i < 3; i++) {
+                io.kvraft.server.region.Region on = cluster.node(i).host().region(r.id());
+                if (on != null && on.isLeader()) {
+                    leaderApplied = on.node().getLastAppliedLogIndex();
+                }
+            }
+            sb.append(r.id()).append(": ").append(r.node() == null ? "not started" : r.node().getLastAppliedLogIndex())
+                    .append(" / ").append(leaderApplied).append("  ");
+        }
+        return sb.toString();
     }
 
     private static void putAll(KvClient c, List<byte[]> keys, String round, Map<String, byte[]> expected) {
