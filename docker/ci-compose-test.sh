@@ -2,7 +2,8 @@
 # CI test of the Docker bring-up: 3 servers + 8 benchmark clients with docker-compose, for real.
 # Starts its own dockerd (own data root, exec root and socket in a temp dir, stopped by PID), builds
 # the image on a Debian base made with debootstrap (no registry needed), runs a short light benchmark
-# on 8 clients, merges their results and checks: 8 clients, zero errors, non-zero throughput.
+# on 8 clients, merges their results and checks: 8 clients, zero errors, non-zero throughput; then the
+# README's backup commands from the stack (kvctl backup onto the backups volume, backup verify, tar off it).
 # Everything is torn down on exit, failure included. Needs root. Run from anywhere:
 #   docker/ci-compose-test.sh
 # Tunables (environment): BENCH_ARGS (the workload of each client), KV_DOCKER_CACHE (where the
@@ -121,6 +122,15 @@ p99=$(awk '$1 == "total" && NF == 9 {print $4}' <<<"$report")
 [ "$clients" = "$CLIENTS" ] || { log "FAILED: the merged report shows '$clients' clients, expected $CLIENTS"; exit 1; }
 [ "$errors" = 0 ] || { log "FAILED: the merged report shows '$errors' errors"; exit 1; }
 awk -v r="$opsps" 'BEGIN { exit !(r + 0 > 0) }' || { log "FAILED: merged throughput '$opsps' ops/s"; exit 1; }
+
+# ---- the README's backup from the stack: kvctl backs the loaded cluster up onto the backups volume -----
+out=$("${DC[@]}" run --rm kvctl backup /backups/ci --rate-limit 20 2>&1) || { echo "$out"; log "FAILED: kvctl backup"; exit 1; }
+log "$(grep '^backup ' <<<"$out" | tail -1)"
+out=$("${DC[@]}" run --rm kvctl backup verify /backups/ci 2>&1) || { echo "$out"; log "FAILED: kvctl backup verify"; exit 1; }
+grep -Eq '^backup /backups/ci OK: [1-9][0-9]* regions, [1-9][0-9,]* keys' <<<"$out" || { echo "$out"; log "FAILED: backup verify says otherwise"; exit 1; }
+log "$(grep '^backup ' <<<"$out" | tail -1)"
+"${DC[@]}" run --rm -T --entrypoint tar kvctl -C /backups -cf - ci >"$W/ci.tar" || { log "FAILED: tar off the volume"; exit 1; }
+tar -tf "$W/ci.tar" | grep -q 'ci/manifest.json' || { log "FAILED: the tar off the volume has no manifest.json"; exit 1; }
 
 size=$($DOCKER image inspect "$KV_IMAGE" --format '{{.Size}}')
 log "OK: $clients clients, $opsps ops/s, p99 $p99 ms, $errors errors; image $KV_IMAGE $((size / 1024 / 1024)) MiB;" \
