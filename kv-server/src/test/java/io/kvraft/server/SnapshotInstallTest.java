@@ -125,7 +125,7 @@ class SnapshotInstallTest {
         StringBuilder sb = new StringBuilder();
         for (io.kvraft.server.region.Region r : wiped.host().regions()) {
             long leaderApplied = -1;
-            for (int i = 0; i < 3; i++) {
+            for (int i = 0; i < cluster.size(); i++) {
                 io.kvraft.server.region.Region on = cluster.node(i).host().region(r.id());
                 if (on != null && on.isLeader()) {
                     leaderApplied = on.node().getLastAppliedLogIndex();

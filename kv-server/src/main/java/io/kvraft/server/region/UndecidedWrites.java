@@ -100,38 +100,30 @@ final class UndecidedWrites {
     void park(Write closure, long term, long proposalId) {
         Key key = new Key(term, proposalId);
         Early applied;
-        boolean lost = false;
         boolean uncertain;
+        boolean lost;
         synchronized (this) {
             applied = early.remove(key);
             uncertain = term <= uncertainThrough;
-            if (applied == null && uncertain) {
-                lost = false; // unknown: answered below
-            } else if (applied == null) {
-                if (appliedTerm > term) {
-                    lost = true; // a later term's entry applied, and this one did not before it
-                } else {
-                    ScheduledFuture<?> expiry;
-                    try {
-                        expiry = timer.schedule(() -> expire(key), waitMs, TimeUnit.MILLISECONDS);
-                    } catch (RejectedExecutionException stopping) {
-                        expiry = null;
-                    }
-                    if (expiry != null) {
-                        waiting.put(key, new Waiting(closure, expiry));
-                        any = true;
-                        return;
-                    }
+            lost = appliedTerm > term; // a later term's entry applied, and this one did not before it
+            if (applied == null && !uncertain && !lost) {
+                try {
+                    waiting.put(key, new Waiting(closure, timer.schedule(() -> expire(key), waitMs, TimeUnit.MILLISECONDS)));
+                    any = true;
+                    return;
+                } catch (RejectedExecutionException stopping) {
+                    // answered below as unknown
                 }
             }
         }
         if (applied != null) {
             closure.applied(applied);
+        } else if (uncertain) {
+            closure.answer(unknown.apply("this replica can no longer tell"));
         } else if (lost) {
             closure.answer(notApplied.get());
         } else {
-            closure.answer(unknown.apply(uncertain ? "this replica can no longer tell"
-                    : "the node is stopping"));
+            closure.answer(unknown.apply("the node is stopping"));
         }
     }
 
