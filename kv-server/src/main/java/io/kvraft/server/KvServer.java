@@ -126,7 +126,8 @@ public final class KvServer implements AutoCloseable {
         }
         if (config.balance().enabled()) {
             long ms = config.balance().intervalMs();
-            server.balancer = server.housekeeping.scheduleWithFixedDelay(new LeaderBalancer(server.host, server::serving), ms, ms,
+            server.balancer = server.housekeeping.scheduleWithFixedDelay(new LeaderBalancer(server.host, server::serving,
+                    config.balance().settleMs()), ms, ms,
                     TimeUnit.MILLISECONDS);
         }
         server.housekeeping.scheduleWithFixedDelay(new PeerWatcher(server.host), 1, 1, TimeUnit.SECONDS);

@@ -134,7 +134,7 @@ class LeaderMoveWritesTest {
             throws Exception {
         List<GatedApply> gates = new ArrayList<>();
         cluster = InProcessCluster.start(3, 4, dir, engine, io.kvraft.server.config.ServerConfig.RaftConfig.LOG_SHARED,
-                c -> c.withBalance(new io.kvraft.server.config.ServerConfig.BalanceConfig(false, 200)), store -> {
+                c -> c.withBalance(new io.kvraft.server.config.ServerConfig.BalanceConfig(false, 200, null)), store -> {
                     GatedApply g = new GatedApply(store);
                     gates.add(g);
                     return g;

@@ -42,7 +42,7 @@ class ReplicatorLoopTest {
     @Test
     void when_theNewLeadersSnapshotIsOlderThanTheFollowers_then_replicationToTheFollowerStillResumes() throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(3, 3, dir, "memory", RaftConfig.LOG_SHARED,
-                c -> c.withBalance(new BalanceConfig(false, null)));
+                c -> c.withBalance(new BalanceConfig(false, null, null)));
              LogCapture jraftLog = LogCapture.of("com.alipay.sofa.jraft.core.Replicator");
              LogCapture ourLog = LogCapture.of("io.kvraft.server.region")) {
             await().atMost(30, SECONDS).until(cluster::allRegionsLed);

@@ -57,7 +57,7 @@ class SplitApplyRangeTest {
     void when_aWriteIsLoggedBehindASplitThatGivesItsKeyAway_then_theOldRegionRefusesItAtApply() throws Exception {
         List<GatedApply> gates = new ArrayList<>();
         cluster = InProcessCluster.start(3, 4, dir, "memory", RaftConfig.LOG_SHARED,
-                c -> c.withBalance(new BalanceConfig(false, 200)), store -> {
+                c -> c.withBalance(new BalanceConfig(false, 200, null)), store -> {
                     GatedApply g = new GatedApply(store);
                     gates.add(g);
                     return g;

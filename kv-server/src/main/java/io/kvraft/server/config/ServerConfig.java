@@ -356,15 +356,21 @@ public record ServerConfig(
     /**
      * @param enabled    move region leaders so every node leads its fair share (after start and rejoin)
      * @param intervalMs how often a node compares its leader count to its fair share
+     * @param settleMs   how long a node moves no leader after a split or merge changed its regions, so a
+     *                   region that has just elected its first leader is not stalled again by a transfer
      */
-    public record BalanceConfig(Boolean enabled, Integer intervalMs) {
-        public static final BalanceConfig DEFAULT = new BalanceConfig(null, null);
+    public record BalanceConfig(Boolean enabled, Integer intervalMs, Integer settleMs) {
+        public static final BalanceConfig DEFAULT = new BalanceConfig(null, null, null);
 
         public BalanceConfig {
             enabled = requireNonNullElse(enabled, true);
             intervalMs = requireNonNullElse(intervalMs, 1000);
+            settleMs = requireNonNullElse(settleMs, 2000);
             if (intervalMs < 10) {
                 throw new IllegalArgumentException("balance.intervalMs must be at least 10");
+            }
+            if (settleMs < 0) {
+                throw new IllegalArgumentException("balance.settleMs must be 0 or more, got " + settleMs);
             }
         }
     }

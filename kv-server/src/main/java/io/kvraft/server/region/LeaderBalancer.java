@@ -10,14 +10,19 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
+import java.util.function.LongSupplier;
 
 /**
  * Spreads region leaders evenly over the nodes without a coordinator. Every node hosts a replica
  * of every region and so sees every region's leader; a node that leads more than one region above
  * the least-loaded live peer hands one region to that peer. One transfer per round per node keeps
  * it calm; after start and after a node rejoins the counts converge to 8/8/8 within a few rounds.
+ * After a split or merge here (a region's epoch changed, or a region came or went) the balancer moves
+ * nothing for a settle period: a region that has just elected its first leader, or its parent, is not
+ * stalled by a transfer in the same second.
  */
 public final class LeaderBalancer implements Runnable {
 
@@ -27,21 +32,24 @@ public final class LeaderBalancer implements Runnable {
     /** Asks a peer whether it serves (is up and not shutting down) before it gets a leader; null: don't ask. */
     private final Function<String, CompletableFuture<Boolean>> serving;
     private final AtomicBoolean asking = new AtomicBoolean();
+    private final Settle settle;
     /** Where the next round starts looking among the led regions; only the balancing thread touches it. */
     private int rotation;
 
     public LeaderBalancer(RegionHost host) {
-        this(host, null);
+        this(host, null, 0);
     }
 
     /**
      * @param serving answers whether a peer serves right now. Without it a peer that is shutting down (it
      *                has just handed its leaders away) or was stopped a moment ago still counts as alive for
      *                jraft's lease, and a transfer to it stalls the region for an election timeout.
+     * @param settleMs how long to move nothing after a region's epoch changed here
      */
-    public LeaderBalancer(RegionHost host, Function<String, CompletableFuture<Boolean>> serving) {
+    public LeaderBalancer(RegionHost host, Function<String, CompletableFuture<Boolean>> serving, long settleMs) {
         this.host = host;
         this.serving = serving;
+        this.settle = new Settle(settleMs, System::nanoTime);
     }
 
     @Override
@@ -54,6 +62,13 @@ public final class LeaderBalancer implements Runnable {
     }
 
     void balanceOnce() {
+        Map<Integer, Long> epochs = new HashMap<>();
+        for (Region r : host.regions()) {
+            epochs.put(r.id(), r.epoch());
+        }
+        if (settle.quiet(epochs)) {
+            return;
+        }
         Map<String, Integer> counts = new HashMap<>();
         for (String p : host.peers()) {
             counts.put(p, 0);
@@ -133,5 +148,36 @@ public final class LeaderBalancer implements Runnable {
         Status st = r.node().transferLeadershipTo(PeerId.parsePeer(target));
         LOG.info("region {}: leader {} -> {} to balance ({} vs {} leaders): {}", r.id(), host.endpoint(), target,
                 mine, least, st.isOk() ? "started" : st.getErrorMsg());
+    }
+
+    /**
+     * Remembers the region epochs of the last round and says whether the last change is younger than the
+     * settle period. The first round only learns the epochs: a node that has just started balances at once.
+     */
+    static final class Settle {
+        private final long settleNanos;
+        private final LongSupplier nanoClock;
+        private Map<Integer, Long> last;
+        private long changedAt;
+
+        Settle(long settleMs, LongSupplier nanoClock) {
+            this.settleNanos = TimeUnit.MILLISECONDS.toNanos(settleMs);
+            this.nanoClock = nanoClock;
+        }
+
+        /** @param epochs every region hosted here right now, by id */
+        boolean quiet(Map<Integer, Long> epochs) {
+            long now = nanoClock.getAsLong();
+            if (last == null) {
+                last = Map.copyOf(epochs);
+                changedAt = now - settleNanos;
+                return false;
+            }
+            if (!last.equals(epochs)) {
+                last = Map.copyOf(epochs);
+                changedAt = now;
+            }
+            return now - changedAt < settleNanos;
+        }
     }
 }

@@ -45,7 +45,7 @@ class AdminCliTest {
     @BeforeAll
     static void start() throws Exception {
         cluster = InProcessCluster.start(3, REGIONS, dir, "memory", RaftConfig.LOG_SHARED,
-                c -> c.withBalance(new BalanceConfig(false, null)));
+                c -> c.withBalance(new BalanceConfig(false, null, null)));
         await().atMost(120, SECONDS).until(cluster::allRegionsLed);
     }
 

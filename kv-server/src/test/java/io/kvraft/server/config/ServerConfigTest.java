@@ -81,6 +81,7 @@ class ServerConfigTest {
                 balance:
                   enabled: false
                   intervalMs: 250
+                  settleMs: 500
                 """);
 
         ServerConfig c = ServerConfig.load(f);
@@ -93,7 +94,7 @@ class ServerConfigTest {
         assertThat(c.store()).isEqualTo(new ServerConfig.StoreConfig("rocksdb", 1L << 20, 2L << 20, "zstd"));
         assertThat(c.raft()).isEqualTo(new ServerConfig.RaftConfig(2000, 800, 8, false, 0, false, 16, 4, 100, 256, "per-region", 2));
         assertThat(c.limits()).isEqualTo(new ServerConfig.LimitsConfig(100, 0, 7));
-        assertThat(c.balance()).isEqualTo(new ServerConfig.BalanceConfig(false, 250));
+        assertThat(c.balance()).isEqualTo(new ServerConfig.BalanceConfig(false, 250, 500));
     }
 
     @Test

@@ -73,7 +73,7 @@ class MetricsEndpointTest {
         for (int i = 0; i < 3; i++) {
             servers.add(KvServer.start(new ServerConfig(peers.get(i), dir.resolve("n" + i).toString(),
                     new ClusterConfig(peers, REGIONS, null), new StoreConfig("memory", null, null, null), raft, null,
-                    new BalanceConfig(true, 200)).withMetrics(new MetricsConfig(metricsPorts.get(i), "127.0.0.1", true))));
+                    new BalanceConfig(true, 200, null)).withMetrics(new MetricsConfig(metricsPorts.get(i), "127.0.0.1", true))));
         }
         // the balancer has done its work (two leaders per node) so leaders stay put while the test reads them
         await().atMost(120, SECONDS).until(() -> servers.stream().allMatch(s -> s.leaderCount() == REGIONS / 3));

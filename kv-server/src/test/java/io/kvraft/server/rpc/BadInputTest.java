@@ -48,7 +48,7 @@ class BadInputTest {
     static void start() throws Exception {
         // the balancer off: leaders stay where the elections put them (each test still looks its leader up)
         cluster = InProcessCluster.start(3, 24, dir, "memory", RaftConfig.LOG_SHARED,
-                c -> c.withBalance(new BalanceConfig(false, null)));
+                c -> c.withBalance(new BalanceConfig(false, null, null)));
         client = cluster.client();
         transport = new Transport();
     }
