@@ -1,27 +1,52 @@
 package io.kvraft.server.region;
 
 import com.alipay.remoting.Connection;
+import com.alipay.remoting.ConnectionEventType;
 import com.alipay.sofa.jraft.rpc.RaftRpcServerFactory;
 import com.alipay.sofa.jraft.rpc.impl.BoltRpcServer;
 import com.alipay.sofa.jraft.rpc.RpcProcessor;
 import com.alipay.sofa.jraft.rpc.RpcServer;
 import com.alipay.sofa.jraft.rpc.impl.ConnectionClosedEventListener;
 import com.alipay.sofa.jraft.rpc.impl.core.AppendEntriesRequestProcessor;
+import com.alipay.sofa.jraft.rpc.impl.core.InstallSnapshotRequestProcessor;
 import com.alipay.sofa.jraft.util.Endpoint;
+import com.alipay.sofa.jraft.util.NamedThreadFactory;
 import com.alipay.sofa.jraft.util.RpcFactoryHelper;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
 /**
  * The node's Raft RPC server: jraft's processors, with AppendEntries on a small shared pool
- * ({@link SharedAppendEntriesProcessor}) unless {@code appendEntriesThreads} is 0.
+ * ({@link SharedAppendEntriesProcessor}) unless {@code appendEntriesThreads} is 0, and InstallSnapshot on a pool
+ * of its own ({@link #installSnapshotPool}).
  */
 final class RaftRpcServers {
 
     private static final Logger LOG = LoggerFactory.getLogger(RaftRpcServers.class);
 
     /** The server, and the AppendEntries pool to stop after it (null with jraft's own AppendEntries threads). */
-    record Server(RpcServer rpc, SharedAppendEntriesProcessor appendEntries) {
+    record Server(RpcServer rpc, SharedAppendEntriesProcessor appendEntries, ExecutorService installSnapshot,
+                  AtomicBoolean stopped) {
+        Server(RpcServer rpc, SharedAppendEntriesProcessor appendEntries, ExecutorService installSnapshot) {
+            this(rpc, appendEntries, installSnapshot, new AtomicBoolean());
+            // bolt adds an accepted connection to the server's connection manager later, on the IO thread: one
+            // accepted just before the stop can be added after it closed the others, and would go on feeding this
+            // stopped node's processors (a peer in the same JVM then retried on it forever); close it when it comes
+            if (rpc instanceof BoltRpcServer bolt) {
+                bolt.getServer().addConnectionEventProcessor(ConnectionEventType.CONNECT, (remote, conn) -> {
+                    if (stopped.get()) {
+                        conn.close();
+                    }
+                });
+            }
+        }
+
         /** Threads of the AppendEntries pool alive now; -1 with jraft's own threads. */
         int appendEntriesThreads() {
             return appendEntries == null ? -1 : appendEntries.poolThreads();
@@ -38,6 +63,7 @@ final class RaftRpcServers {
         }
 
         void shutdown() {
+            stopped.set(true);
             // bolt shares one worker event loop per JVM and leaves the connections a stopped server accepted
             // open, so peers in the same JVM would go on sending to this stopped node's processors (a node
             // restarted in-process got neither its AppendEntries nor the balancer's serving probes); close them,
@@ -49,7 +75,26 @@ final class RaftRpcServers {
             if (appendEntries != null) {
                 appendEntries.shutdown();
             }
+            installSnapshot.shutdownNow(); // a download still waited for ends as cancelled
         }
+    }
+
+    /** Snapshot downloads one node runs at once; more wait in the pool's queue (the leader's RPC waits 5 min). */
+    static final int INSTALL_SNAPSHOT_THREADS = 8;
+
+    /**
+     * The pool for InstallSnapshot requests. jraft's processor holds its thread until the whole snapshot is
+     * downloaded, and by default it runs on bolt's default executor, which is one per JVM (20 threads, and with
+     * our deep queue never more) and also hands on every response and timeout of the JVM's bolt clients. A node
+     * asked to install 20 snapshots at once (a node whose disk was replaced, with 24 regions) filled all 20
+     * threads with waits for file chunks whose responses then queued behind them: the downloads, and every other
+     * RPC of the node, hung for good. Here they wait on threads of their own; idle threads end after a minute.
+     */
+    static ExecutorService installSnapshotPool(String name) {
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(INSTALL_SNAPSHOT_THREADS, INSTALL_SNAPSHOT_THREADS, 60,
+                TimeUnit.SECONDS, new LinkedBlockingQueue<>(), new NamedThreadFactory(name + "-install-snapshot-", true));
+        pool.allowCoreThreadTimeOut(true);
+        return pool;
     }
 
     /**
@@ -87,9 +132,10 @@ final class RaftRpcServers {
             throw new IllegalArgumentException("-D" + DELAY_PROPERTY + " needs raft.appendEntriesThreads above 0");
         }
         RpcServer rpc = RpcFactoryHelper.rpcFactory().createRpcServer(endpoint);
+        ExecutorService install = installSnapshotPool("raft-" + endpoint.getPort());
         if (appendEntriesThreads == 0) {
-            registerProcessors(rpc, null);
-            return new Server(rpc, null);
+            registerProcessors(rpc, null, install);
+            return new Server(rpc, null, install);
         }
         if (delayMicros > 0) {
             LOG.warn("every AppendEntries received waits {} us before it is handled (-D{}): for measurements only",
@@ -101,21 +147,23 @@ final class RaftRpcServers {
         RpcFactoryHelper.rpcFactory().ensurePipeline();
         SharedAppendEntriesProcessor appendEntries = new SharedAppendEntriesProcessor(appendEntriesThreads,
                 delayMicros, "raft-" + endpoint.getPort());
-        registerProcessors(rpc, appendEntries);
-        return new Server(rpc, appendEntries);
+        registerProcessors(rpc, appendEntries, install);
+        return new Server(rpc, appendEntries, install);
     }
 
     /**
      * jraft's processors for {@code rpc}, with {@code appendEntries} (null: jraft's own) in place of jraft's
-     * AppendEntries processor, and without its connection listener (see {@link AppendEntriesSwap}).
+     * AppendEntries processor, and without its connection listener (see {@link ProcessorSwap}), and jraft's
+     * InstallSnapshot processor on {@code installSnapshot}.
      */
-    static void registerProcessors(RpcServer rpc, SharedAppendEntriesProcessor appendEntries) {
-        RaftRpcServerFactory.addRaftRequestProcessors(new AppendEntriesSwap(rpc, appendEntries));
+    static void registerProcessors(RpcServer rpc, SharedAppendEntriesProcessor appendEntries, ExecutorService installSnapshot) {
+        RaftRpcServerFactory.addRaftRequestProcessors(new ProcessorSwap(rpc, appendEntries, installSnapshot));
     }
 
     /**
      * Hands jraft's own processor list on to the server, with jraft's AppendEntries processor replaced by the shared
-     * one (unless that is null), so whatever else a jraft release registers stays.
+     * one (unless that is null) and its InstallSnapshot processor by one on the given pool, so whatever else a jraft
+     * release registers stays.
      *
      * <p>The AppendEntries processor's connection listener is left out. On a closed connection it drops the pipeline
      * state (request and response sequence numbers) of the connection's (follower, leader) pair in every group, not
@@ -127,10 +175,17 @@ final class RaftRpcServers {
      * jraft still resets a pair whose answers pile up (it closes the connection). What stays is a small record per
      * retired group and pair.
      */
-    private record AppendEntriesSwap(RpcServer target, SharedAppendEntriesProcessor shared) implements RpcServer {
+    private record ProcessorSwap(RpcServer target, SharedAppendEntriesProcessor shared, ExecutorService install)
+            implements RpcServer {
         @Override
         public void registerProcessor(RpcProcessor<?> processor) {
-            target.registerProcessor(processor instanceof AppendEntriesRequestProcessor && shared != null ? shared : processor);
+            if (processor instanceof AppendEntriesRequestProcessor && shared != null) {
+                target.registerProcessor(shared);
+            } else if (processor instanceof InstallSnapshotRequestProcessor) {
+                target.registerProcessor(new InstallSnapshotRequestProcessor(install));
+            } else {
+                target.registerProcessor(processor);
+            }
         }
 
         @Override

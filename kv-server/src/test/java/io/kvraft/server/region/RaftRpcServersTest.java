@@ -3,6 +3,7 @@ package io.kvraft.server.region;
 import com.alipay.sofa.jraft.rpc.RaftRpcServerFactory;
 import com.alipay.sofa.jraft.rpc.RpcProcessor;
 import com.alipay.sofa.jraft.rpc.RpcRequests.AppendEntriesRequest;
+import com.alipay.sofa.jraft.rpc.RpcRequests.InstallSnapshotRequest;
 import com.alipay.sofa.jraft.rpc.RpcServer;
 import com.alipay.sofa.jraft.rpc.impl.ConnectionClosedEventListener;
 import com.alipay.sofa.jraft.rpc.impl.core.AppendEntriesRequestProcessor;
@@ -11,6 +12,7 @@ import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ExecutorService;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -47,10 +49,30 @@ class RaftRpcServersTest {
     }
 
     private final SharedAppendEntriesProcessor shared = new SharedAppendEntriesProcessor(2, 0, "test");
+    private final ExecutorService install = RaftRpcServers.installSnapshotPool("test");
 
     @AfterEach
     void stop() {
         shared.shutdown();
+        install.shutdownNow();
+    }
+
+    @Test
+    void when_processorsAreRegistered_then_installSnapshotWaitsOnItsOwnPool_notOnBoltsSharedExecutor() {
+        Recording jraft = new Recording();
+        RaftRpcServerFactory.addRaftRequestProcessors(jraft);
+        for (SharedAppendEntriesProcessor appendEntries : java.util.Arrays.asList(shared, null)) {
+            Recording ours = new Recording();
+
+            RaftRpcServers.registerProcessors(ours, appendEntries, install);
+
+            // jraft's own would run on bolt's default executor (null here), where a node downloading 20 snapshots
+            // at once blocked every thread the downloads' answers needed
+            assertThat(jraft.processors).filteredOn(p -> p.interest().equals(InstallSnapshotRequest.class.getName()))
+                    .singleElement().extracting(RpcProcessor::executor).isNull();
+            assertThat(ours.processors).filteredOn(p -> p.interest().equals(InstallSnapshotRequest.class.getName()))
+                    .singleElement().extracting(RpcProcessor::executor).isSameAs(install);
+        }
     }
 
     @Test
@@ -59,7 +81,7 @@ class RaftRpcServersTest {
         RaftRpcServerFactory.addRaftRequestProcessors(jraft);
         Recording ours = new Recording();
 
-        RaftRpcServers.registerProcessors(ours, shared);
+        RaftRpcServers.registerProcessors(ours, shared, install);
 
         assertThat(ours.processors).extracting(RpcProcessor::interest)
                 .containsExactlyElementsOf(jraft.processors.stream().map(RpcProcessor::interest).toList());
@@ -78,7 +100,7 @@ class RaftRpcServersTest {
         RaftRpcServerFactory.addRaftRequestProcessors(jraft);
         Recording ours = new Recording();
 
-        RaftRpcServers.registerProcessors(ours, null);
+        RaftRpcServers.registerProcessors(ours, null, install);
 
         assertThat(ours.processors).extracting(RpcProcessor::interest)
                 .containsExactlyElementsOf(jraft.processors.stream().map(RpcProcessor::interest).toList());
