@@ -2,13 +2,15 @@
 # Backup and restore drill of issue #23 on real server processes, in a temp dir on free loopback ports:
 #  1. a 3-node source cluster (engine SRC, 24 regions); KEYS fresh keys put by the benchmark with
 #     --record-acked (every acknowledged put recorded), in 60 s rounds until that many are recorded;
-#  2. a backup with no other load: its throughput (MB/s and keys/s, from the CLI's summary);
+#  2. a backup with no other load: its throughput (MB/s and keys/s, from the CLI's summary); before it, the
+#     sequence "backup-drill-seq" hands out 1,000 numbers;
 #  3. the default benchmark (90% put / 10% get, 100,000 keys) alone, DURATION s after WARMUP s: ops/s;
 #  4. the same benchmark again with backups running back to back through its whole run: ops/s, and the
 #     ratio to 3; the first of these backups (taken while the load writes) is the one restored;
 #  5. the source is stopped; a fresh 3-node target cluster (engine DST, 10 regions) gets that backup
 #     by `restore`: its throughput; then `kv-benchmark verify --acked` of step 1's file against the
-#     target: every write acknowledged before the backup started must be there with its value;
+#     target: every write acknowledged before the backup started must be there with its value, and the
+#     sequence must carry on past the 1,000 numbers handed out before the backup, not start at 0 again;
 #  6. one byte of a copy of the backup flipped: `backup verify` and `restore` must both refuse it (exit 1).
 # Prints one line per figure and PASS, or FAIL and exit 1. Stops only the processes it started.
 # Usage: bench/backup-drill.sh [KEYS] [SRC_ENGINE] [DST_ENGINE]   (defaults: 1000000 memory rocksdb)
@@ -85,6 +87,8 @@ while [ "$(wc -l <"$acked")" -lt "$keys" ]; do
   echo "  round $round: $(wc -l <"$acked") acknowledged puts recorded"
 done
 
+seq_before=$(kvc sequence get backup-drill-seq --step 1000) || fail "sequence get: $seq_before"
+seq_end=$(echo "$seq_before" | awk '{print $2}')
 out=$(kvc backup "$work/backup-idle" --quiet) || fail "backup without load: $out"
 echo "backup, no other load: $out"
 
@@ -115,6 +119,10 @@ out=$(kvc restore "$work/backup-load-1" --quiet) || fail "restore: $out"
 echo "restore: $out"
 java -jar kv-benchmark/target/kv-benchmark.jar verify --acked "$acked" --servers "$servers" >"$work/verify.txt" 2>&1 || { cat "$work/verify.txt"; fail "verify --acked"; }
 echo "verify --acked: $(grep checked "$work/verify.txt")"
+seq_after=$(kvc sequence get backup-drill-seq --step 1) || fail "sequence get on the target: $seq_after"
+seq_start=$(echo "$seq_after" | awk '{print $1}')
+echo "sequence backup-drill-seq: [${seq_before/$'\t'/, }) before the backup, next [${seq_after/$'\t'/, }) on the target"
+[ "$seq_start" -ge "$seq_end" ] || fail "the restored sequence hands out $seq_start again (the source had handed out up to $seq_end)"
 
 cp -r "$work/backup-load-1" "$work/backup-corrupt"
 victim=$(ls -S "$work/backup-corrupt"/*.kvb | head -1)

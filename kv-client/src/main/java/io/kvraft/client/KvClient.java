@@ -170,6 +170,22 @@ public interface KvClient extends AutoCloseable {
     /** The lock {@code key} as its region's leader sees it now, or null when it was never taken. */
     CompletableFuture<io.kvraft.client.proto.KvProto.LockInfo> lockInfo(byte[] key);
 
+    // ---- restore ----------------------------------------------------------------------------------
+
+    /**
+     * For restoring a backup (see {@code Restore}): moves the sequence and lock counters of {@code key} forward to
+     * those of {@code record}, the key's system record as a backup holds it, never back: the sequence's next number
+     * becomes the larger of both, and the lock's fencing tokens carry on above the record's. Nothing else is taken:
+     * a lock held in the backup is not restored (its lease was on the old leaders' clocks), and a lock held now
+     * stays held by its holder under its token. Routed and batched like writes; retried when its outcome is unknown,
+     * since applying it again changes nothing. Fails with INVALID_ARGUMENT for an empty or oversized key, or a
+     * counter of 2^63 or more.
+     */
+    default CompletableFuture<Void> restoreSystemRecord(byte[] key, io.kvraft.client.proto.KvProto.CoordRecord record) {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+                "this client cannot restore system records"));
+    }
+
     /** The cluster's regions as one server sees them now: range, epoch, peers, leader, term, applied index. */
     CompletableFuture<List<RegionInfo>> regions();
 

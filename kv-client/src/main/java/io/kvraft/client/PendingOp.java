@@ -81,11 +81,13 @@ final class PendingOp {
     /**
      * Only reads may be sent again after an answer was lost. A write that was applied but whose answer was lost,
      * sent again after another client's write to the key, would apply a second time and undo that write.
-     * Two exceptions: taking numbers from a sequence again only skips the range whose answer was lost, which
-     * nobody ever gets, so no range is handed out twice; and renewing a lock twice is renewing it once, later.
+     * Three exceptions: taking numbers from a sequence again only skips the range whose answer was lost, which
+     * nobody ever gets, so no range is handed out twice; renewing a lock twice is renewing it once, later; and
+     * restoring a system record again changes nothing (its counters only move forward, to the same values).
      */
     boolean idempotent() {
-        return write == null || write.getType() == WriteOpType.GET_SEQUENCE || write.getType() == WriteOpType.LOCK_RENEW;
+        return write == null || write.getType() == WriteOpType.GET_SEQUENCE || write.getType() == WriteOpType.LOCK_RENEW
+                || write.getType() == WriteOpType.RESTORE_COORD;
     }
 
     int bytes() {

@@ -13,8 +13,9 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * One region's data as of one applied index, held by the node that captured it (the region's leader then) as
- * a backup session, and read page by page with {@link #page}; {@link #close} ends the session. The capture
+ * One region's data (its pairs and its system records) as of one applied index, held by the node that captured
+ * it (the region's leader then) as a backup session, and read page by page with {@link #page} and
+ * {@link #systemPage}; {@link #close} ends the session. The capture
  * stays valid when the leadership moves: it is a committed state of the region. It is gone when the node
  * restarts or nobody reads it for the node's idle timeout (then pages fail with SESSION_NOT_FOUND, and a
  * backup starts the region again).
@@ -56,8 +57,21 @@ public final class RegionCapture implements AutoCloseable {
 
     /** Up to {@code limit} pairs from {@code from} (inclusive; empty = the region's start); a lost answer is asked again. */
     public CompletableFuture<Page> page(byte[] from, int limit) {
+        return page(from, limit, false);
+    }
+
+    /**
+     * As {@link #page}, for the capture's system records (sequences and locks) of the region: each pair's value is
+     * the key's {@code CoordRecord}, as of the same applied index as the pairs. Fails with INTERNAL when the node
+     * predates system pages (it would answer pairs).
+     */
+    public CompletableFuture<Page> systemPage(byte[] from, int limit) {
+        return page(from, limit, true);
+    }
+
+    private CompletableFuture<Page> page(byte[] from, int limit, boolean system) {
         BackupPageRequest req = BackupPageRequest.newBuilder().setSessionId(sessionId)
-                .setStartKey(ByteString.copyFrom(from)).setLimit(limit).build();
+                .setStartKey(ByteString.copyFrom(from)).setLimit(limit).setSystem(system).build();
         CompletableFuture<Page> result = new CompletableFuture<>();
         ask(req, System.nanoTime() + operationTimeoutMs * 1_000_000L, result);
         return result;
@@ -80,6 +94,11 @@ public final class RegionCapture implements AutoCloseable {
             }
             if (resp.hasError() && resp.getError().getCode() != ErrorCode.OK) {
                 result.completeExceptionally(new KvException(resp.getError().getCode(), resp.getError().getDetail()));
+                return;
+            }
+            if (resp.getSystem() != req.getSystem()) {
+                result.completeExceptionally(new KvException(ErrorCode.INTERNAL, "node " + node + " does not back up"
+                        + " sequences and locks (an older version?); upgrade it and back up again"));
                 return;
             }
             List<KeyValue> pairs = new ArrayList<>(resp.getPairsCount());

@@ -332,6 +332,16 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
         return sequenceOp(WriteOpType.RESET_SEQUENCE, seqKey, 0).thenApply(CoordAnswer::succeeded);
     }
 
+    @Override
+    public CompletableFuture<Void> restoreSystemRecord(byte[] key, io.kvraft.client.proto.KvProto.CoordRecord record) {
+        if (record == null) {
+            return invalid("restoreSystemRecord needs a record");
+        }
+        WriteOp op = WriteOp.newBuilder().setType(WriteOpType.RESTORE_COORD).setKey(bytes(key))
+                .setValue(record.toByteString()).build();
+        return submit(PendingOp.write(op, deadline())).thenApply(r -> null);
+    }
+
     private CompletableFuture<CoordAnswer> sequenceOp(WriteOpType type, byte[] seqKey, long step) {
         return coordOp(WriteOp.newBuilder().setType(type).setKey(bytes(seqKey)).setStep(step).build(), deadline());
     }

@@ -25,8 +25,9 @@ import java.util.concurrent.Future;
 
 /**
  * An online backup into a new directory: every region captured on its leader at one applied index (see
- * {@link KvClient#captureRegion}) and read page by page into its own file, {@code parallel} regions at a
- * time, paced to the rate limit; the manifest is written last. A region whose session is lost (its node
+ * {@link KvClient#captureRegion}) and read page by page into its own file (its pairs, then its sequences' and
+ * locks' system records), {@code parallel} regions at a time, paced to the rate limit; the manifest is written
+ * last. A region whose session is lost (its node
  * restarted, or the session expired) is started again from a fresh capture.
  *
  * <p>Each region is one consistent point; the regions' points are not one instant of the whole cluster,
@@ -206,6 +207,22 @@ public final class Backup {
                     byte[] last = page.pairs().get(page.pairs().size() - 1).key();
                     from = Arrays.copyOf(last, last.length + 1);
                 }
+                // then the region's sequences and locks, from the same capture (so as of the same index)
+                from = capture.startKey();
+                while (true) {
+                    RegionCapture.Page page = KvClient.sync(capture.systemPage(from, options.pageSize()));
+                    long bytes = 0;
+                    for (KeyValue kv : page.pairs()) {
+                        w.writeSystem(kv.key(), kv.value());
+                        bytes += kv.key().length + kv.value().length;
+                    }
+                    limiter.acquire(bytes);
+                    if (!page.more() || page.pairs().isEmpty()) {
+                        break;
+                    }
+                    byte[] last = page.pairs().get(page.pairs().size() - 1).key();
+                    from = Arrays.copyOf(last, last.length + 1);
+                }
                 summary = w.finish();
             } catch (RuntimeException | IOException e) {
                 Files.deleteIfExists(tmp);
@@ -214,8 +231,8 @@ public final class Backup {
             Files.move(tmp, dir.resolve(name), StandardCopyOption.ATOMIC_MOVE);
             return new BackupManifest.Region(capture.regionId(), BackupManifest.hex(capture.startKey()),
                     BackupManifest.hex(capture.endKey()), capture.epoch(), capture.appliedIndex(), capture.term(),
-                    capture.node(), capture.storeId(), name, summary.keys(), summary.dataBytes(), summary.fileBytes(),
-                    String.format("%08x", summary.crc32c()));
+                    capture.node(), capture.storeId(), name, summary.keys(), summary.dataBytes(), summary.systemRecords(),
+                    summary.fileBytes(), String.format("%08x", summary.crc32c()));
         }
     }
 }

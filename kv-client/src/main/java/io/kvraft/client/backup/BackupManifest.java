@@ -1,5 +1,6 @@
 package io.kvraft.client.backup;
 
+import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
@@ -21,11 +22,12 @@ import java.util.Map;
 
 /**
  * {@value #FILE} of a backup directory, JSON: what was backed up (the source cluster, every region with its
- * range, epoch, applied index, key and byte counts, and its file's size and CRC32C). It is written last, after
- * every region file is complete, so a directory without it is an incomplete backup.
+ * range, epoch, applied index, key, byte and system record counts, and its file's size and CRC32C). It is
+ * written last, after every region file is complete, so a directory without it is an incomplete backup.
  *
  * @param format    always {@value #FORMAT}: anything else is not one of our backups
- * @param version   the manifest and file format version; this tool reads {@value #VERSION}
+ * @param version   the manifest and file format version; this tool writes {@value #VERSION} and reads 1 (backups
+ *                  without sequences and locks, whose regions have no {@code systemRecords}) to {@value #VERSION}
  * @param clusterId the source cluster: a digest of its nodes' store ids (see {@link #clusterId})
  * @param storeIds  the source nodes' store ids by host:port, as far as they answered
  */
@@ -35,7 +37,7 @@ public record BackupManifest(String format, int version, String backupId, String
 
     public static final String FILE = "manifest.json";
     public static final String FORMAT = "kvraft-backup";
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
 
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
     private static final HexFormat HEX = HexFormat.of();
@@ -48,10 +50,12 @@ public record BackupManifest(String format, int version, String backupId, String
      * @param appliedIndex the region's log index whose state the file holds
      * @param node         host:port of the node that captured it (the region's leader then)
      * @param dataBytes    bytes of keys and values
+     * @param systemRecords the region's system records (sequences, locks) in the file; absent (0) in version 1
      * @param crc32c       of the whole file, 8 hex digits
      */
     public record Region(int id, String startKey, String endKey, long epoch, long appliedIndex, long term, String node,
-                         String storeId, String file, long keys, long dataBytes, long fileBytes, String crc32c) {
+                         String storeId, String file, long keys, long dataBytes, long systemRecords, long fileBytes,
+                         String crc32c) {
 
         byte[] startKeyBytes() {
             return HEX.parseHex(startKey);
@@ -80,6 +84,12 @@ public record BackupManifest(String format, int version, String backupId, String
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
         }
+    }
+
+    /** The system records (sequences, locks) of every region. */
+    @JsonIgnore
+    public long systemRecords() {
+        return regions == null ? 0 : regions.stream().mapToLong(Region::systemRecords).sum();
     }
 
     /** Writes the manifest into {@code dir} durably: a temp file forced to disk, then renamed. */
@@ -117,9 +127,9 @@ public record BackupManifest(String format, int version, String backupId, String
         if (!FORMAT.equals(raw.get("format"))) {
             throw new BadBackupException(file + ": not a kvraft backup manifest (format " + raw.get("format") + ")");
         }
-        if (!Integer.valueOf(VERSION).equals(raw.get("version"))) {
+        if (!(raw.get("version") instanceof Integer v) || v < 1 || v > VERSION) {
             throw new BadBackupException(file + ": backup format version " + raw.get("version")
-                    + " is unknown to this tool (it reads " + VERSION + ")");
+                    + " is unknown to this tool (it reads 1 to " + VERSION + ")");
         }
         BackupManifest m;
         try {
@@ -155,6 +165,10 @@ public record BackupManifest(String format, int version, String backupId, String
             }
             if (r.crc32c() == null || !r.crc32c().matches("[0-9a-f]{8}")) {
                 throw new BadBackupException(file + ": region " + r.id() + " has no valid crc32c");
+            }
+            if (r.systemRecords() < 0 || (version < BackupFile.SYSTEM_VERSION && r.systemRecords() != 0)) {
+                throw new BadBackupException(file + ": region " + r.id() + " has " + r.systemRecords()
+                        + " system records, impossible in version " + version);
             }
             expectedStart = r.endKey();
             total += r.keys();

@@ -13,6 +13,8 @@ final class Progress implements AutoCloseable {
     final AtomicLong keys = new AtomicLong();
     final AtomicLong bytes = new AtomicLong();
     final AtomicInteger regionsDone = new AtomicInteger();
+    /** Sequences' and locks' system records restored (a backup counts them in its files only). */
+    final AtomicLong systemRecords = new AtomicLong();
     private final String verb;
     private final int regions;
     private final long startNanos = System.nanoTime();
@@ -36,8 +38,10 @@ final class Progress implements AutoCloseable {
 
     String line() {
         double secs = seconds();
-        return String.format("%s: %d/%d regions, %,d keys, %.1f MB, %.1f MB/s, %.0f s", verb, regionsDone.get(), regions,
-                keys.get(), bytes.get() / 1e6, secs > 0 ? bytes.get() / 1e6 / secs : 0, secs);
+        long records = systemRecords.get();
+        return String.format("%s: %d/%d regions, %,d keys, %s%.1f MB, %.1f MB/s, %.0f s", verb, regionsDone.get(),
+                regions, keys.get(), records > 0 ? String.format("%,d sequence/lock records, ", records) : "",
+                bytes.get() / 1e6, secs > 0 ? bytes.get() / 1e6 / secs : 0, secs);
     }
 
     double seconds() {

@@ -1,8 +1,10 @@
 package io.kvraft.client.backup;
 
+import com.google.protobuf.InvalidProtocolBufferException;
 import io.kvraft.client.KeyValue;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.KvException;
+import io.kvraft.client.proto.KvProto.CoordRecord;
 import io.kvraft.client.route.RetryPolicy;
 
 import java.io.IOException;
@@ -14,12 +16,15 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 
 /**
  * Writes a verified backup into a cluster through the client: the pairs go out in {@code batchPut}s routed by
- * key, so the target may have any number of nodes, regions and either engine. The whole backup is checked
- * first (manifest and every file's CRC32C), so a corrupt backup writes nothing. A cluster that holds any key
- * is refused unless {@code force}; forced, the backup's keys overwrite and other keys stay.
+ * key, so the target may have any number of nodes, regions and either engine; after each region's pairs, its
+ * system records (sequences and locks) go out through {@link KvClient#restoreSystemRecord}, which only moves
+ * the target's counters forward (held locks are not restored). The whole backup is checked first (manifest and
+ * every file's CRC32C), so a corrupt backup writes nothing. A cluster that holds any key is refused unless
+ * {@code force}; forced, the backup's keys overwrite and other keys stay.
  */
 public final class Restore {
 
@@ -53,7 +58,10 @@ public final class Restore {
         }
     }
 
-    /** Attempts of one batchPut: putting the same pairs again is harmless, so unknown outcomes are retried. */
+    /**
+     * Attempts of one batchPut or system record: putting the same pairs again is harmless, and so is restoring a
+     * record again, so unknown outcomes are retried.
+     */
     private static final int ATTEMPTS_PER_BATCH = 5;
 
     private final KvClient client;
@@ -75,7 +83,7 @@ public final class Restore {
      *
      * @throws BadBackupException       when the backup is incomplete, corrupt or not ours (nothing is written)
      * @throws TargetNotEmptyException  when the cluster holds keys and {@code force} is off (nothing is written)
-     * @throws KvException              when the cluster fails a batch {@value #ATTEMPTS_PER_BATCH} times
+     * @throws KvException              when the cluster fails a batch or system record {@value #ATTEMPTS_PER_BATCH} times
      */
     public static Result run(KvClient client, Path dir, Options options, PrintWriter progressOut) throws IOException {
         long start = System.nanoTime();
@@ -106,6 +114,13 @@ public final class Restore {
                     batch.clear();
                     bytes[0] = 0;
                 }
+            }, (k, record) -> {
+                if (!batch.isEmpty()) { // the file's pairs are all read: the region's last batch goes first
+                    send(new ArrayList<>(batch), bytes[0]);
+                    batch.clear();
+                    bytes[0] = 0;
+                }
+                sendSystem(k, record);
             });
             if (!batch.isEmpty()) {
                 send(batch, bytes[0]);
@@ -122,20 +137,41 @@ public final class Restore {
         checkFailure();
         limiter.acquire(bytes);
         inflight.acquireUninterruptibly();
-        put(batch, bytes, 1);
+        put(batch, bytes);
     }
 
-    private void put(List<KeyValue> batch, long bytes, int attempt) {
+    /** One system record of the file (a CoordRecord, checked by the read), routed by its key. */
+    private void sendSystem(byte[] key, byte[] bytes) throws IOException {
+        CoordRecord record;
+        try {
+            record = CoordRecord.parseFrom(bytes);
+        } catch (InvalidProtocolBufferException e) {
+            throw new IOException("restore: a system record the check passed is undecodable: " + e.getMessage(), e);
+        }
+        checkFailure();
+        limiter.acquire(key.length + bytes.length);
+        inflight.acquireUninterruptibly();
+        attempt(() -> client.restoreSystemRecord(key, record), () -> progress.systemRecords.incrementAndGet(), 1);
+    }
+
+    private void put(List<KeyValue> batch, long bytes) {
+        attempt(() -> client.batchPut(batch), () -> {
+            progress.keys.addAndGet(batch.size());
+            progress.bytes.addAndGet(bytes);
+        }, 1);
+    }
+
+    /** Makes {@code call} until it succeeds, fails for good or runs out of attempts; frees its in-flight slot then. */
+    private void attempt(Supplier<CompletableFuture<Void>> call, Runnable succeeded, int attempt) {
         CompletableFuture<Void> f;
         try {
-            f = client.batchPut(batch);
+            f = call.get();
         } catch (RuntimeException e) {
             f = CompletableFuture.failedFuture(e);
         }
         f.whenComplete((v, err) -> {
             if (err == null) {
-                progress.keys.addAndGet(batch.size());
-                progress.bytes.addAndGet(bytes);
+                succeeded.run();
                 inflight.release();
                 return;
             }
@@ -143,7 +179,7 @@ public final class Restore {
             boolean again = attempt < ATTEMPTS_PER_BATCH
                     && (RetryPolicy.retriable(e.code()) || RetryPolicy.outcomeUnknown(e.code()));
             if (again) {
-                put(batch, bytes, attempt + 1);
+                attempt(call, succeeded, attempt + 1);
             } else {
                 failure.compareAndSet(null, e);
                 inflight.release();

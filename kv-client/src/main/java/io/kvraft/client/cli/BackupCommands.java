@@ -22,9 +22,10 @@ final class BackupCommands {
 
     @Command(name = "backup", subcommands = Verify.class, mixinStandardHelpOptions = true, description = {
             "Backs the cluster up into DIR while it serves; 'backup verify DIR' checks a backup without a cluster.",
-            "DIR must be absent or empty. Every region's data is taken as of one applied index of that region, captured"
-                    + " on its leader after every write acknowledged before, into portable files (region-N.kvb) and"
-                    + " manifest.json, written last. Consistent per region, not one cluster-wide instant.",
+            "DIR must be absent or empty. Every region's data (its pairs, and its sequences' and locks' counters) is"
+                    + " taken as of one applied index of that region, captured on its leader after every write"
+                    + " acknowledged before, into portable files (region-N.kvb) and manifest.json, written last."
+                    + " Consistent per region, not one cluster-wide instant.",
             "Progress lines go to stderr, the summary to stdout. Exit 0; 1 failed; 2 bad usage (e.g. DIR not empty);"
                     + " 3 no server answered."})
     static final class BackupCommand implements Callable<Integer> {
@@ -54,9 +55,10 @@ final class BackupCommands {
             try (KvClient c = parent.connect()) {
                 Backup.Result r = Backup.run(c, dir, options, spec.commandLine().getErr());
                 BackupManifest m = r.manifest();
-                spec.commandLine().getOut().printf("backup %s: %d regions, %,d keys, %.1f MB in %.1f s (%.1f MB/s, %,.0f keys/s);"
-                                + " cluster %s%n", dir, m.regions().size(), m.keys(), m.dataBytes() / 1e6, r.seconds(),
-                        r.megabytesPerSecond(), r.keysPerSecond(), m.clusterId());
+                spec.commandLine().getOut().printf("backup %s: %d regions, %,d keys, %,d sequence/lock records, %.1f MB in"
+                                + " %.1f s (%.1f MB/s, %,.0f keys/s); cluster %s%n", dir, m.regions().size(), m.keys(),
+                        m.systemRecords(), m.dataBytes() / 1e6, r.seconds(), r.megabytesPerSecond(), r.keysPerSecond(),
+                        m.clusterId());
                 return 0;
             }
         }
@@ -65,7 +67,7 @@ final class BackupCommands {
     @Command(name = "verify", mixinStandardHelpOptions = true, description = {
             "Checks a backup without a cluster: exit 0 when it is whole, 1 with one line naming the bad file.",
             "Checks the manifest (ours, a known version, regions covering the whole key space once) and every region"
-                    + " file (size, CRC32C, framing, key order and range, counts)."})
+                    + " file (size, CRC32C, framing, key order and range, counts of pairs and of sequence/lock records)."})
     static final class Verify implements Callable<Integer> {
         @Parameters(index = "0", paramLabel = "DIR")
         Path dir;
@@ -75,8 +77,9 @@ final class BackupCommands {
         @Override
         public Integer call() throws Exception {
             BackupManifest m = BackupManifest.verify(dir);
-            spec.commandLine().getOut().printf("backup %s OK: %d regions, %,d keys, %.1f MB; cluster %s, taken %s .. %s%n",
-                    dir, m.regions().size(), m.keys(), m.dataBytes() / 1e6, m.clusterId(), m.startedAt(), m.finishedAt());
+            spec.commandLine().getOut().printf("backup %s OK: %d regions, %,d keys, %,d sequence/lock records, %.1f MB;"
+                            + " cluster %s, taken %s .. %s%n", dir, m.regions().size(), m.keys(), m.systemRecords(),
+                    m.dataBytes() / 1e6, m.clusterId(), m.startedAt(), m.finishedAt());
             return 0;
         }
     }
@@ -86,6 +89,8 @@ final class BackupCommands {
             "Keys are routed by range, so the target may have any number of nodes, any regions and either engine. The"
                     + " whole backup is verified first (a corrupt one writes nothing), and a cluster holding any key is"
                     + " refused unless --force (then the backup's keys overwrite and other keys stay).",
+            "Sequences continue after the backup's values and locks' fencing tokens above them (counters only move"
+                    + " forward); locks held at the backup are not restored: every lock starts free.",
             "Progress lines go to stderr, the summary to stdout. Exit 0; 1 refused or failed; 2 bad usage;"
                     + " 3 no server answered."})
     static final class RestoreCommand implements Callable<Integer> {
@@ -114,9 +119,10 @@ final class BackupCommands {
                 Restore.Result r = Restore.run(c, dir, options, spec.commandLine().getErr());
                 BackupManifest m = r.manifest();
                 PrintWriter out = spec.commandLine().getOut();
-                out.printf("restored %s: %d regions, %,d keys, %.1f MB in %.1f s (%.1f MB/s, %,.0f keys/s);"
-                                + " from cluster %s, taken %s .. %s%n", dir, m.regions().size(), m.keys(), m.dataBytes() / 1e6,
-                        r.seconds(), r.megabytesPerSecond(), r.keysPerSecond(), m.clusterId(), m.startedAt(), m.finishedAt());
+                out.printf("restored %s: %d regions, %,d keys, %,d sequence/lock records, %.1f MB in %.1f s (%.1f MB/s,"
+                                + " %,.0f keys/s); from cluster %s, taken %s .. %s%n", dir, m.regions().size(), m.keys(),
+                        m.systemRecords(), m.dataBytes() / 1e6, r.seconds(), r.megabytesPerSecond(), r.keysPerSecond(),
+                        m.clusterId(), m.startedAt(), m.finishedAt());
                 return 0;
             }
         }

@@ -66,8 +66,9 @@ public final class Locks {
                     .setLockLeaseMs(leaseMs)
                     .setLockExpiresMs(Math.max(current.getLockExpiresMs(), now + leaseMs));
         } else {
-            next.setLockHolder(holder).setLockToken(current.getLockToken() + 1).setLockCount(1)
-                    .setLockLeaseMs(leaseMs).setLockExpiresMs(now + leaseMs);
+            // above a restored token too (set while the last holding ran)
+            next.setLockHolder(holder).setLockToken(Math.max(current.getLockToken(), current.getLockTokenFloor()) + 1)
+                    .clearLockTokenFloor().setLockCount(1).setLockLeaseMs(leaseMs).setLockExpiresMs(now + leaseMs);
         }
         CoordRecord written = next.build();
         return new Sequences.Outcome(written, true, result(written, now));
@@ -96,11 +97,27 @@ public final class Locks {
         if (current.getLockCount() > 1) {
             next.setLockCount(current.getLockCount() - 1);
         } else {
-            // the token stays: the next holder's is one more
-            next.clearLockHolder().clearLockCount().clearLockLeaseMs().clearLockExpiresMs();
+            // the token stays (raised to a token restored meanwhile): the next holder's is one more
+            next.clearLockHolder().clearLockCount().clearLockLeaseMs().clearLockExpiresMs()
+                    .setLockToken(Math.max(current.getLockToken(), current.getLockTokenFloor())).clearLockTokenFloor();
         }
         CoordRecord written = next.build();
         return new Sequences.Outcome(written, true, result(written, now));
+    }
+
+    /**
+     * The key's fencing tokens carry on above {@code token} (a backup's, by RESTORE_COORD): a free lock's last
+     * token becomes it when that is larger. A held lock is left alone (its holder renews and releases it under its
+     * own token), and the next holding's token is above {@code token} too. Never moves a token back.
+     */
+    public static CoordRecord raiseToken(CoordRecord record, long token) {
+        CoordRecord current = record == null ? CoordRecord.getDefaultInstance() : record;
+        if (token <= Math.max(current.getLockToken(), current.getLockTokenFloor())) {
+            return current;
+        }
+        return current.getLockHolder().isEmpty()
+                ? current.toBuilder().setLockToken(token).clearLockTokenFloor().build()
+                : current.toBuilder().setLockTokenFloor(token).build();
     }
 
     /** The lock of {@code key} as a read on the leader of {@code clock}'s term sees it; null when never locked. */

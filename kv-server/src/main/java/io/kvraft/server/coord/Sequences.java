@@ -45,6 +45,22 @@ public final class Sequences {
         return new Outcome(next, used, CoordResult.getDefaultInstance());
     }
 
+    /**
+     * RESTORE_COORD: {@code given} (the key's record in a backup) moves the key's counters forward, never back: the
+     * next sequence number becomes the larger of both, and the fencing tokens carry on above the backup's (see
+     * {@link Locks#raiseToken}). Nothing else is taken: a lock held in the backup is not restored (its lease was on
+     * the old leader's clock). Succeeded when a counter moved; applying it again changes nothing.
+     */
+    public static Outcome restore(CoordRecord record, CoordRecord given) {
+        CoordRecord current = record == null ? CoordRecord.getDefaultInstance() : record;
+        CoordRecord next = current;
+        if (given.getNextSequence() > current.getNextSequence()) { // signed: a value of 2^63 or more is never taken
+            next = next.toBuilder().setNextSequence(given.getNextSequence()).build();
+        }
+        next = Locks.raiseToken(next, Math.max(given.getLockToken(), given.getLockTokenFloor()));
+        return new Outcome(next, !next.equals(current), CoordResult.getDefaultInstance());
+    }
+
     /** Null when the record holds nothing worth keeping, so the store forgets the key. */
     public static CoordRecord orNull(CoordRecord record) {
         return record.equals(CoordRecord.getDefaultInstance()) ? null : record;

@@ -287,11 +287,19 @@ final class RegionStateMachine extends StateMachineAdapter {
                         view.deleteRange(range);
                     }
                 }
-                case GET_SEQUENCE, RESET_SEQUENCE, LOCK_ACQUIRE, LOCK_RENEW, LOCK_RELEASE -> {
+                case GET_SEQUENCE, RESET_SEQUENCE, LOCK_ACQUIRE, LOCK_RENEW, LOCK_RELEASE, RESTORE_COORD -> {
+                    CoordRecord given = null;
+                    if (op.getType() == WriteOpType.RESTORE_COORD) {
+                        given = restoredRecord(op);
+                        if (given == null) {
+                            continue; // refused on the leader; never expected here, and changes nothing on any replica
+                        }
+                    }
                     byte[] stored = view.getSystem(key);
                     CoordRecord record = stored == null ? null : CoordRecord.parseFrom(stored);
                     Sequences.Outcome outcome = switch (op.getType()) {
                         case GET_SEQUENCE -> Sequences.take(record, op.getStep());
+                        case RESTORE_COORD -> Sequences.restore(record, given);
                         case RESET_SEQUENCE -> Sequences.reset(record);
                         case LOCK_ACQUIRE -> Locks.acquire(record, op.getHolder(), op.getLeaseMs(), clock);
                         case LOCK_RENEW -> Locks.renew(record, op.getHolder(), op.getToken(), op.getLeaseMs(), clock);
@@ -312,6 +320,15 @@ final class RegionStateMachine extends StateMachineAdapter {
             }
         }
         return out;
+    }
+
+    /** The CoordRecord a RESTORE_COORD carries, or null when its value is none (the leader refuses such ops). */
+    private static CoordRecord restoredRecord(WriteOp op) {
+        try {
+            return CoordRecord.parseFrom(op.getValue());
+        } catch (InvalidProtocolBufferException e) {
+            return null;
+        }
     }
 
     /**

@@ -24,7 +24,7 @@ import java.util.function.Consumer;
 
 /**
  * The backup RPCs: open a session (a region's capture at a BACKUP_POINT entry, on its leader), read it page
- * by page, close it. Pages are read on {@code pageExecutor} (one thread), not on bolt's I/O threads: a page is
+ * by page (its pairs, then its system records), close it. Pages are read on {@code pageExecutor} (one thread), not on bolt's I/O threads: a page is
  * up to limits.maxScanBytes read from the store, and backups should queue behind each other, not beside
  * client traffic.
  */
@@ -105,9 +105,11 @@ public final class BackupHandlers {
         try {
             pageExecutor.execute(() -> {
                 try {
-                    ScanPage page = s.capture().page(req.getStartKey().toByteArray(),
-                            new ScanPage.Builder(limit, kv.limits().maxScanBytes(), false));
-                    BackupPageResponse.Builder b = BackupPageResponse.newBuilder().setMore(page.more());
+                    byte[] from = req.getStartKey().toByteArray();
+                    ScanPage.Builder builder = new ScanPage.Builder(limit, kv.limits().maxScanBytes(), false);
+                    ScanPage page = req.getSystem() ? s.capture().systemPage(from, builder) : s.capture().page(from, builder);
+                    BackupPageResponse.Builder b = BackupPageResponse.newBuilder().setMore(page.more())
+                            .setSystem(req.getSystem());
                     for (int i = 0; i < page.keys().size(); i++) {
                         b.addPairs(Pair.newBuilder().setKey(ByteString.copyFrom(page.keys().get(i)))
                                 .setValue(ByteString.copyFrom(page.values().get(i))));

@@ -7,6 +7,7 @@ import com.alipay.sofa.jraft.rpc.RpcServer;
 import com.alipay.sofa.jraft.Status;
 import com.google.protobuf.ByteString;
 import io.kvraft.client.proto.KvProto.AdminResponse;
+import io.kvraft.client.proto.KvProto.CoordRecord;
 import io.kvraft.client.proto.KvProto.Error;
 import io.kvraft.client.proto.KvProto.ErrorCode;
 import io.kvraft.client.proto.KvProto.ReadMode;
@@ -518,6 +519,10 @@ public final class KvHandlers {
                 Error error = checkKey(region, op.getKey());
                 return error != null ? error : checkLockOp(op);
             }
+            case RESTORE_COORD -> {
+                Error error = checkKey(region, op.getKey());
+                return error != null ? error : checkRestoredRecord(op);
+            }
             case BACKUP_POINT, SPLIT -> {
                 return Responses.error(ErrorCode.INVALID_ARGUMENT, "op " + i + ": " + op.getType()
                         + " entries are proposed by region leaders only");
@@ -535,6 +540,26 @@ public final class KvHandlers {
         }
         if (op.getGroupSize() > 1) {
             return checkGroup(req, i);
+        }
+        return null;
+    }
+
+    /** A RESTORE_COORD's value: a CoordRecord (of sane size) whose counters are numbers a sequence or lock can reach. */
+    private Error checkRestoredRecord(WriteOp op) {
+        if (op.getValue().size() > limits.maxValueBytes()) {
+            return Responses.error(ErrorCode.INVALID_ARGUMENT,
+                    "value of " + op.getValue().size() + " bytes exceeds limits.maxValueBytes " + limits.maxValueBytes());
+        }
+        CoordRecord record;
+        try {
+            record = CoordRecord.parseFrom(op.getValue());
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+            return Responses.error(ErrorCode.INVALID_ARGUMENT, "a restored system record must be a CoordRecord: "
+                    + e.getMessage());
+        }
+        if (record.getNextSequence() < 0 || record.getLockToken() < 0 || record.getLockTokenFloor() < 0) {
+            return Responses.error(ErrorCode.INVALID_ARGUMENT, "a restored system record's next_sequence and lock_token"
+                    + " must be below 2^63");
         }
         return null;
     }

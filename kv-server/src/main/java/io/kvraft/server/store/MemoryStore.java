@@ -257,58 +257,77 @@ public final class MemoryStore implements KvStore {
     @Override
     public RangeCapture capture(int regionId, KeyRange range) {
         // Values are never changed in place (a put stores a new array), so copying the references is a copy.
+        // the system records too, under the same lock: both are the state at the region's applied index
         StampedLock lock = lock(regionId);
         long stamp = lock.readLock();
-        List<byte[]> keys = new ArrayList<>();
-        List<byte[]> values = new ArrayList<>();
         try {
-            for (Map.Entry<byte[], byte[]> e : view(range).entrySet()) {
-                keys.add(e.getKey());
-                values.add(e.getValue());
-            }
+            return new Capture(Copy.of(view(range)), Copy.of(view(system, range)));
         } finally {
             lock.unlockRead(stamp);
         }
-        return new Capture(keys.toArray(byte[][]::new), values.toArray(byte[][]::new));
     }
 
-    /** A sorted copy of a range's entries; unreadable once it or the store is closed, as with RocksDB. */
-    private final class Capture implements RangeCapture {
-        private volatile byte[][] keys;
-        private volatile byte[][] values;
+    /** A sorted copy of a map's entries (references only). */
+    private record Copy(byte[][] keys, byte[][] values) {
+        static Copy of(Map<byte[], byte[]> view) {
+            List<byte[]> keys = new ArrayList<>();
+            List<byte[]> values = new ArrayList<>();
+            for (Map.Entry<byte[], byte[]> e : view.entrySet()) {
+                keys.add(e.getKey());
+                values.add(e.getValue());
+            }
+            return new Copy(keys.toArray(byte[][]::new), values.toArray(byte[][]::new));
+        }
 
-        Capture(byte[][] keys, byte[][] values) {
-            this.keys = keys;
-            this.values = values;
+        ScanPage page(byte[] from, ScanPage.Builder page) {
+            int i = Arrays.binarySearch(keys, from, Arrays::compareUnsigned);
+            for (i = i < 0 ? -i - 1 : i; i < keys.length; i++) {
+                if (!page.hasRoom()) {
+                    return page.build(true);
+                }
+                page.add(keys[i], values[i]);
+            }
+            return page.build(false);
+        }
+    }
+
+    /** A sorted copy of a range's pairs and system records; unreadable once it or the store is closed, as with RocksDB. */
+    private final class Capture implements RangeCapture {
+        private volatile Copy pairs;
+        private volatile Copy records;
+
+        Capture(Copy pairs, Copy records) {
+            this.pairs = pairs;
+            this.records = records;
         }
 
         @Override
         public long keyCount() {
-            byte[][] k = keys;
-            return k == null ? 0 : k.length;
+            Copy p = pairs;
+            return p == null ? 0 : p.keys().length;
         }
 
         @Override
         public ScanPage page(byte[] from, ScanPage.Builder page) {
-            byte[][] k = keys;
-            byte[][] v = values;
-            if (k == null || v == null || closed) {
+            return open(pairs).page(from, page);
+        }
+
+        @Override
+        public ScanPage systemPage(byte[] from, ScanPage.Builder page) {
+            return open(records).page(from, page);
+        }
+
+        private Copy open(Copy copy) {
+            if (copy == null || closed) {
                 throw new IllegalStateException("backup capture is closed");
             }
-            int i = Arrays.binarySearch(k, from, Arrays::compareUnsigned);
-            for (i = i < 0 ? -i - 1 : i; i < k.length; i++) {
-                if (!page.hasRoom()) {
-                    return page.build(true);
-                }
-                page.add(k[i], v[i]);
-            }
-            return page.build(false);
+            return copy;
         }
 
         @Override
         public void close() {
-            keys = null;
-            values = null;
+            pairs = null;
+            records = null;
         }
     }
 

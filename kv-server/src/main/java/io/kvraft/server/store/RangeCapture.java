@@ -2,7 +2,8 @@ package io.kvraft.server.store;
 
 /**
  * One region's data frozen at one applied index, read page by page while writes go on: what a backup
- * session holds. Closing it frees what it pins (a copy of the range, or a RocksDB snapshot).
+ * session holds: the range's pairs and its system records (sequences, locks), both as of that index.
+ * Closing it frees what it pins (a copy of the range, or a RocksDB snapshot).
  */
 public interface RangeCapture extends AutoCloseable {
 
@@ -14,6 +15,12 @@ public interface RangeCapture extends AutoCloseable {
      * {@code page}; the same {@code from} gives the same page every time.
      */
     ScanPage page(byte[] from, ScanPage.Builder page);
+
+    /**
+     * As {@link #page}, for the capture's system records of the range (values: CoordRecord bytes), at the same
+     * applied index as its pairs.
+     */
+    ScanPage systemPage(byte[] from, ScanPage.Builder page);
 
     /** Frees the capture; idempotent. */
     @Override

@@ -438,7 +438,10 @@ public final class RocksStore implements KvStore {
         return capture;
     }
 
-    /** A RocksDB snapshot limited to one range; released on close, or by the store's close at the latest. */
+    /**
+     * A RocksDB snapshot limited to one range: its pairs and, from the same snapshot (it spans every column
+     * family), its system records. Released on close, or by the store's close at the latest.
+     */
     private final class Capture implements RangeCapture {
         private final KeyRange range;
         private Snapshot snapshot; // guarded by RocksStore.this
@@ -455,13 +458,22 @@ public final class RocksStore implements KvStore {
 
         @Override
         public ScanPage page(byte[] from, ScanPage.Builder page) {
+            return page(dataFamily, from, page);
+        }
+
+        @Override
+        public ScanPage systemPage(byte[] from, ScanPage.Builder page) {
+            return page(systemFamily, from, page);
+        }
+
+        private ScanPage page(ColumnFamilyHandle family, byte[] from, ScanPage.Builder page) {
             byte[] start = Arrays.compareUnsigned(from, range.start()) > 0 ? from : range.start();
             synchronized (RocksStore.this) { // so that close() cannot release the snapshot under the iterator
                 if (snapshot == null || closed) {
                     throw new IllegalStateException("backup capture is closed");
                 }
                 // a backup reads every block once: keep it out of the block cache, as bulk scans do
-                try (RangeScan scan = new RangeScan(new KeyRange(start, range.end()), snapshot, false)) {
+                try (RangeScan scan = new RangeScan(family, new KeyRange(start, range.end()), snapshot, false)) {
                     RocksIterator it = scan.iterator();
                     for (it.seekToFirst(); it.isValid(); it.next()) {
                         if (!page.hasRoom()) {

@@ -1,14 +1,25 @@
 package io.kvraft.server.backup;
 
+import com.google.protobuf.ByteString;
 import io.kvraft.client.KeyValue;
 import io.kvraft.client.KvClient;
+import io.kvraft.client.KvException;
+import io.kvraft.client.LockHandle;
 import io.kvraft.client.RegionCapture;
 import io.kvraft.client.backup.Backup;
 import io.kvraft.client.backup.BackupManifest;
 import io.kvraft.client.backup.Restore;
 import io.kvraft.client.backup.TargetNotEmptyException;
 import io.kvraft.client.cli.KvCtl;
+import io.kvraft.client.proto.KvProto.CoordRecord;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.LockInfo;
 import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.WriteOp;
+import io.kvraft.client.proto.KvProto.WriteOpType;
+import io.kvraft.client.proto.KvProto.WriteRequest;
+import io.kvraft.client.proto.KvProto.WriteResponse;
+import io.kvraft.client.rpc.Transport;
 import io.kvraft.server.InProcessCluster;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -39,7 +50,8 @@ import static org.awaitility.Awaitility.await;
  * Backup and restore between two in-process clusters of different shape: the source has three MemoryDB nodes
  * and 6 regions and keeps taking writes while it is backed up; the target has one RocksDB node and 5 regions.
  * Every write acknowledged before the backup started must be in the restored cluster, with its value or a
- * later one. The CLI verbs run against the same clusters.
+ * later one; sequences and locks' fencing tokens carry on past the backup's values in a fresh cluster. The CLI
+ * verbs run against the same clusters.
  */
 @Timeout(value = 300, unit = SECONDS)
 class BackupRestoreClusterTest {
@@ -227,6 +239,105 @@ class BackupRestoreClusterTest {
         assertThat(m.keys()).isEqualTo(keys);
         assertThat(BackupManifest.verify(backupDir).keys()).isEqualTo(keys);
         await().atMost(10, SECONDS).until(() -> openSessions() == 0); // every session ended by the client
+    }
+
+    @Test
+    void when_sequencesAndLocksAreBackedUp_then_aFreshClusterContinuesThemPastTheBackupAndEveryLockIsFree()
+            throws Exception {
+        byte[] sequence = "~coord/orders".getBytes(StandardCharsets.UTF_8);
+        byte[] released = "~coord/released-lock".getBytes(StandardCharsets.UTF_8);
+        byte[] held = "~coord/held-lock".getBytes(StandardCharsets.UTF_8);
+        sync(sourceClient.getSequence(sequence, 1000));
+        sync(sourceClient.getSequence(sequence, 234));
+        long next = sync(sourceClient.getLatestSequence(sequence));
+        LockHandle first = sync(sourceClient.tryLock(released, 30_000, 0));
+        sync(first.unlock());
+        LockHandle second = sync(sourceClient.tryLock(released, 30_000, 0)); // a later token: T
+        long releasedToken = second.token();
+        sync(second.unlock());
+        LockHandle holding = sync(sourceClient.tryLock(held, 60_000, 0)); // held while the backup runs
+        Path backupDir = dir.resolve("backup-coord");
+
+        BackupManifest m;
+        try {
+            m = Backup.run(sourceClient, backupDir, new Backup.Options(0, 2, 100, 0, 3), null).manifest();
+        } finally {
+            sync(holding.unlock());
+        }
+
+        assertThat(next).isEqualTo(1234);
+        assertThat(releasedToken).isGreaterThan(first.token());
+        assertThat(m.version()).isEqualTo(BackupManifest.VERSION);
+        assertThat(m.systemRecords()).isGreaterThanOrEqualTo(3);
+        assertThat(BackupManifest.verify(backupDir).systemRecords()).isEqualTo(m.systemRecords());
+
+        try (InProcessCluster fresh = InProcessCluster.start(1, 3, dir.resolve("fresh-coord"), "rocksdb")) {
+            fresh.awaitBalanced(60);
+            KvClient client = fresh.client();
+            assertThat(sync(client.getLatestSequence(sequence))).as("a fresh cluster").isZero();
+
+            Restore.run(client, backupDir, Restore.Options.defaults(), null);
+
+            assertThat(sync(client.getSequence(sequence, 10)).start()).as("continues at N, not 0").isEqualTo(next);
+            LockInfo heldThen = sync(client.lockInfo(held));
+            assertThat(heldThen.getHolder()).as("a lock held at the backup is free after the restore").isEmpty();
+            assertThat(heldThen.getToken()).isEqualTo(holding.token());
+            LockHandle again = sync(client.tryLock(released, 30_000, 0));
+            LockHandle taken = sync(client.tryLock(held, 30_000, 0));
+            assertThat(again).isNotNull();
+            assertThat(again.token()).isGreaterThan(releasedToken);
+            assertThat(taken).as("free, so taken at once").isNotNull();
+            assertThat(taken.token()).isGreaterThan(holding.token());
+
+            // restored again (forced, as a retried restore would): nothing moves back, the holdings stay
+            Restore.run(client, backupDir, new Restore.Options(0, true, 500, 4, 0), null);
+
+            assertThat(sync(client.getSequence(sequence, 1)).start()).isEqualTo(next + 10);
+            assertThat(again.isHeld()).isTrue();
+            assertThat(sync(client.lockInfo(released)).getToken()).isEqualTo(again.token());
+            sync(again.unlock());
+            sync(taken.unlock());
+            LockHandle third = sync(client.tryLock(released, 30_000, 0));
+            assertThat(third.token()).isEqualTo(again.token() + 1);
+            sync(third.unlock());
+        }
+    }
+
+    @Test
+    void when_aSystemRecordToRestoreIsBad_then_itIsRefusedAsInvalidAndNothingChanges() {
+        byte[] key = "~coord/bad-restore".getBytes(StandardCharsets.UTF_8);
+        sync(sourceClient.getSequence(key, 5));
+
+        assertThatThrownBy(() -> sync(sourceClient.restoreSystemRecord(new byte[0], CoordRecord.getDefaultInstance())))
+                .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT));
+        assertThatThrownBy(() -> sync(sourceClient.restoreSystemRecord(new byte[5000], CoordRecord.getDefaultInstance())))
+                .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT));
+        assertThatThrownBy(() -> sync(sourceClient.restoreSystemRecord(key,
+                CoordRecord.newBuilder().setNextSequence(-1).build())))
+                .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT))
+                .hasMessageContaining("2^63");
+        // 'n' (0x6e) is a tag of wire type 6, which protobuf does not have
+        WriteResponse notARecord = send(key, WriteOp.newBuilder().setType(WriteOpType.RESTORE_COORD)
+                .setKey(ByteString.copyFrom(key)).setValue(ByteString.copyFromUtf8("not a record")).build());
+        assertThat(notARecord.getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+        assertThat(notARecord.getError().getDetail()).contains("CoordRecord");
+
+        assertThat(sync(sourceClient.getLatestSequence(key))).isEqualTo(5);
+        sync(sourceClient.restoreSystemRecord(key, CoordRecord.newBuilder().setNextSequence(3).build()));
+        assertThat(sync(sourceClient.getLatestSequence(key))).as("never back").isEqualTo(5);
+        sync(sourceClient.restoreSystemRecord(key, CoordRecord.newBuilder().setNextSequence(9).build()));
+        assertThat(sync(sourceClient.getLatestSequence(key))).isEqualTo(9);
+    }
+
+    /** One write op straight to the leader of the key's region, past the client's checks. */
+    private static WriteResponse send(byte[] key, WriteOp op) {
+        int region = source.regionOf(key);
+        int leader = source.leaderOf(region);
+        try (Transport transport = new Transport()) {
+            WriteRequest req = WriteRequest.newBuilder().setRegionId(region)
+                    .setRegionEpoch(source.node(leader).host().region(region).epoch()).addOps(op).build();
+            return transport.<WriteResponse>call(source.node(leader).config().endpoint(), req, 10_000).join();
+        }
     }
 
     private static int openSessions() {

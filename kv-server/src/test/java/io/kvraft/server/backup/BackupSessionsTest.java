@@ -29,6 +29,11 @@ class BackupSessionsTest {
         }
 
         @Override
+        public ScanPage systemPage(byte[] from, ScanPage.Builder page) {
+            return page.build(false);
+        }
+
+        @Override
         public void close() {
             closes.incrementAndGet();
         }

@@ -152,4 +152,52 @@ class LocksTest {
         WriteBatch fresh = WriteBatch.newBuilder().setLeaseClockMs(700).setTermStartMs(650).setLeaderTerm(2).build();
         assertThat(io.kvraft.server.region.TestAccess.clockOf(fresh, 2)).isEqualTo(new Locks.Clock(2, 700, 650));
     }
+
+    // ---- RESTORE_COORD ----------------------------------------------------------------------------
+
+    private static CoordRecord backupWithToken(long token) {
+        return CoordRecord.newBuilder().setLockToken(token).build();
+    }
+
+    @Test
+    void when_aFreeLocksTokenIsRestored_then_theNextHolderGetsATokenAboveTheBackupsAndNoTokenMovesBack() {
+        Sequences.Outcome freed = Locks.release(heldByA(), A, 1, at(200)); // free, last token 1
+
+        CoordRecord restored = Sequences.restore(freed.record(), backupWithToken(30)).record();
+        Sequences.Outcome next = Locks.acquire(restored, B, LEASE, at(300));
+
+        assertThat(restored.getLockToken()).isEqualTo(30);
+        assertThat(restored.getLockHolder()).as("restoring takes no holder").isEmpty();
+        assertThat(next.result().getLock().getToken()).isEqualTo(31);
+        CoordRecord lower = Sequences.restore(next.record(), backupWithToken(5)).record();
+        assertThat(lower).as("an older backup moves nothing back").isEqualTo(next.record());
+        assertThat(Locks.acquire(Sequences.restore(null, backupWithToken(7)).record(), A, LEASE, at(100))
+                .result().getLock().getToken()).as("a key never locked here").isEqualTo(8);
+    }
+
+    @Test
+    void when_aHeldLocksTokenIsRestored_then_theHoldingIsLeftAlone_andTheNextHoldingIsAboveTheBackupsToken() {
+        CoordRecord held = heldByA(); // token 1, expires at 1100
+
+        Sequences.Outcome o = Sequences.restore(held, backupWithToken(50));
+
+        assertThat(o.succeeded()).isTrue();
+        CoordRecord r = o.record();
+        assertThat(r.getLockHolder()).isEqualTo(A);
+        assertThat(r.getLockToken()).as("the holding keeps its token").isEqualTo(1);
+        assertThat(r.getLockExpiresMs()).isEqualTo(held.getLockExpiresMs());
+        assertThat(r.getLockCount()).isEqualTo(1);
+        assertThat(Locks.acquire(r, B, LEASE, at(500)).succeeded()).as("still held").isFalse();
+        Sequences.Outcome renewed = Locks.renew(r, A, 1, LEASE, at(500));
+        assertThat(renewed.succeeded()).as("the holder renews under its own token").isTrue();
+        assertThat(Sequences.restore(renewed.record(), backupWithToken(50)).record()).as("idempotent")
+                .isEqualTo(renewed.record());
+
+        Sequences.Outcome released = Locks.release(renewed.record(), A, 1, at(600));
+        assertThat(released.succeeded()).isTrue();
+        assertThat(released.result().getLock().getToken()).as("a free lock shows the restored token").isEqualTo(50);
+        assertThat(Locks.acquire(released.record(), B, LEASE, at(700)).result().getLock().getToken()).isEqualTo(51);
+        // a holding that ran out without a release: the next holder is above the restored token too
+        assertThat(Locks.acquire(r, B, LEASE, at(1100)).result().getLock().getToken()).isEqualTo(51);
+    }
 }

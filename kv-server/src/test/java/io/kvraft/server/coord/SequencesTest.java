@@ -47,6 +47,36 @@ class SequencesTest {
     }
 
     @Test
+    void when_restoredFromABackup_then_theSequenceContinuesAfterTheBackupsValueButNeverGoesBack() {
+        Sequences.Outcome fresh = Sequences.restore(null, at(500));
+        assertThat(fresh.succeeded()).isTrue();
+        assertThat(Sequences.take(fresh.record(), 10).result().getStart()).isEqualTo(500);
+
+        Sequences.Outcome ahead = Sequences.restore(at(900), at(500));
+        assertThat(ahead.succeeded()).as("the target is past the backup: nothing moves").isFalse();
+        assertThat(ahead.record()).isEqualTo(at(900));
+
+        Sequences.Outcome again = Sequences.restore(fresh.record(), at(500));
+        assertThat(again.succeeded()).as("a retried restore").isFalse();
+        assertThat(again.record()).isEqualTo(fresh.record());
+        assertThat(Sequences.restore(at(7), at(-1)).record()).as("2^63 or more is never taken").isEqualTo(at(7));
+    }
+
+    @Test
+    void when_restoredFromABackup_then_onlyTheSequenceAndTheFencingTokenAreTaken_neverTheBackupsHolding() {
+        CoordRecord backedUp = CoordRecord.newBuilder().setNextSequence(40).setLockToken(12)
+                .setLockHolder(com.google.protobuf.ByteString.copyFromUtf8("old-holder")).setLockCount(2)
+                .setLockLeaseMs(1000).setLockExpiresMs(99_000).setLockTerm(8).setLockRegion(3).setLockUpdatedMs(98_000)
+                .build();
+
+        Sequences.Outcome o = Sequences.restore(at(3), backedUp);
+
+        assertThat(o.succeeded()).isTrue();
+        assertThat(o.record()).isEqualTo(CoordRecord.newBuilder().setNextSequence(40).setLockToken(12).build());
+        assertThat(Sequences.restore(o.record(), backedUp).record()).as("idempotent").isEqualTo(o.record());
+    }
+
+    @Test
     void when_reset_then_theSequenceStartsAtZeroAndTheRecordIsForgotten() {
         Sequences.Outcome o = Sequences.reset(at(9));
         assertThat(o.succeeded()).isTrue();

@@ -440,6 +440,40 @@ abstract class KvStoreContractTest {
     }
 
     @Test
+    void when_aRangeIsCaptured_then_itsSystemRecordsArePagedAsOfTheCapture_apartFromThePairs() throws IOException {
+        KvStore store = newStore();
+        StoreBatch before = new StoreBatch(1);
+        before.put(bytes("a"), bytes("pair-a"));
+        before.putSystem(bytes("a"), bytes("seq-a-1"));
+        before.putSystem(bytes("b"), bytes("lock-b-1"));
+        before.putSystem(bytes("c"), bytes("seq-c-1"));
+        before.putSystem(bytes("x"), bytes("outside")); // past the captured range
+        store.apply(REGION, 1, before);
+
+        RangeCapture capture = store.capture(REGION, new KeyRange(bytes("a"), bytes("d")));
+        StoreBatch later = new StoreBatch(0);
+        later.putSystem(bytes("a"), bytes("seq-a-2"));
+        later.putSystem(bytes("b"), null);
+        later.putSystem(bytes("bb"), bytes("new"));
+        store.apply(REGION, 2, later);
+
+        ScanPage first = capture.systemPage(new byte[0], page(2));
+        ScanPage rest = capture.systemPage(bytes("b\u0000"), page(10)); // from just after "b"
+        ScanPage pairs = capture.page(new byte[0], page(10));
+
+        assertThat(first.keys()).extracting(k -> new String(k, StandardCharsets.UTF_8)).containsExactly("a", "b");
+        assertThat(first.values()).extracting(v -> new String(v, StandardCharsets.UTF_8))
+                .containsExactly("seq-a-1", "lock-b-1");
+        assertThat(first.more()).isTrue();
+        assertThat(rest.keys()).extracting(k -> new String(k, StandardCharsets.UTF_8)).containsExactly("c");
+        assertThat(rest.more()).isFalse();
+        assertThat(pairs.keys()).extracting(k -> new String(k, StandardCharsets.UTF_8)).containsExactly("a");
+        assertThat(store.getSystem(bytes("a"))).isEqualTo(bytes("seq-a-2"));
+        capture.close();
+        assertThatThrownBy(() -> capture.systemPage(new byte[0], page(1))).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
     void when_theStoreClosesWithACaptureOpen_then_itClosesCleanly_andTheCaptureIsClosedWithIt() throws IOException {
         KvStore store = openStore(newDir("store"));
         putRaw(store, "01");
