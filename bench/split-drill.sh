@@ -20,13 +20,14 @@
 #              From the per-second progress lines: errors, median ops/s, the lowest second as a fraction of the
 #              median (issue #20's bar: >= 0.5), the same over the seconds after the last split, and the regions
 #              at the end. Full: 20 s warm-up, 150 s measured, a split every 5 s. --short: 10 s, 60 s, every 3 s.
-#              (Each split is one CLI JVM: on a loaded machine one may take longer than the interval.)
+#              (The splits go through one `kv-client batch` JVM started before the first, so no JVM start competes
+#              with the cluster for these cores in the second a split is measured.)
 #  merge       MemoryDB, 1 region at start split by hand into 16 at even keys before the load; the default benchmark;
 #              after its warm-up adjacent regions are merged by hand (`kv-client merge`, one pair every few seconds,
 #              start to start) until 1 region is left or the run ends; then the rest without load. Figures as
 #              for storm: errors, median ops/s, the lowest second as a fraction of the median, merges under load
 #              and in all, refused ones, regions at the end (must be 1). Full: 20 s warm-up, 150 s measured, a
-#              merge every 5 s. --short: 10 s, 60 s, every 3 s. (Each merge is one CLI JVM, as in storm.)
+#              merge every 5 s. --short: 10 s, 60 s, every 3 s. (Each merge is one CLI JVM.)
 #  throughput  S1's shape (MemoryDB, split.enabled false, the default benchmark, 8 x 512 in flight) against
 #              (a) 24 regions configured at start and (b) 1 region split by hand 23 times at the same keys as the
 #              configured layout (the 2-byte prefixes floor(i * 65536 / 24), i = 1..23), leaders balanced in both;
@@ -319,13 +320,34 @@ phase_storm() {
   done
   sleep "$warmup"
   : >"$out/storm-splits.txt"
+  # one CLI JVM for all splits (kv-client batch), started before the first: a JVM start per split would take
+  # CPU from the cluster on these same cores in the very second the split is measured
+  mkfifo "$out/storm-cli.fifo"
+  java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -jar kv-client/target/kv-client.jar --servers "$servers" batch --status \
+    <"$out/storm-cli.fifo" >"$out/storm-cli.out" 2>"$out/storm-cli.err" &
+  local cli_pid=$!
+  bg_pids+=($cli_pid)
+  exec 7>"$out/storm-cli.fifo"
+  # storm_split REGION: runs `split REGION` in that JVM; prints its output, returns its exit code
+  storm_split() {
+    local before code
+    before=$(grep -c '^# exit' "$out/storm-cli.out" || true)
+    echo "split $1" >&7
+    while [ "$(grep -c '^# exit' "$out/storm-cli.out" || true)" -le "$before" ]; do
+      kill -0 "$cli_pid" 2>/dev/null || { echo "the batch CLI ended: $(tail -2 "$out/storm-cli.err")"; return 1; }
+      sleep 0.05
+    done
+    awk -v n="$before" '/^# exit/ {c++; next} c == n' "$out/storm-cli.out"
+    code=$(grep '^# exit' "$out/storm-cli.out" | tail -1 | awk '{print $3}')
+    [ "$code" = 0 ] || { tail -1 "$out/storm-cli.err"; return 1; }
+  }
   # breadth first: split the region at the queue's head at its middle key, queue both halves at the tail
   local queue=(1) region t_split new
   while kill -0 "$bench_pid" 2>/dev/null && [ "$n" -lt 15 ]; do
     region=${queue[0]}; queue=("${queue[@]:1}")
     t_split=$(now)
     split_at=$(grep -o '^ *[0-9.]*s ' "$out/storm-bench.txt" | tail -1 | tr -d ' s')
-    if new=$(kvc_quick split "$region" 2>&1); then
+    if new=$(storm_split "$region" 2>&1); then
       n=$((n + 1))
       echo "$new" >>"$out/storm-splits.txt"
       echo "split $n of region $region launched at benchmark time $split_at s, done at $(grep -o '^ *[0-9.]*s ' "$out/storm-bench.txt" | tail -1 | tr -d ' s') s" >>"$out/storm-splits.txt"
@@ -337,8 +359,10 @@ phase_storm() {
     fi
     python3 -c "import sys, time; time.sleep(max(0, float(sys.argv[2]) - (time.time() - float(sys.argv[1]))))" "$t_split" "$every"
   done
+  exec 7>&- # the batch CLI reads the end of its input and exits
+  wait "$cli_pid" 2>/dev/null || true
   wait "$bench_pid" || echo "storm: the benchmark exited non-zero: $(grep -i 'error rate\|exceed' "$out/storm-bench.txt" | head -2)"
-  unset 'bg_pids[-1]'
+  unset 'bg_pids[-1]' 'bg_pids[-1]'
   read -r count led per spread _ < <(regions_summary)
   python3 - "$out/storm-bench.txt" "$n" "$count" "$per" "${t_last_split:-0}" "$(grep -c failed "$out/storm-splits.txt" || true)" "$((warmup + duration))" <<'PY'
 import re, statistics, sys

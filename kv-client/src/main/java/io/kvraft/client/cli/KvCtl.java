@@ -29,7 +29,7 @@ import java.util.concurrent.Callable;
                 DataCommands.DeleteRange.class, DataCommands.Cas.class, DataCommands.PutIfAbsent.class, RegionsCommand.class,
                 TransferLeaderCommand.class, SplitCommand.class, MergeCommand.class, RebalanceCommand.class, HealthCommand.class, StatusCommand.class,
                 CoordCommands.Sequence.class, CoordCommands.Lock.class,
-                BackupCommands.BackupCommand.class, BackupCommands.RestoreCommand.class})
+                BackupCommands.BackupCommand.class, BackupCommands.RestoreCommand.class, BatchCommand.class})
 public final class KvCtl {
 
     @Option(names = "--config", paramLabel = "FILE", defaultValue = "conf/client.yaml",
@@ -51,9 +51,19 @@ public final class KvCtl {
         System.exit(run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true)));
     }
 
+    /** Standard input, for {@code batch}. */
+    java.io.InputStream in = System.in;
+
     /** Runs the CLI with the given streams; returns the exit code. */
     public static int run(String[] args, PrintWriter out, PrintWriter err) {
-        CommandLine cl = new CommandLine(new KvCtl());
+        return run(args, System.in, out, err);
+    }
+
+    /** Runs the CLI with the given streams ({@code in} feeds {@code batch}); returns the exit code. */
+    public static int run(String[] args, java.io.InputStream in, PrintWriter out, PrintWriter err) {
+        KvCtl ctl = new KvCtl();
+        ctl.in = in;
+        CommandLine cl = new CommandLine(ctl);
         cl.setOut(out);
         cl.setErr(err);
         cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
@@ -78,6 +88,19 @@ public final class KvCtl {
             return 1;
         });
         return cl.execute(args);
+    }
+
+    /** This CLI's own options as given, for the commands {@code batch} runs. */
+    List<String> globalOptions() {
+        List<String> args = new java.util.ArrayList<>(List.of("--config", config.toString()));
+        if (servers != null && !servers.isEmpty()) {
+            args.add("--servers");
+            args.add(String.join(",", servers));
+        }
+        if (hex) {
+            args.add("--hex");
+        }
+        return args;
     }
 
     /** The config file (its servers replaced by --servers when given), or only --servers when there is no file. */

@@ -15,6 +15,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -108,6 +109,38 @@ class AdminCliTest {
         assertThat(cli("--hex", "put", "00ff01", "cafe").code()).isZero();
         assertThat(cli("--hex", "get", "00ff01")).isEqualTo(new Run(0, "cafe\n", ""));
         assertThat(cli("get", "\u0000\u00ff\u0001").code()).as("the hex key is bytes 00 ff 01, not that text").isEqualTo(1);
+    }
+
+    @Test
+    void when_commandsComeOnStandardInput_then_batchRunsEachWithTheGlobalOptions_andAnswersTheFirstFailure() {
+        String script = """
+                # comments and blank lines are skipped
+
+                put batch-key batch-value
+                  get batch-key
+                get batch-absent
+                batch
+                put 00ee bee5
+                """;
+        List<String> a = new ArrayList<>(List.of("--servers", String.join(",", cluster.endpoints()), "batch", "--status"));
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int code = KvCtl.run(a.toArray(String[]::new), new java.io.ByteArrayInputStream(script.getBytes(StandardCharsets.UTF_8)),
+                new PrintWriter(out, true), new PrintWriter(err, true));
+
+        assertThat(code).as("the first failure: get of an absent key").isEqualTo(1);
+        assertThat(out.toString()).isEqualTo("OK\n# exit 0\nbatch-value\n# exit 0\n# exit 1\n# exit 2\nOK\n# exit 0\n");
+        assertThat(err.toString()).contains("key not found").contains("batch cannot run batch");
+        assertThat(cli("get", "00ee")).as("--hex was not given, so the key is that text").isEqualTo(new Run(0, "bee5\n", ""));
+
+        // --hex applies to every line, and --stop-on-error ends at the first failure
+        a = new ArrayList<>(List.of("--servers", String.join(",", cluster.endpoints()), "--hex", "batch", "--stop-on-error"));
+        code = KvCtl.run(a.toArray(String[]::new), new java.io.ByteArrayInputStream("put 6261746368 01\nget zz\nput 01 02\n"
+                .getBytes(StandardCharsets.UTF_8)), new PrintWriter(out = new StringWriter(), true), new PrintWriter(new StringWriter(), true));
+        assertThat(code).as("zz is not hex").isEqualTo(2);
+        assertThat(out.toString()).as("only the first put ran").isEqualTo("OK\n");
+        assertThat(cli("get", "batch")).as("its key was hex").isEqualTo(new Run(0, "\u0001\n", ""));
+        assertThat(cli("--hex", "get", "01").code()).isEqualTo(1);
     }
 
     @Test
