@@ -275,6 +275,11 @@ final class FakeKvClient implements KvClient {
     }
 
     @Override
+    public CompletableFuture<Void> restoreSystemRecord(byte[] key, io.kvraft.client.proto.KvProto.CoordRecord record) {
+        throw new UnsupportedOperationException("not in the fake");
+    }
+
+    @Override
     public CompletableFuture<Void> deleteRange(byte[] startKey, byte[] endKey) {
         range(startKey, endKey, Integer.MAX_VALUE, false, true).forEach(kv -> map.remove(ByteBuffer.wrap(kv.key())));
         return CompletableFuture.completedFuture(null);

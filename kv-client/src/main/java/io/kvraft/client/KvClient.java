@@ -181,10 +181,7 @@ public interface KvClient extends AutoCloseable {
      * since applying it again changes nothing. Fails with INVALID_ARGUMENT for an empty or oversized key, or a
      * counter of 2^63 or more.
      */
-    default CompletableFuture<Void> restoreSystemRecord(byte[] key, io.kvraft.client.proto.KvProto.CoordRecord record) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
-                "this client cannot restore system records"));
-    }
+    CompletableFuture<Void> restoreSystemRecord(byte[] key, io.kvraft.client.proto.KvProto.CoordRecord record);
 
     /** The cluster's regions as one server sees them now: range, epoch, peers, leader, term, applied index. */
     CompletableFuture<List<RegionInfo>> regions();

@@ -1,16 +1,9 @@
 package io.kvraft.server;
 
-import com.alipay.remoting.Protocol;
-import com.alipay.remoting.ProtocolCode;
-import com.alipay.remoting.ProtocolManager;
-import com.alipay.remoting.rpc.protocol.RpcProtocol;
-import com.alipay.remoting.rpc.protocol.RpcProtocolV2;
+import io.kvraft.server.rpc.BoltExecutors;
 
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.IdentityHashMap;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.ThreadPoolExecutor;
 
 /**
@@ -26,15 +19,10 @@ final class BoltDefaultExecutor implements AutoCloseable {
     private final List<Saved> saved = new ArrayList<>();
 
     private BoltDefaultExecutor(int threads) {
-        Set<ThreadPoolExecutor> seen = Collections.newSetFromMap(new IdentityHashMap<>());
-        for (byte code : new byte[]{RpcProtocol.PROTOCOL_CODE, RpcProtocolV2.PROTOCOL_CODE}) {
-            Protocol p = ProtocolManager.getProtocol(ProtocolCode.fromBytes(code));
-            if (p != null && p.getCommandHandler() != null
-                    && p.getCommandHandler().getDefaultExecutor() instanceof ThreadPoolExecutor t && seen.add(t)) {
-                saved.add(new Saved(t, t.getCorePoolSize(), t.getMaximumPoolSize()));
-                t.setCorePoolSize(threads);
-                t.setMaximumPoolSize(threads);
-            }
+        for (ThreadPoolExecutor t : BoltExecutors.defaults()) {
+            saved.add(new Saved(t, t.getCorePoolSize(), t.getMaximumPoolSize()));
+            t.setCorePoolSize(threads);
+            t.setMaximumPoolSize(threads);
         }
         if (saved.isEmpty()) {
             throw new IllegalStateException("bolt has no default executor registered yet: start a cluster first");

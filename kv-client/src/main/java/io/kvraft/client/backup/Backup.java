@@ -188,41 +188,15 @@ public final class Backup {
             Path tmp = dir.resolve(name + ".tmp");
             BackupFile.Summary summary;
             try (BackupFile.Writer w = new BackupFile.Writer(tmp, capture.regionId(), capture.appliedIndex())) {
-                byte[] from = capture.startKey();
-                while (true) {
-                    RegionCapture.Page page = KvClient.sync(capture.page(from, options.pageSize()));
-                    long bytes = 0;
-                    for (KeyValue kv : page.pairs()) {
-                        w.write(kv.key(), kv.value());
-                        bytes += kv.key().length + kv.value().length;
-                    }
-                    progress.keys.addAndGet(page.pairs().size());
+                copy(capture.startKey(), from -> capture.page(from, options.pageSize()), w::write, (pairs, bytes) -> {
+                    progress.keys.addAndGet(pairs);
                     progress.bytes.addAndGet(bytes);
-                    counted[0] += page.pairs().size();
+                    counted[0] += pairs;
                     counted[1] += bytes;
-                    limiter.acquire(bytes);
-                    if (!page.more() || page.pairs().isEmpty()) {
-                        break;
-                    }
-                    byte[] last = page.pairs().get(page.pairs().size() - 1).key();
-                    from = Arrays.copyOf(last, last.length + 1);
-                }
+                });
                 // then the region's sequences and locks, from the same capture (so as of the same index)
-                from = capture.startKey();
-                while (true) {
-                    RegionCapture.Page page = KvClient.sync(capture.systemPage(from, options.pageSize()));
-                    long bytes = 0;
-                    for (KeyValue kv : page.pairs()) {
-                        w.writeSystem(kv.key(), kv.value());
-                        bytes += kv.key().length + kv.value().length;
-                    }
-                    limiter.acquire(bytes);
-                    if (!page.more() || page.pairs().isEmpty()) {
-                        break;
-                    }
-                    byte[] last = page.pairs().get(page.pairs().size() - 1).key();
-                    from = Arrays.copyOf(last, last.length + 1);
-                }
+                copy(capture.startKey(), from -> capture.systemPage(from, options.pageSize()), w::writeSystem,
+                        (pairs, bytes) -> { });
                 summary = w.finish();
             } catch (RuntimeException | IOException e) {
                 Files.deleteIfExists(tmp);
@@ -233,6 +207,38 @@ public final class Backup {
                     BackupManifest.hex(capture.endKey()), capture.epoch(), capture.appliedIndex(), capture.term(),
                     capture.node(), capture.storeId(), name, summary.keys(), summary.dataBytes(), summary.systemRecords(),
                     summary.fileBytes(), String.format("%08x", summary.crc32c()));
+        }
+    }
+
+    /** Writes one pair (or system record) to the region's file. */
+    @FunctionalInterface
+    private interface PairWriter {
+        void write(byte[] key, byte[] value) throws IOException;
+    }
+
+    /** Told the pairs and bytes of each page copied. */
+    @FunctionalInterface
+    private interface PageDone {
+        void accept(int pairs, long bytes);
+    }
+
+    /** Copies the pages {@code fetch} answers, from {@code from} until the capture has no more, paced to the rate limit. */
+    private void copy(byte[] from, java.util.function.Function<byte[], java.util.concurrent.CompletableFuture<RegionCapture.Page>> fetch,
+                      PairWriter write, PageDone done) throws IOException {
+        while (true) {
+            RegionCapture.Page page = KvClient.sync(fetch.apply(from));
+            long bytes = 0;
+            for (KeyValue kv : page.pairs()) {
+                write.write(kv.key(), kv.value());
+                bytes += kv.key().length + kv.value().length;
+            }
+            done.accept(page.pairs().size(), bytes);
+            limiter.acquire(bytes);
+            if (!page.more() || page.pairs().isEmpty()) {
+                return;
+            }
+            byte[] last = page.pairs().get(page.pairs().size() - 1).key();
+            from = Arrays.copyOf(last, last.length + 1);
         }
     }
 }

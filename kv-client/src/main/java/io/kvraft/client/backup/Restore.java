@@ -110,27 +110,28 @@ public final class Restore {
                 batch.add(new KeyValue(k, v));
                 bytes[0] += k.length + v.length;
                 if (batch.size() >= options.batchKeys()) {
-                    send(new ArrayList<>(batch), bytes[0]);
-                    batch.clear();
-                    bytes[0] = 0;
+                    flush(batch, bytes);
                 }
             }, (k, record) -> {
-                if (!batch.isEmpty()) { // the file's pairs are all read: the region's last batch goes first
-                    send(new ArrayList<>(batch), bytes[0]);
-                    batch.clear();
-                    bytes[0] = 0;
-                }
+                flush(batch, bytes); // the file's pairs are all read: the region's last batch goes first
                 sendSystem(k, record);
             });
-            if (!batch.isEmpty()) {
-                send(batch, bytes[0]);
-            }
+            flush(batch, bytes);
             checkFailure();
             progress.regionsDone.incrementAndGet();
         }
         inflight.acquireUninterruptibly(options.inflight()); // every batch answered
         inflight.release(options.inflight());
         checkFailure();
+    }
+
+    /** Sends the pairs gathered in {@code batch} ({@code bytes[0]} of keys and values), if any, and empties it. */
+    private void flush(List<KeyValue> batch, long[] bytes) throws IOException {
+        if (!batch.isEmpty()) {
+            send(new ArrayList<>(batch), bytes[0]);
+            batch.clear();
+            bytes[0] = 0;
+        }
     }
 
     private void send(List<KeyValue> batch, long bytes) throws IOException {

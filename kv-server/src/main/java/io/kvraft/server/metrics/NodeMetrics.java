@@ -59,20 +59,11 @@ public final class NodeMetrics implements AutoCloseable {
     /**
      * Summed over bolt's default request executors (one per protocol version), which run the Raft RPCs
      * other than AppendEntries (those run on the AppendEntries pool, or on jraft's thread per group and
-     * leader); -1 if bolt has none registered.
+     * leader) and InstallSnapshot (on its own pool); -1 if bolt has none registered.
      */
     private static int boltExecutors(java.util.function.ToIntFunction<ThreadPoolExecutor> f) {
-        java.util.Set<ThreadPoolExecutor> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
-        for (byte code : new byte[]{com.alipay.remoting.rpc.protocol.RpcProtocol.PROTOCOL_CODE,
-                com.alipay.remoting.rpc.protocol.RpcProtocolV2.PROTOCOL_CODE}) {
-            com.alipay.remoting.Protocol p = com.alipay.remoting.ProtocolManager.getProtocol(
-                    com.alipay.remoting.ProtocolCode.fromBytes(code));
-            if (p != null && p.getCommandHandler() != null
-                    && p.getCommandHandler().getDefaultExecutor() instanceof ThreadPoolExecutor t) {
-                seen.add(t);
-            }
-        }
-        return seen.isEmpty() ? -1 : seen.stream().mapToInt(f).sum();
+        java.util.Set<ThreadPoolExecutor> pools = io.kvraft.server.rpc.BoltExecutors.defaults();
+        return pools.isEmpty() ? -1 : pools.stream().mapToInt(f).sum();
     }
 
     /** Registers the node's and every region's gauges and timers. */

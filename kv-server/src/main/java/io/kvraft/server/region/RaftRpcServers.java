@@ -33,19 +33,6 @@ final class RaftRpcServers {
     /** The server, and the AppendEntries pool to stop after it (null with jraft's own AppendEntries threads). */
     record Server(RpcServer rpc, SharedAppendEntriesProcessor appendEntries, ExecutorService installSnapshot,
                   AtomicBoolean stopped) {
-        Server(RpcServer rpc, SharedAppendEntriesProcessor appendEntries, ExecutorService installSnapshot) {
-            this(rpc, appendEntries, installSnapshot, new AtomicBoolean());
-            // bolt adds an accepted connection to the server's connection manager later, on the IO thread: one
-            // accepted just before the stop can be added after it closed the others, and would go on feeding this
-            // stopped node's processors (a peer in the same JVM then retried on it forever); close it when it comes
-            if (rpc instanceof BoltRpcServer bolt) {
-                bolt.getServer().addConnectionEventProcessor(ConnectionEventType.CONNECT, (remote, conn) -> {
-                    if (stopped.get()) {
-                        conn.close();
-                    }
-                });
-            }
-        }
 
         /** Threads of the AppendEntries pool alive now; -1 with jraft's own threads. */
         int appendEntriesThreads() {
@@ -133,9 +120,10 @@ final class RaftRpcServers {
         }
         RpcServer rpc = RpcFactoryHelper.rpcFactory().createRpcServer(endpoint);
         ExecutorService install = installSnapshotPool("raft-" + endpoint.getPort());
+        AtomicBoolean stopped = closeConnectionsAfterStop(rpc);
         if (appendEntriesThreads == 0) {
             registerProcessors(rpc, null, install);
-            return new Server(rpc, null, install);
+            return new Server(rpc, null, install, stopped);
         }
         if (delayMicros > 0) {
             LOG.warn("every AppendEntries received waits {} us before it is handled (-D{}): for measurements only",
@@ -148,7 +136,25 @@ final class RaftRpcServers {
         SharedAppendEntriesProcessor appendEntries = new SharedAppendEntriesProcessor(appendEntriesThreads,
                 delayMicros, "raft-" + endpoint.getPort());
         registerProcessors(rpc, appendEntries, install);
-        return new Server(rpc, appendEntries, install);
+        return new Server(rpc, appendEntries, install, stopped);
+    }
+
+    /**
+     * bolt adds an accepted connection to the server's connection manager later, on the IO thread: one accepted just
+     * before the stop can be added after the stop closed the others, and would go on feeding this stopped node's
+     * processors (a peer in the same JVM then retried on it forever). Such a connection is closed when it comes, once
+     * the returned flag is set.
+     */
+    private static AtomicBoolean closeConnectionsAfterStop(RpcServer rpc) {
+        AtomicBoolean stopped = new AtomicBoolean();
+        if (rpc instanceof BoltRpcServer bolt) {
+            bolt.getServer().addConnectionEventProcessor(ConnectionEventType.CONNECT, (remote, conn) -> {
+                if (stopped.get()) {
+                    conn.close();
+                }
+            });
+        }
+        return stopped;
     }
 
     /**
