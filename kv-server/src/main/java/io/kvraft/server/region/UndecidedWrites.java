@@ -149,14 +149,30 @@ final class UndecidedWrites {
         return false;
     }
 
-    /** Keeps the results of an entry this node proposed, applied before its failed closure came to wait for it. */
+    /**
+     * Hands the results of an entry this node proposed to its failed closure, or keeps them until it comes to wait.
+     * The closure may have come since {@link #adopt} looked for it, before the entry applied: one lock decides between
+     * the two, so results and closure never wait apart (the closure would be called lost by a later term's entry, and
+     * the client would write again what was applied).
+     */
     void appliedEarly(long term, long proposalId, Early results) {
+        Key key = new Key(term, proposalId);
+        Waiting parked;
         synchronized (this) {
-            if (early.size() >= MAX_EARLY) {
-                early.clear();
-                uncertainThrough = Math.max(uncertainThrough, term);
+            parked = waiting.remove(key);
+            if (parked != null) {
+                any = !waiting.isEmpty();
+            } else {
+                if (early.size() >= MAX_EARLY) {
+                    early.clear();
+                    uncertainThrough = Math.max(uncertainThrough, term);
+                }
+                early.put(key, results);
             }
-            early.put(new Key(term, proposalId), results);
+        }
+        if (parked != null) {
+            parked.expiry().cancel(false);
+            parked.closure().applied(results);
         }
     }
 

@@ -96,6 +96,30 @@ class UndecidedWritesTest {
         assertThat(a.error).isNull();
     }
 
+    /**
+     * The state machine looks for a waiting closure before it applies an entry and keeps the results after; a failed
+     * closure that comes to wait in between must still get them. Before, it waited beside its own results until a
+     * later term's entry answered it NOT_LEADER, and the client wrote again what had been applied (a nemesis run saw a
+     * range delete applied twice, after a put it had preceded).
+     */
+    @Test
+    void when_theClosureComesWhileItsEntryApplies_then_itGetsTheResultsAndNeverNotApplied() {
+        UndecidedWrites u = writes(60_000);
+        u.leading(5);
+        assertThat(u.adopt(5, 11)).as("the entry starts to apply: no closure waits yet").isNull();
+        Answer a = new Answer();
+        u.park(a, 5, 11);
+        UndecidedWrites.Early kept = results();
+        u.appliedEarly(5, 11, kept);
+        assertThat(a.applied).isSameAs(kept);
+        u.adopt(6, 1);
+        assertThat(a.error).as("a later term's entry must not call it lost").isNull();
+        assertThat(a.answers).isEqualTo(1);
+        Answer other = new Answer();
+        u.park(other, 5, 11);
+        assertThat(other.applied).as("the results were handed over once").isNull();
+    }
+
     @Test
     void when_theClosureComesAfterALaterTermAppliedWithoutIt_then_itIsAnsweredNotApplied() {
         UndecidedWrites u = writes(60_000);
