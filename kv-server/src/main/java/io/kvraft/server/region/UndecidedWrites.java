@@ -171,6 +171,8 @@ final class UndecidedWrites {
             }
         }
         if (parked != null) {
+            LOG.info("region {}: a write of term {} came to wait while its entry applied; it gets the entry's results",
+                    regionId, term);
             parked.expiry().cancel(false);
             parked.closure().applied(results);
         }
