@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# #24's idle figures: three server JVMs (default 24 regions, MemoryDB) started and left alone; the CPU the three use
+# (utime + stime from /proc/PID/stat, so other tenants of the host do not count) in 20 s windows ending 1, 3, 5 and
+# 10 minutes after launch, and each node's RSS at the end of each window. The bar: at most 0.05 cores for the three
+# from one minute after start on, and RSS flat once started.
+# Usage: bench/idle-cost.sh [--engine memory|rocksdb] [--regions N] [--minutes 1,3,5,10]
+# Prints one line per window and a last line with the bar's verdict; exits 0 either way (it measures, CI does not
+# judge speed). Written by hand: glue between our jars and /proc, nothing a library does.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+engine=memory
+regions=24
+minutes=1,3,5,10
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --engine) engine=$2; shift 2 ;;
+    --regions) regions=$2; shift 2 ;;
+    --minutes) minutes=$2; shift 2 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+[[ "$engine" == memory || "$engine" == rocksdb ]] || { echo "--engine must be memory or rocksdb, not '$engine'" >&2; exit 2; }
+[[ "$regions" =~ ^[1-9][0-9]*$ ]] || { echo "--regions must be a positive number, not '$regions'" >&2; exit 2; }
+[[ "$minutes" =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "--minutes must be a comma-separated list of whole minutes, not '$minutes'" >&2; exit 2; }
+[ -f kv-server/target/kv-server.jar ] || mvn -q -B -DskipTests package
+
+# shellcheck source=lib/local-cluster.sh
+. bench/lib/local-cluster.sh
+trap kv_cluster_cleanup EXIT
+
+hz=$(getconf CLK_TCK)
+ticks() { local p t=0; for p in "${pids[@]}"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$t"; }
+rss() { local p out=(); for p in "${pids[@]}"; do out+=("$(awk '/^VmRSS/ {printf "%d", $2 / 1024}' "/proc/$p/status")"); done; echo "${out[*]}"; }
+
+kv_cluster_init "$engine" "$regions"
+launch=$(date +%s.%N)
+kv_cluster_start
+kv_cluster_await_health
+echo "idle: $engine, $regions regions, healthy $(python3 -c "import time; print(f'{time.time() - $launch:.1f}')") s after launch; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+
+worst=0
+for m in ${minutes//,/ }; do
+  end=$(python3 -c "print($launch + $m * 60)")
+  begin=$(python3 -c "print($end - 20)")
+  wait_s=$(python3 -c "import time; print(max(0.0, $begin - time.time()))")
+  sleep "$wait_s"
+  c0=$(ticks); t0=$(date +%s.%N)
+  sleep 20
+  c1=$(ticks); t1=$(date +%s.%N)
+  line=$(python3 -c "
+c = ($c1 - $c0) / $hz / ($t1 - $t0)
+print(f'{c:.3f}')")
+  echo "idle: ${m} min after launch: $line cores for the 3 nodes over 20 s; RSS $(rss) MiB; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  worst=$(python3 -c "print(max($worst, $line))")
+done
+python3 -c "
+w = $worst
+print(f'idle: highest {w:.3f} cores; bar at most 0.050: ' + ('met' if w <= 0.05 else 'not met'))"
