@@ -18,10 +18,12 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.function.Function;
 
 /**
  * An online backup into a new directory: every region captured on its leader at one applied index (see
@@ -223,8 +225,8 @@ public final class Backup {
     }
 
     /** Copies the pages {@code fetch} answers, from {@code from} until the capture has no more, paced to the rate limit. */
-    private void copy(byte[] from, java.util.function.Function<byte[], java.util.concurrent.CompletableFuture<RegionCapture.Page>> fetch,
-                      PairWriter write, PageDone done) throws IOException {
+    private void copy(byte[] from, Function<byte[], CompletableFuture<RegionCapture.Page>> fetch, PairWriter write,
+                      PageDone done) throws IOException {
         while (true) {
             RegionCapture.Page page = KvClient.sync(fetch.apply(from));
             long bytes = 0;
