@@ -55,6 +55,12 @@ public final class Region {
     private final Coalescer<WriteProposal> proposer;
     /** Writes whose leader stepped down before their entry committed, waiting for its fate in the log. */
     private final UndecidedWrites undecided;
+    /** Requests held here while this replica knows no leader (see {@link #awaitLeader}). */
+    private final LeaderWaits leaderWaits;
+    /** The longest a request is held for the region's leader; the client's own pause after NO_LEADER is 10-100 ms. */
+    static final long LEADER_WAIT_MS = 150;
+    /** The most requests held per region; more are answered NO_LEADER at once. */
+    static final int LEADER_WAIT_CAPACITY = 16_384;
     /** Names this node's entries within a term it leads (see {@link UndecidedWrites}). */
     private final AtomicLong proposalIds = new AtomicLong();
     /** Write ops this node applied as the region's leader, and keys read and scan pages it served: the node's counts are their sums. */
@@ -140,6 +146,7 @@ public final class Region {
         this.service = new RaftGroupService(groupId(id), self, options, rpcServer, true);
         this.proposer = new Coalescer<>(raft.maxProposalsInflight(), raft.maxRequestsPerEntry(), 64 << 20,
                 Integer.MAX_VALUE, WriteProposal::bytes, this::propose);
+        this.leaderWaits = new LeaderWaits(id, timer, LEADER_WAIT_MS, LEADER_WAIT_CAPACITY, System::nanoTime);
         this.undecided = new UndecidedWrites(id, timer, raft.electionTimeoutMs(),
                 () -> errorOf(new Status(RaftError.EPERM, "the leader stepped down before the write's entry committed;"
                         + " nothing of it was written")),
@@ -157,12 +164,30 @@ public final class Region {
             throw new IllegalStateException("region " + id + ": raft group failed to start");
         }
         Node started = node;
+        started.addReplicatorStateListener(new com.alipay.sofa.jraft.core.Replicator.ReplicatorStateListener() {
+            // jraft makes a leader's replicators when it becomes leader, before its first entry commits (and
+            // onLeaderStart): the start-up election timeout ends here, so that a new leader whose followers answer
+            // slowly under load does not step down on that short timeout's lease, then wait out the long one
+            @Override
+            public void onCreated(PeerId peer) {
+                leaderKnownOnce();
+            }
+
+            @Override
+            public void onError(PeerId peer, Status status) {
+            }
+
+            @Override
+            public void onDestroyed(PeerId peer) {
+            }
+        });
         started.addReplicatorStateListener(new ReplicatorLoopBreaker(id,
                 () -> started.snapshot(st -> ReplicatorLoopBreaker.snapshotDone(id, st)),
                 () -> System.nanoTime() / 1_000_000));
     }
 
     void shutdown() {
+        leaderWaits.close();
         service.shutdown();
         undecided.giveUp("the region stopped on this node");
     }
@@ -615,9 +640,29 @@ public final class Region {
     }
 
     void onLeadershipChange() {
+        leaderKnownOnce();
+        leaderWaits.release();
+    }
+
+    private void leaderKnownOnce() {
         if (startupTimeoutCleared.compareAndSet(false, true)) {
             onLeaderKnown.run();
         }
+    }
+
+    /**
+     * Holds a request that found this replica without a known leader until it knows one (it leads, or follows a leader
+     * it can name) or {@link #LEADER_WAIT_MS} passed; {@code retry} then runs once, on another thread, and answers it.
+     * False when nothing was held (too many wait already, or the region stops): answer at once then.
+     */
+    public boolean awaitLeader(Runnable retry) {
+        if (!leaderWaits.hold(retry)) {
+            return false;
+        }
+        if (isLeader() || !leaderHint().isEmpty()) {
+            leaderWaits.release(); // a leader became known between the caller's check and the hold
+        }
+        return true;
     }
 
     public RegionInfo info(List<String> peers) {

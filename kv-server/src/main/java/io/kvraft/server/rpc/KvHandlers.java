@@ -326,7 +326,11 @@ public final class KvHandlers {
                 default -> { }
             }
         }
-        Consumer<WriteResponse> reply = writeReply(ctx, puts, deletes, cas);
+        write(req, returnsValues, writeReply(ctx, puts, deletes, cas), true);
+    }
+
+    /** @param mayWait a request that finds no leader here may wait for one (once: a retry passes false) */
+    private void write(WriteRequest req, boolean returnsValues, Consumer<WriteResponse> reply, boolean mayWait) {
         Region region = host.region(req.getRegionId());
         Error error = checkRegion(region, req.getRegionId(), req.getRegionEpoch());
         int bytes = 0;
@@ -347,6 +351,9 @@ public final class KvHandlers {
             error = checkLeader(region);
         }
         if (error != null) {
+            if (mayWait && waitsForLeader(region, error, () -> write(req, returnsValues, reply, false))) {
+                return;
+            }
             reply.accept(WriteResponse.newBuilder().setError(error).build());
             return;
         }
@@ -354,7 +361,10 @@ public final class KvHandlers {
     }
 
     private void read(RpcContext ctx, ReadRequest req) {
-        Consumer<ReadResponse> reply = readReply(ctx, req.getKeysCount());
+        read(req, readReply(ctx, req.getKeysCount()), true);
+    }
+
+    private void read(ReadRequest req, Consumer<ReadResponse> reply, boolean mayWait) {
         Region region = host.region(req.getRegionId());
         Error error = checkRegion(region, req.getRegionId(), req.getRegionEpoch());
         if (error == null && req.getKeysCount() == 0) {
@@ -370,6 +380,9 @@ public final class KvHandlers {
             error = checkReadMode(region, req.getMode());
         }
         if (error != null) {
+            if (mayWait && waitsForLeader(region, error, () -> read(req, reply, false))) {
+                return;
+            }
             reply.accept(ReadResponse.newBuilder().setError(error).build());
             return;
         }
@@ -377,7 +390,10 @@ public final class KvHandlers {
     }
 
     private void scan(RpcContext ctx, ScanRequest req) {
-        Consumer<ScanResponse> reply = scanReply(ctx);
+        scan(req, scanReply(ctx), true);
+    }
+
+    private void scan(ScanRequest req, Consumer<ScanResponse> reply, boolean mayWait) {
         Region region = host.region(req.getRegionId());
         Error error = checkRegion(region, req.getRegionId(), req.getRegionEpoch());
         KeyRange range = new KeyRange(req.getStartKey().toByteArray(), req.getEndKey().toByteArray());
@@ -392,6 +408,9 @@ public final class KvHandlers {
             error = req.getLocks() ? checkLeader(region) : checkReadMode(region, req.getMode());
         }
         if (error != null) {
+            if (mayWait && waitsForLeader(region, error, () -> scan(req, reply, false))) {
+                return;
+            }
             reply.accept(ScanResponse.newBuilder().setError(error).build());
             return;
         }
@@ -633,6 +652,14 @@ public final class KvHandlers {
             case FOLLOWER, STALE -> null;
             default -> Responses.error(ErrorCode.INVALID_ARGUMENT, "unknown read mode " + mode);
         };
+    }
+
+    /**
+     * Holds a request that found its region here with no known leader (NO_LEADER: an election, such as a new region's
+     * first after a split) until this replica knows one; {@code retry} answers it then. False: answer now.
+     */
+    private static boolean waitsForLeader(Region region, Error error, Runnable retry) {
+        return error.getCode() == ErrorCode.NO_LEADER && region != null && region.awaitLeader(retry);
     }
 
     private static Error checkLeader(Region region) {
