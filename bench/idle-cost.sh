@@ -3,7 +3,8 @@
 # (utime + stime from /proc/PID/stat, so other tenants of the host do not count) in 20 s windows ending 1, 3, 5 and
 # 10 minutes after launch, and each node's RSS at the end of each window. The bar: at most 0.05 cores for the three
 # from one minute after start on, and RSS flat once started.
-# Usage: bench/idle-cost.sh [--engine memory|rocksdb] [--regions N] [--minutes 1,3,5,10]
+# Usage: bench/idle-cost.sh [--engine memory|rocksdb] [--regions N] [--minutes 1,3,5,10] [--server-jvm-arg ARG]...
+#   --server-jvm-arg  an extra JVM argument for the three servers (repeatable; none by default: the JVM's defaults)
 # Prints one line per window and a last line with the bar's verdict; exits 0 either way (it measures, CI does not
 # judge speed). Written by hand: glue between our jars and /proc, nothing a library does.
 set -euo pipefail
@@ -11,12 +12,15 @@ cd "$(dirname "$0")/.."
 engine=memory
 regions=24
 minutes=1,3,5,10
+jvm_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --engine) engine=$2; shift 2 ;;
     --regions) regions=$2; shift 2 ;;
     --minutes) minutes=$2; shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    --server-jvm-arg) jvm_args+=("$2"); shift 2 ;;
+    --server-jvm-arg=*) jvm_args+=("${1#*=}"); shift ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -35,9 +39,9 @@ rss() { local p out=(); for p in "${pids[@]}"; do out+=("$(awk '/^VmRSS/ {printf
 
 kv_cluster_init "$engine" "$regions"
 launch=$(date +%s.%N)
-kv_cluster_start
+kv_cluster_start ${jvm_args[@]+"${jvm_args[@]}"}
 kv_cluster_await_health
-echo "idle: $engine, $regions regions, healthy $(python3 -c "import time; print(f'{time.time() - $launch:.1f}')") s after launch; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "idle: $engine, $regions regions, server JVM arguments: ${jvm_args[*]:-(none)}, healthy $(python3 -c "import time; print(f'{time.time() - $launch:.1f}')") s after launch; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 worst=0
 for m in ${minutes//,/ }; do
