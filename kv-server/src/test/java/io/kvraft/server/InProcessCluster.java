@@ -109,6 +109,11 @@ public final class InProcessCluster implements AutoCloseable {
         }
     }
 
+    /** Node {@code i}'s data directory (its YAML's dataDir). */
+    public Path dataDir(int i) {
+        return Path.of(configs.get(i).dataDir());
+    }
+
     public KvServer node(int i) {
         return servers[i];
     }

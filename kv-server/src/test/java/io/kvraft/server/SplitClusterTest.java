@@ -94,6 +94,43 @@ class SplitClusterTest {
         }
     }
 
+    /**
+     * A split's new group is made off the parent's apply, after the split is recorded: a node that stops in between
+     * lists the new region with no group files. It makes the group at its restart from its store (the data of the
+     * new range at the split, which nothing wrote since) and takes the writes made meanwhile.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memory", "rocksdb"})
+    void when_aNodeStopsBeforeItMadeASplitOffRegionsGroup_then_itMakesItFromItsStoreAtRestartAndHasEveryWrite(
+            String engine) throws Exception {
+        try (InProcessCluster cluster = start(dir, engine, MANUAL)) {
+            KvClient client = cluster.client();
+            putAll(client, 1000, 0);
+            int child = sync(client.split(1, key(500))).get(1).getId();
+            awaitSameRegionMaps(cluster, 2);
+            cluster.stopNode(2);
+            // as if it had stopped before making the group: listed in its catalog, no files of the group
+            java.nio.file.Path groupDir = cluster.dataDir(2).resolve("raft").resolve("region-" + child);
+            assertThat(groupDir).isDirectory();
+            try (java.util.stream.Stream<java.nio.file.Path> walk = java.nio.file.Files.walk(groupDir)) {
+                for (java.nio.file.Path p : (Iterable<java.nio.file.Path>) walk.sorted(java.util.Comparator.reverseOrder())::iterator) {
+                    java.nio.file.Files.delete(p);
+                }
+            }
+            putAll(client, 1000, 1); // the two live nodes are a majority of both regions
+            cluster.startNode(2);
+            assertThat(cluster.node(2).host().catalog().get(child)).isNotNull();
+            awaitSameRegionMaps(cluster, 2);
+            await().atMost(60, SECONDS).untilAsserted(() -> {
+                for (int i = 0; i < 1000; i++) {
+                    assertThat(cluster.node(2).store().get(key(i))).as("key %d on the restarted node", i)
+                            .isEqualTo(value(i, 1));
+                }
+            });
+            assertThat(groupDir.resolve("snapshot")).isDirectory();
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"memory", "rocksdb"})
     void when_aNodeIsDownDuringASplitAndCatchesUpFromASnapshot_then_itEndsWithTheSameRegionsAndData(String engine)

@@ -209,6 +209,19 @@ final class RaftDirs {
     }
 
     /** null when the latest local snapshot (if any) is usable, else what is wrong with it. */
+    /** Whether {@code snapshotRoot} holds a snapshot jraft finished (it renames one into place when it is whole). */
+    static boolean hasSnapshot(Path snapshotRoot) {
+        if (!Files.isDirectory(snapshotRoot)) {
+            return false;
+        }
+        try (Stream<Path> entries = Files.list(snapshotRoot)) {
+            return entries.anyMatch(p -> p.getFileName().toString().startsWith(Snapshot.JRAFT_SNAPSHOT_PREFIX)
+                    && Files.isDirectory(p));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot list " + snapshotRoot, e);
+        }
+    }
+
     static String snapshotProblem(KeyRange range, Path snapshotRoot, String engine) {
         if (!Files.exists(snapshotRoot)) {
             return null;

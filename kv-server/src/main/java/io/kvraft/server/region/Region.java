@@ -87,11 +87,18 @@ public final class Region {
     interface Splits {
         /**
          * Called on the parent's state machine thread when it applies a split at {@code index} (also on replay):
-         * makes sure the child's Raft group exists on this node (bootstrapped from the store's data of its range
-         * at this index, which no one writes meanwhile) and is listed in the node's catalog. Returns when both
-         * are durable.
+         * makes sure the child is listed in the node's catalog; returns when that is durable. Its Raft group is
+         * bootstrapped later, off this thread, when it starts ({@link #startChild}): from the store's data of its
+         * range, which no one writes until the child runs, so it is the data at this index then as now.
          */
         void prepareChild(Region parent, RegionState child, long index);
+
+        /**
+         * Whether a region split off {@code parentId} is listed on this node and its group not bootstrapped yet. The
+         * parent takes no snapshot meanwhile: one past the split would no longer hold the child's data, and with a
+         * store that keeps nothing over a restart the child's bootstrap would then find its range empty.
+         */
+        boolean childBootstrapPending(int parentId);
 
         /**
          * Called while a snapshot of the parent taken after the split of {@code child} loads (this replica missed the
@@ -247,6 +254,12 @@ public final class Region {
     public boolean isLeader() {
         Node n = node;
         return n != null && n.isLeader(false); // no lock: called on the I/O thread for every request
+    }
+
+    /** Whether this replica is the leader handing its leadership over to another (jraft's TRANSFERRING state). */
+    public boolean transferring() {
+        Node n = node;
+        return n != null && n.getNodeState() == com.alipay.sofa.jraft.core.State.STATE_TRANSFERRING;
     }
 
     /** This replica's jraft state, term and leader, for error details: "FOLLOWER, term 5, leader 10.0.0.2:8181". */
@@ -659,7 +672,7 @@ public final class Region {
         if (!leaderWaits.hold(retry)) {
             return false;
         }
-        if (isLeader() || !leaderHint().isEmpty()) {
+        if (isLeader() || !transferring() && !leaderHint().isEmpty()) {
             leaderWaits.release(); // a leader became known between the caller's check and the hold
         }
         return true;

@@ -374,9 +374,9 @@ final class RegionStateMachine extends StateMachineAdapter {
 
     /**
      * Applies a SPLIT at {@code index}: when the region is at the split's epoch and the key lies strictly inside
-     * it, the region keeps [start, key) and a new region takes [key, end), both at epoch + 1. The child's Raft
-     * group is made durable first (bootstrapped from the store's data at this index, listed in the node's
-     * catalog), then both states are recorded with the index in one store write, then the child starts.
+     * it, the region keeps [start, key) and a new region takes [key, end), both at epoch + 1. The child is listed
+     * in the node's catalog first (durably), then both states are recorded with the index in one store write, then
+     * the child's group is bootstrapped and started off this thread (the parent's apply does not wait for it).
      */
     private void applySplit(WriteOp op, long index, SplitClosure closure) {
         RegionState current = region.state();
@@ -598,6 +598,12 @@ final class RegionStateMachine extends StateMachineAdapter {
                     region.id(), storeIndex, replayedTo);
             done.run(new Status(RaftError.EBUSY, "region %d: store at index %d is ahead of the replay at %d",
                     region.id(), storeIndex, replayedTo));
+            return;
+        }
+        if (region.splits().childBootstrapPending(region.id())) {
+            LOG.info("region {}: snapshot skipped, a region split off it has not made its group on this node yet",
+                    region.id());
+            done.run(new Status(RaftError.EBUSY, "region %d: a region split off it is not bootstrapped yet", region.id()));
             return;
         }
         try {
