@@ -14,10 +14,13 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.function.UnaryOperator;
+import java.util.stream.Stream;
 
 import static io.kvraft.client.KvClient.sync;
 import static io.kvraft.server.RegionChanges.assertAll;
@@ -110,11 +113,11 @@ class SplitClusterTest {
             awaitSameRegionMaps(cluster, 2);
             cluster.stopNode(2);
             // as if it had stopped before making the group: listed in its catalog, no files of the group
-            java.nio.file.Path groupDir = cluster.dataDir(2).resolve("raft").resolve("region-" + child);
+            Path groupDir = cluster.dataDir(2).resolve("raft").resolve("region-" + child);
             assertThat(groupDir).isDirectory();
-            try (java.util.stream.Stream<java.nio.file.Path> walk = java.nio.file.Files.walk(groupDir)) {
-                for (java.nio.file.Path p : (Iterable<java.nio.file.Path>) walk.sorted(java.util.Comparator.reverseOrder())::iterator) {
-                    java.nio.file.Files.delete(p);
+            try (Stream<Path> walk = Files.walk(groupDir)) {
+                for (Path p : (Iterable<Path>) walk.sorted(Comparator.reverseOrder())::iterator) {
+                    Files.delete(p);
                 }
             }
             putAll(client, 1000, 1); // the two live nodes are a majority of both regions
