@@ -208,7 +208,6 @@ final class RaftDirs {
         return parser.parseFrom(buf);
     }
 
-    /** null when the latest local snapshot (if any) is usable, else what is wrong with it. */
     /** Whether {@code snapshotRoot} holds a snapshot jraft finished (it renames one into place when it is whole). */
     static boolean hasSnapshot(Path snapshotRoot) {
         if (!Files.isDirectory(snapshotRoot)) {
@@ -222,6 +221,7 @@ final class RaftDirs {
         }
     }
 
+    /** null when the latest local snapshot (if any) is usable, else what is wrong with it. */
     static String snapshotProblem(KeyRange range, Path snapshotRoot, String engine) {
         if (!Files.exists(snapshotRoot)) {
             return null;

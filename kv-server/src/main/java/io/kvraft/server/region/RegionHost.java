@@ -88,8 +88,6 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
      * takes no snapshot meanwhile ({@link #childBootstrapPending}).
      */
     private final Map<Integer, Integer> bootstrapPending = new java.util.concurrent.ConcurrentHashMap<>();
-    /** New regions whose group this process bootstrapped from its store and has not started yet. */
-    private final java.util.Set<Integer> madeHere = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private volatile boolean started;
     private volatile boolean closed;
 
@@ -117,7 +115,7 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         try {
             for (RegionCatalog.Entry e : catalog.entries()) {
                 if (e.parent() == 0) {
-                    Region region = create(e);
+                    Region region = create(e, false);
                     regions.put(region.id(), region);
                 } else if (!e.empty() && !bootstrapped(e)) {
                     bootstrapPending.put(e.id(), e.parent()); // split before a restart that came before its bootstrap
@@ -144,7 +142,7 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
     }
 
     /** Makes the (not yet started) region of a catalog entry: its directory checked, its options, its state machine. */
-    private Region create(RegionCatalog.Entry entry) {
+    private Region create(RegionCatalog.Entry entry, boolean madeNow) {
         int regionId = entry.id();
         Path regionDir = regionDir(regionId);
         try {
@@ -157,12 +155,13 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         // snapshot back took up to 0.2 s under load, while every request to the new region's keys waited.
         // The others: before the fsm reads the store; with the region's range as the store last recorded it (splits
         // narrow it: clearing the range it started with would clear the regions split off it since).
-        if (!madeHere.remove(regionId)) {
+        if (!madeNow) {
             RaftDirs.checkBeforeStart(regionId, entry.range(), currentRange(entry), regionDir, store, peers.size(), dropLog);
         }
         NodeOptions options = RaftOptionsFactory.nodeOptions(config, peerIds, regionDir, regionId, sharedLog);
         Region parent = entry.parent() == 0 ? null : regions.get(entry.parent());
-        boolean ledParent = campaignFirst.remove(regionId) || parent != null && parent.isLeader();
+        boolean ledParent = campaignsFirst(entry, parent);
+        campaignFirst.remove(regionId);
         if (!entry.empty() && ledParent) {
             // this node leads the parent: its replica of the new region campaigns first and wins (the logs are
             // alike), so the new region is led within a fraction of a second, not after a start-up timeout
@@ -315,7 +314,6 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while bootstrapping region " + entry.id());
         }
-        madeHere.add(entry.id());
         LOG.info("region {}: its group was made from region {}'s split at index {} in {} ms", entry.id(), entry.parent(),
                 entry.createdAt(), (System.nanoTime() - began) / 1_000_000);
     }
@@ -362,12 +360,13 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
             return;
         }
         long began = System.nanoTime();
-        if (entry.parent() != 0 && !entry.empty() && !bootstrapped(entry)) {
+        boolean madeNow = entry.parent() != 0 && !entry.empty() && !bootstrapped(entry);
+        if (madeNow) {
             bootstrap(entry);
         }
         bootstrapPending.remove(id);
-        String campaigner = madeHere.contains(id) ? firstCampaigner(entry) : null; // create() takes it from madeHere
-        Region region = create(entry);
+        String campaigner = madeNow ? firstCampaigner(entry) : null;
+        Region region = create(entry, madeNow);
         startRegion(region);
         regions.put(id, region);
         if (campaigner != null) {
@@ -380,13 +379,18 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         }
     }
 
+    /** Whether this node's replica of a region split off {@code parent} is the one that campaigns first. */
+    private boolean campaignsFirst(RegionCatalog.Entry entry, Region parent) {
+        return campaignFirst.contains(entry.id()) || parent != null && parent.isLeader();
+    }
+
     /**
      * For a new region made here from a split: the node whose replica campaigns first (the parent's leader), when that
      * is another node; else null.
      */
     private String firstCampaigner(RegionCatalog.Entry entry) {
         Region parent = entry.parent() == 0 ? null : regions.get(entry.parent());
-        if (entry.empty() || parent == null || campaignFirst.contains(entry.id()) || parent.isLeader()) {
+        if (entry.empty() || parent == null || campaignsFirst(entry, parent)) {
             return null;
         }
         String leader = parent.leaderHint();
@@ -549,12 +553,15 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
             if (e == null || regions.containsKey(id)) {
                 continue;
             }
-            KeyRange range = e.range();
-            out.add(io.kvraft.client.proto.KvProto.RegionInfo.newBuilder().setId(id)
-                    .setStartKey(ByteString.copyFrom(range.start())).setEndKey(ByteString.copyFrom(range.end()))
-                    .setEpoch(e.epoch()).addAllPeers(peers).setRole("STARTING").setAppliedIndex(e.createdAt()).build());
+            out.add(startingInfo(stateOf(e)));
         }
         return out;
+    }
+
+    /** A region whose group does not run here yet, as a route lists it: role STARTING, no leader. */
+    public io.kvraft.client.proto.KvProto.RegionInfo startingInfo(RegionState state) {
+        return io.kvraft.client.proto.KvProto.RegionInfo.newBuilder().setId(state.getId()).setStartKey(state.getStartKey())
+                .setEndKey(state.getEndKey()).setEpoch(state.getEpoch()).addAllPeers(peers).setRole("STARTING").build();
     }
 
     public List<String> peers() {

@@ -2,8 +2,6 @@ package io.kvraft.server.region;
 
 import com.google.protobuf.ByteString;
 import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.client.proto.KvProto.RegionState;
 import io.kvraft.client.proto.KvProto.SplitResponse;
 import io.kvraft.server.config.ServerConfig.SplitConfig;
 import io.kvraft.server.rpc.Responses;
@@ -130,16 +128,11 @@ public final class Splitter implements Runnable {
                                     + " " + region.range() + "); nothing was split")).build());
                 } else {
                     answer.complete(SplitResponse.newBuilder().setLeft(region.info(host.peers()))
-                            .setRight(info(right)).build());
+                            .setRight(host.startingInfo(right)).build());
                 }
             });
         });
         return answer;
-    }
-
-    private RegionInfo info(RegionState state) {
-        return RegionInfo.newBuilder().setId(state.getId()).setStartKey(state.getStartKey()).setEndKey(state.getEndKey())
-                .setEpoch(state.getEpoch()).addAllPeers(host.peers()).setRole("STARTING").build();
     }
 
     private static CompletableFuture<SplitResponse> error(ErrorCode code, String hint, String detail) {
