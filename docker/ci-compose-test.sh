@@ -130,7 +130,9 @@ out=$("${DC[@]}" run --rm kvctl backup verify /backups/ci 2>&1) || { echo "$out"
 grep -Eq '^backup /backups/ci OK: [1-9][0-9]* regions, [1-9][0-9,]* keys' <<<"$out" || { echo "$out"; log "FAILED: backup verify says otherwise"; exit 1; }
 log "$(grep '^backup ' <<<"$out" | tail -1)"
 "${DC[@]}" run --rm -T --entrypoint tar kvctl -C /backups -cf - ci >"$W/ci.tar" || { log "FAILED: tar off the volume"; exit 1; }
-tar -tf "$W/ci.tar" | grep -q 'ci/manifest.json' || { log "FAILED: the tar off the volume has no manifest.json"; exit 1; }
+# the listing is read whole first: with pipefail, `tar | grep -q` fails when grep quits early and tar gets SIGPIPE
+listing=$(tar -tf "$W/ci.tar") || { log "FAILED: the tar off the volume does not list"; exit 1; }
+grep -qx 'ci/manifest.json' <<<"$listing" || { log "FAILED: the tar off the volume has no manifest.json"; exit 1; }
 
 size=$($DOCKER image inspect "$KV_IMAGE" --format '{{.Size}}')
 log "OK: $clients clients, $opsps ops/s, p99 $p99 ms, $errors errors; image $KV_IMAGE $((size / 1024 / 1024)) MiB;" \
