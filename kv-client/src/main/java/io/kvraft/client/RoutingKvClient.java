@@ -11,6 +11,7 @@ import io.kvraft.client.proto.KvProto.RegionsResponse;
 import io.kvraft.client.proto.KvProto.WriteOp;
 import io.kvraft.client.proto.KvProto.WriteOpType;
 import io.kvraft.client.route.RetryPolicy;
+import io.kvraft.client.route.RegionViews;
 import io.kvraft.client.route.RouteTable;
 import io.kvraft.client.route.RouteTable.Route;
 import io.kvraft.client.rpc.Transport;
@@ -578,12 +579,20 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
         for (Route r : routes.routes()) {
             targets.addAll(r.info().getPeersList());
         }
-        return ask(new ArrayList<>(targets), 0, null);
+        return ask(new ArrayList<>(targets), 0, null, new RegionViews());
     }
 
-    private CompletableFuture<RegionsResponse> ask(List<String> targets, int i, Throwable last) {
+    /**
+     * Asks {@code targets} from the {@code i}-th on, merging their answers, until the merged map covers the key space
+     * (with a replica of every region on every node, the first answer does); then, or when all were asked, answers
+     * with what was merged, or fails when no one answered.
+     */
+    private CompletableFuture<RegionsResponse> ask(List<String> targets, int i, Throwable last, RegionViews views) {
         // a node that refused this client's TLS settings: the others share its CA and would refuse them too
         boolean refused = last != null && KvException.unwrap(last).permanent();
+        if (!views.isEmpty() && (views.covers() || i >= targets.size() || refused)) {
+            return CompletableFuture.completedFuture(RegionsResponse.newBuilder().addAllRegions(views.regions()).build());
+        }
         if (i >= targets.size() || refused) {
             String detail = last == null ? "no servers configured"
                     : "no server answered of " + targets + "; last: " + KvException.unwrap(last).getMessage();
@@ -595,10 +604,11 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
                 .handle((resp, err) -> {
                     if (err == null && (!resp.hasError() || resp.getError().getCode() == ErrorCode.OK)
                             && resp.getRegionsCount() > 0) {
-                        return CompletableFuture.completedFuture(resp);
+                        views.add(resp.getRegionsList());
+                        return ask(targets, i + 1, last, views);
                     }
                     return ask(targets, i + 1, err != null ? err : new KvException(resp.getError().getCode(),
-                            resp.getError().getDetail()));
+                            resp.getError().getDetail()), views);
                 }).thenCompose(f -> f);
     }
 

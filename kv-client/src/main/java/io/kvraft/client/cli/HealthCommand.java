@@ -14,12 +14,13 @@ import java.util.TreeMap;
 import java.util.concurrent.Callable;
 
 /**
- * {@code health}: exit 0 only when the asked server sees a leader for every region (a container
+ * {@code health}: exit 0 only when the servers asked see a leader for every region (a container
  * healthcheck: {@code kv-client --servers kv1:8181 health}); 1 when some region has none; 3 when no
  * server answers.
  */
-@Command(name = "health", description = "Exit code 0 when every region has a leader (as the server asked sees it),"
-        + " 1 when some region has none, 3 when no server answers. Prints one line.")
+@Command(name = "health", description = "Exit code 0 when every region has a leader (as the servers asked see it: the"
+        + " first, and more while some region is on none of those asked), 1 when some region has none, 3 when no server"
+        + " answers. Prints one line.")
 final class HealthCommand implements Callable<Integer> {
 
     @ParentCommand

@@ -48,7 +48,12 @@ final class RebalanceCommand implements Callable<Integer> {
     record Move(RegionInfo region, String to) {
     }
 
-    /** Greedy: repeatedly take a region from the node with most leaders and give it to the one with fewest. */
+    /**
+     * Greedy: repeatedly move one leader from a node to another that leads at least two fewer and holds a replica of
+     * that region, the pair with the widest gap first. With a replica of every region on every node that is the most
+     * loaded node to the least loaded; with fewer replicas, only to nodes the region is on. Each move narrows a gap,
+     * so the plan ends.
+     */
     static List<Move> plan(List<RegionInfo> regions) {
         Set<String> nodes = new LinkedHashSet<>();
         regions.forEach(r -> nodes.addAll(r.getPeersList()));
@@ -61,26 +66,29 @@ final class RebalanceCommand implements Callable<Integer> {
         }
         List<Move> moves = new ArrayList<>();
         while (true) {
-            String most = null;
-            String least = null;
-            for (String n : led.keySet()) {
-                if (most == null || led.get(n).size() > led.get(most).size()) {
-                    most = n;
-                }
-                if (least == null || led.get(n).size() < led.get(least).size()) {
-                    least = n;
+            Move best = null;
+            int widest = 1;
+            for (String from : led.keySet()) {
+                for (String to : led.keySet()) {
+                    int gap = led.get(from).size() - led.get(to).size();
+                    if (gap <= widest) {
+                        continue;
+                    }
+                    for (RegionInfo r : led.get(from)) {
+                        if (r.getPeersList().contains(to)) {
+                            best = new Move(r, to);
+                            widest = gap;
+                            break;
+                        }
+                    }
                 }
             }
-            if (most == null || led.get(most).size() <= led.get(least).size() + 1) {
+            if (best == null) {
                 return moves;
             }
-            RegionInfo r = led.get(most).remove(0);
-            String target = least;
-            if (!r.getPeersList().contains(target)) {
-                return moves;
-            }
-            led.get(least).add(r);
-            moves.add(new Move(r, target));
+            led.get(best.region().getLeader()).remove(best.region());
+            led.get(best.to()).add(best.region());
+            moves.add(best);
         }
     }
 }

@@ -1,0 +1,80 @@
+package io.kvraft.client.route;
+
+import com.google.protobuf.ByteString;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import org.junit.jupiter.api.Test;
+
+import java.util.HexFormat;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+class RegionViewsTest {
+
+    private static RegionInfo region(int id, String startHex, String endHex, long epoch, long term, String leader,
+                                     String role) {
+        return RegionInfo.newBuilder().setId(id).setStartKey(ByteString.copyFrom(HexFormat.of().parseHex(startHex)))
+                .setEndKey(ByteString.copyFrom(HexFormat.of().parseHex(endHex))).setEpoch(epoch).setTerm(term)
+                .setLeader(leader).setRole(role).build();
+    }
+
+    private static RegionInfo region(int id, String startHex, String endHex) {
+        return region(id, startHex, endHex, 1, 1, "", "FOLLOWER");
+    }
+
+    @Test
+    void when_oneAnswerHoldsEveryRegion_then_itCovers() {
+        RegionViews v = new RegionViews();
+        v.add(List.of(region(1, "", "40"), region(2, "40", "80"), region(3, "80", "")));
+
+        assertThat(v.covers()).isTrue();
+        assertThat(v.regions()).extracting(RegionInfo::getId).containsExactly(1, 2, 3);
+    }
+
+    @Test
+    void when_eachAnswerHoldsSomeRegions_then_onlyTheirUnionCovers() {
+        RegionViews v = new RegionViews();
+        v.add(List.of(region(1, "", "40"), region(3, "80", "")));
+        assertThat(v.covers()).as("region 2's keys are missing").isFalse();
+
+        v.add(List.of(region(2, "40", "80"), region(3, "80", "")));
+        assertThat(v.covers()).isTrue();
+        assertThat(v.regions()).extracting(RegionInfo::getId).containsExactly(1, 2, 3);
+    }
+
+    @Test
+    void when_theFirstOrLastRegionIsMissing_then_itDoesNotCover() {
+        RegionViews noStart = new RegionViews();
+        noStart.add(List.of(region(2, "40", "80"), region(3, "80", "")));
+        RegionViews noEnd = new RegionViews();
+        noEnd.add(List.of(region(1, "", "40"), region(2, "40", "80")));
+
+        assertThat(noStart.covers()).isFalse();
+        assertThat(noEnd.covers()).isFalse();
+        assertThat(new RegionViews().covers()).isFalse();
+    }
+
+    @Test
+    void when_anAnswerPredatesASplit_then_theNewerShapesWin() {
+        RegionViews v = new RegionViews();
+        v.add(List.of(region(1, "", "", 1, 1, "a:1", "LEADER"))); // a node that has not applied the split yet
+        v.add(List.of(region(1, "", "80", 2, 1, "a:1", "FOLLOWER"), region(65537, "80", "", 2, 1, "", "STARTING")));
+
+        assertThat(v.covers()).isTrue();
+        assertThat(v.regions()).extracting(RegionInfo::getId, RegionInfo::getEpoch)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple(1, 2L), org.assertj.core.groups.Tuple.tuple(65537, 2L));
+    }
+
+    @Test
+    void when_answersDisagreeOnTheLeader_then_theHigherTermThenTheLeadersOwnAnswerWins() {
+        RegionViews v = new RegionViews();
+        v.add(List.of(region(1, "", "", 1, 3, "b:1", "FOLLOWER")));
+        v.add(List.of(region(1, "", "", 1, 2, "a:1", "LEADER"))); // an old leader, a term behind
+        assertThat(v.regions().get(0).getLeader()).isEqualTo("b:1");
+
+        v.add(List.of(region(1, "", "", 1, 3, "b:1", "LEADER")));
+        assertThat(v.regions().get(0).getRole()).isEqualTo("LEADER");
+        v.add(List.of(region(1, "", "", 1, 3, "", "FOLLOWER")));
+        assertThat(v.regions().get(0).getRole()).as("a later answer that knows less does not replace it").isEqualTo("LEADER");
+    }
+}
