@@ -30,7 +30,7 @@ class ClusterSessionSettingsTest {
 
         List<String> lines = ClusterSession.settingsLines(dir, configs(s4, s4, s4), List.of());
 
-        assertThat(lines).containsExactly("settings (" + dir + "): regions=24 store.engine=memory raft.sync=true"
+        assertThat(lines).containsExactly("settings (" + dir + "): regions=24 nodes=3 replication.factor=3 store.engine=memory raft.sync=true"
                 + " raft.logStorage=shared raft.replicatorPipeline=false (at most 2 AppendEntries outstanding per"
                 + " follower) raft.maxProposalsInflight=256 raft.maxRequestsPerEntry=1 raft.appendEntriesThreads=2"
                 + " tls=false");

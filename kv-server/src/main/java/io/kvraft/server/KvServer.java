@@ -126,7 +126,7 @@ public final class KvServer implements AutoCloseable {
         }
         if (config.balance().enabled()) {
             long ms = config.balance().intervalMs();
-            server.balancer = server.housekeeping.scheduleWithFixedDelay(new LeaderBalancer(server.host, server::serving,
+            server.balancer = server.housekeeping.scheduleWithFixedDelay(new LeaderBalancer(server.host, server::leadersOf,
                     config.balance().settleMs()), ms, ms,
                     TimeUnit.MILLISECONDS);
         }
@@ -165,6 +165,13 @@ public final class KvServer implements AutoCloseable {
     CompletableFuture<Boolean> serving(String peer) {
         return peerProbe.<RegionsResponse>call(peer, RegionsRequest.getDefaultInstance(), 1000)
                 .handle((resp, e) -> e == null && (!resp.hasError() || resp.getError().getCode() == ErrorCode.OK));
+    }
+
+    /** How many regions {@code peer} leads, or -1 when it does not answer or is shutting down; never fails. */
+    CompletableFuture<Integer> leadersOf(String peer) {
+        return peerProbe.<RegionsResponse>call(peer, RegionsRequest.getDefaultInstance(), 1000)
+                .handle((resp, e) -> e != null || resp.hasError() && resp.getError().getCode() != ErrorCode.OK ? -1
+                        : (int) resp.getRegionsList().stream().filter(r -> r.getRole().equals("LEADER")).count());
     }
 
     /** The peers that serve right now, asked all at once. */

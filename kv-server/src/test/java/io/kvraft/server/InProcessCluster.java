@@ -158,7 +158,8 @@ public final class InProcessCluster implements AutoCloseable {
 
     private int leaderIndex(int region) {
         for (int i = 0; i < servers.length; i++) {
-            if (servers[i] != null && servers[i].host().region(region).isLeader()) {
+            Region r = servers[i] == null ? null : servers[i].host().region(region);
+            if (r != null && r.isLeader()) {
                 return i;
             }
         }
@@ -169,8 +170,9 @@ public final class InProcessCluster implements AutoCloseable {
     public long term(int region) {
         long term = 0;
         for (KvServer s : servers) {
-            if (s != null) {
-                term = Math.max(term, s.host().region(region).info(List.of()).getTerm());
+            Region r = s == null ? null : s.host().region(region);
+            if (r != null) {
+                term = Math.max(term, r.info().getTerm());
             }
         }
         return term;
@@ -207,14 +209,26 @@ public final class InProcessCluster implements AutoCloseable {
         return led == regions;
     }
 
-    /** The regions the first running node hosts now (the configured count until regions split). */
+    /** The regions the running nodes host now, each counted once (the configured count until regions split). */
     public int regionCount() {
+        java.util.Set<Integer> ids = new java.util.HashSet<>();
         for (KvServer s : servers) {
             if (s != null) {
-                return s.host().regions().size();
+                s.host().regions().forEach(r -> ids.add(r.id()));
             }
         }
-        return configs.get(0).cluster().regionCount();
+        return ids.isEmpty() ? configs.get(0).cluster().regionCount() : ids.size();
+    }
+
+    /** The endpoints of the running nodes that host {@code region}. */
+    public java.util.Set<String> hostsOf(int region) {
+        java.util.Set<String> hosts = new java.util.TreeSet<>();
+        for (KvServer s : servers) {
+            if (s != null && s.host().region(region) != null) {
+                hosts.add(s.config().endpoint());
+            }
+        }
+        return hosts;
     }
 
     public void awaitBalanced(int timeoutSecs) {

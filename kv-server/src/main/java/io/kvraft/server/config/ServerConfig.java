@@ -23,6 +23,7 @@ import static java.util.Objects.requireNonNullElse;
  * @param tls      mutual TLS on the RPC port, for clients and for the Raft traffic between nodes (off by default)
  * @param split    automatic region splits by size and load
  * @param merge    merges of small adjacent regions, automatic ones off by default
+ * @param replication how many nodes hold a replica of each region
  */
 public record ServerConfig(
         String endpoint,
@@ -37,7 +38,8 @@ public record ServerConfig(
         MetricsConfig metrics,
         io.kvraft.client.config.TlsConfig tls,
         SplitConfig split,
-        MergeConfig merge) {
+        MergeConfig merge,
+        ReplicationConfig replication) {
 
     public ServerConfig {
         requireNonNull(endpoint, "endpoint is required (host:port)");
@@ -54,8 +56,14 @@ public record ServerConfig(
         tls = requireNonNullElse(tls, io.kvraft.client.config.TlsConfig.OFF);
         split = requireNonNullElse(split, SplitConfig.DEFAULT);
         merge = requireNonNullElse(merge, MergeConfig.DEFAULT);
+        replication = requireNonNullElse(replication, ReplicationConfig.DEFAULT);
         if (!cluster.peers().contains(endpoint)) {
             throw new IllegalArgumentException("endpoint " + endpoint + " is not one of cluster.peers " + cluster.peers());
+        }
+        if (replication.factor() != null && replication.factor() > cluster.peers().size()) {
+            throw new IllegalArgumentException("replication.factor " + replication.factor() + " is above the "
+                    + cluster.peers().size() + " nodes in cluster.peers: a region cannot have more replicas than there"
+                    + " are nodes");
         }
     }
 
@@ -67,7 +75,8 @@ public record ServerConfig(
         String pipeline = raft.replicatorPipeline()
                 ? "raft.replicatorPipeline=true raft.maxReplicatorInflightMsgs=" + raft.maxReplicatorInflightMsgs()
                 : "raft.replicatorPipeline=false (at most 2 AppendEntries outstanding per follower)";
-        return "regions=" + cluster.regionCount() + " store.engine=" + store.engine() + " raft.sync=" + raft.sync()
+        return "regions=" + cluster.regionCount() + " nodes=" + cluster.peers().size()
+                + " replication.factor=" + replicationFactor() + " store.engine=" + store.engine() + " raft.sync=" + raft.sync()
                 + " raft.logStorage=" + raft.logStorage() + " " + pipeline
                 + " raft.maxProposalsInflight=" + raft.maxProposalsInflight()
                 + " raft.maxRequestsPerEntry=" + raft.maxRequestsPerEntry()
@@ -77,7 +86,15 @@ public record ServerConfig(
     /** Without the operational sections: their defaults apply. */
     public ServerConfig(String endpoint, String dataDir, ClusterConfig cluster, StoreConfig store, RaftConfig raft,
                         LimitsConfig limits, BalanceConfig balance) {
-        this(endpoint, dataDir, cluster, store, raft, limits, balance, null, null, null, null, null, null);
+        this(endpoint, dataDir, cluster, store, raft, limits, balance, null, null, null, null, null, null, null);
+    }
+
+    /**
+     * How many nodes hold a replica of each region: {@code replication.factor}, or 3 when not given (all the nodes,
+     * when there are fewer).
+     */
+    public int replicationFactor() {
+        return replication.factor() != null ? replication.factor() : Math.min(3, cluster.peers().size());
     }
 
     public static ServerConfig load(Path file) {
@@ -85,27 +102,31 @@ public record ServerConfig(
     }
 
     public ServerConfig withDataDir(String newDataDir) {
-        return new ServerConfig(endpoint, newDataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge);
+        return new ServerConfig(endpoint, newDataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication);
     }
 
     public ServerConfig withRaft(RaftConfig newRaft) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, newRaft, limits, balance, shutdown, logging, metrics, tls, split, merge);
+        return new ServerConfig(endpoint, dataDir, cluster, store, newRaft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication);
     }
 
     public ServerConfig withStore(StoreConfig newStore) {
-        return new ServerConfig(endpoint, dataDir, cluster, newStore, raft, limits, balance, shutdown, logging, metrics, tls, split, merge);
+        return new ServerConfig(endpoint, dataDir, cluster, newStore, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication);
     }
 
     public ServerConfig withLimits(LimitsConfig newLimits) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, newLimits, balance, shutdown, logging, metrics, tls, split, merge);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, newLimits, balance, shutdown, logging, metrics, tls, split, merge, replication);
+    }
+
+    public ServerConfig withReplication(ReplicationConfig newReplication) {
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, newReplication);
     }
 
     public ServerConfig withBalance(BalanceConfig newBalance) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, newBalance, shutdown, logging, metrics, tls, split, merge);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, newBalance, shutdown, logging, metrics, tls, split, merge, replication);
     }
 
     /**
-     * @param peers       every node's endpoint; every region has a replica on each
+     * @param peers       every node's endpoint; each region has a replica on {@code replication.factor} of them
      * @param regionCount regions the key space is split into, evenly by the first two key bytes
      * @param splitKeys   explicit split points (hex, ascending), instead of the even split; regionCount
      *                    must then be splitKeys.size() + 1
@@ -130,6 +151,22 @@ public record ServerConfig(
             if (!splitKeys.isEmpty() && regionCount != splitKeys.size() + 1) {
                 throw new IllegalArgumentException("cluster.regionCount (" + regionCount
                         + ") must be splitKeys.size() + 1 (" + (splitKeys.size() + 1) + ")");
+            }
+        }
+    }
+
+    /**
+     * @param factor replicas per region (null: 3, or every node when there are fewer). The regions of the initial
+     *               layout are placed round the nodes of {@code cluster.peers} in turn, region i on nodes i .. i+factor-1
+     *               (with {@code factor} equal to the node count, every node holds every region); a region split off
+     *               another has its parent's replicas. A data directory keeps the peers and factor it was made with.
+     */
+    public record ReplicationConfig(Integer factor) {
+        public static final ReplicationConfig DEFAULT = new ReplicationConfig(null);
+
+        public ReplicationConfig {
+            if (factor != null && factor < 1) {
+                throw new IllegalArgumentException("replication.factor must be at least 1, got " + factor);
             }
         }
     }
@@ -405,19 +442,19 @@ public record ServerConfig(
     }
 
     public ServerConfig withSplit(SplitConfig newSplit) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, newSplit, merge);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, newSplit, merge, replication);
     }
 
     public ServerConfig withMerge(MergeConfig newMerge) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, newMerge);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, newMerge, replication);
     }
 
     public ServerConfig withTls(io.kvraft.client.config.TlsConfig newTls) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, newTls, split, merge);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, newTls, split, merge, replication);
     }
 
     public ServerConfig withMetrics(MetricsConfig newMetrics) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, newMetrics, tls, split, merge);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, newMetrics, tls, split, merge, replication);
     }
 
     /**

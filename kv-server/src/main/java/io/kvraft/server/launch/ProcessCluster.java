@@ -290,7 +290,7 @@ public final class ProcessCluster implements AutoCloseable {
     private String readiness(Transport transport, boolean balanced) {
         Map<String, Integer> leaders = new HashMap<>();
         int running = 0;
-        int regionCount = 0;
+        java.util.Set<Integer> regions = new java.util.HashSet<>(); // each node lists the regions it holds
         for (int i = 0; i < processes.length; i++) {
             if (processes[i] == null) {
                 continue;
@@ -303,8 +303,8 @@ public final class ProcessCluster implements AutoCloseable {
             } catch (RuntimeException e) {
                 return "node " + (i + 1) + ": " + KvException.unwrap(e).getMessage();
             }
-            regionCount = resp.getRegionsCount();
             for (RegionInfo r : resp.getRegionsList()) {
+                regions.add(r.getId());
                 if (r.getLeader().isEmpty()) {
                     return "region " + r.getId() + " has no leader in node " + (i + 1) + "'s view";
                 }
@@ -313,6 +313,7 @@ public final class ProcessCluster implements AutoCloseable {
                 }
             }
         }
+        int regionCount = regions.size();
         int led = leaders.values().stream().mapToInt(Integer::intValue).sum();
         if (led != regionCount) {
             return led + " of " + regionCount + " regions led";

@@ -93,8 +93,8 @@ public final class NodeMetrics implements AutoCloseable {
         registry.register(p + "queued_write_requests", (Gauge<Integer>) r::queuedWriteRequests);
         registry.register(p + "queued_reads", (Gauge<Integer>) r::queuedReads);
         registry.register(p + "state", (Gauge<Integer>) () -> r.node() == null ? -1 : r.node().getNodeState().ordinal());
-        registry.register(p + "term", (Gauge<Long>) () -> r.info(List.of()).getTerm());
-        registry.register(p + "applied_index", (Gauge<Long>) () -> r.info(List.of()).getAppliedIndex());
+        registry.register(p + "term", (Gauge<Long>) () -> r.info().getTerm());
+        registry.register(p + "applied_index", (Gauge<Long>) () -> r.info().getAppliedIndex());
         registry.register(p + "committed_index", nodeGauge(r, Node::getLastCommittedIndex));
         registry.register(p + "last_log_index", nodeGauge(r, Node::getLastLogIndex));
         registry.register(p + "log_entries_since_snapshot", nodeGauge(r, n -> n.getLastLogIndex() - m.snapshotIndex()));

@@ -16,10 +16,12 @@ import java.util.function.Function;
 import java.util.function.LongSupplier;
 
 /**
- * Spreads region leaders evenly over the nodes without a coordinator. Every node hosts a replica
- * of every region and so sees every region's leader; a node that leads more than one region above
- * the least-loaded live peer hands one region to that peer. One transfer per round per node keeps
- * it calm; after start and after a node rejoins the counts converge to 8/8/8 within a few rounds.
+ * Spreads region leaders evenly over the nodes without a coordinator. A node picks, among the live replicas of a
+ * region it leads, the peer that leads fewest of the regions they share, asks that peer how many regions it leads in
+ * all, and hands the region over when it leads more than one above that. (With a replica of every region on every
+ * node the two counts are the same; with fewer, a count from shared regions alone would make two nodes hand a region
+ * back and forth.) One transfer per round per node keeps it calm; after start and after a node rejoins the counts
+ * converge to 8/8/8 on 3 nodes within a few rounds.
  * After a split or merge here (a region's epoch changed, or a region came or went) the balancer moves
  * nothing for a settle period: a region that has just elected its first leader, or its parent, is not
  * stalled by a transfer in the same second.
@@ -29,26 +31,36 @@ public final class LeaderBalancer implements Runnable {
     private static final Logger LOG = LoggerFactory.getLogger(LeaderBalancer.class);
 
     private final RegionHost host;
-    /** Asks a peer whether it serves (is up and not shutting down) before it gets a leader; null: don't ask. */
-    private final Function<String, CompletableFuture<Boolean>> serving;
+    /**
+     * Asks a peer how many regions it leads, or -1 when it does not serve (is down or shutting down), before it gets a
+     * leader; null: don't ask (every node holds every region, and a local count is the peer's own).
+     */
+    private final Function<String, CompletableFuture<Integer>> leadersOf;
     private final AtomicBoolean asking = new AtomicBoolean();
     private final Settle settle;
     /** Where the next round starts looking among the led regions; only the balancing thread touches it. */
     private int rotation;
+    /**
+     * Peers' own leader counts as they last answered, with when: a peer whose count from shared regions looks low but
+     * who leads more in all is not picked again in the next rounds (another replica may be).
+     */
+    private final Map<String, long[]> answered = new java.util.concurrent.ConcurrentHashMap<>();
+    private static final long ANSWER_FRESH_NANOS = TimeUnit.SECONDS.toNanos(5);
 
     public LeaderBalancer(RegionHost host) {
         this(host, null, 0);
     }
 
     /**
-     * @param serving answers whether a peer serves right now. Without it a peer that is shutting down (it
-     *                has just handed its leaders away) or was stopped a moment ago still counts as alive for
-     *                jraft's lease, and a transfer to it stalls the region for an election timeout.
+     * @param leadersOf answers how many regions a peer leads, -1 when it does not serve right now. Without the
+     *                  question a peer that is shutting down (it has just handed its leaders away) or was stopped a
+     *                  moment ago still counts as alive for jraft's lease, and a transfer to it stalls the region for
+     *                  an election timeout.
      * @param settleMs how long to move nothing after a region's epoch changed here
      */
-    public LeaderBalancer(RegionHost host, Function<String, CompletableFuture<Boolean>> serving, long settleMs) {
+    public LeaderBalancer(RegionHost host, Function<String, CompletableFuture<Integer>> leadersOf, long settleMs) {
         this.host = host;
-        this.serving = serving;
+        this.leadersOf = leadersOf;
         this.settle = new Settle(settleMs, System::nanoTime);
     }
 
@@ -88,6 +100,12 @@ public final class LeaderBalancer implements Runnable {
         if (led.isEmpty()) {
             return;
         }
+        long now = System.nanoTime();
+        answered.forEach((peer, a) -> {
+            if (now - a[1] < ANSWER_FRESH_NANOS) {
+                counts.merge(peer, (int) a[0], Math::max); // a count from shared regions is at most the peer's own
+            }
+        });
         // Each region answers for its own replicas: a peer whose replicator in one group is stuck (installing
         // a snapshot, reconnecting) may be alive in the others. Start at a different region every round so one
         // region that cannot hand over does not hold back the rest.
@@ -121,19 +139,24 @@ public final class LeaderBalancer implements Runnable {
     }
 
     private void handOver(Region r, String target, int mine, int least) {
-        if (serving == null) {
+        if (leadersOf == null) {
             transfer(r, target, mine, least);
             return;
         }
         if (!asking.compareAndSet(false, true)) {
             return; // the last round's question is still open
         }
-        serving.apply(target).whenComplete((ok, e) -> {
+        leadersOf.apply(target).whenComplete((leads, e) -> {
             try {
-                if (Boolean.TRUE.equals(ok)) {
-                    transfer(r, target, mine, least);
-                } else {
+                if (leads != null && leads >= 0) {
+                    answered.put(target, new long[]{leads, System.nanoTime()});
+                }
+                if (leads == null || leads < 0) {
                     LOG.debug("not balancing towards {}: it does not serve", target);
+                } else if (mine > leads + 1) {
+                    transfer(r, target, mine, leads);
+                } else {
+                    LOG.debug("not balancing towards {}: it leads {} regions in all, this node {}", target, leads, mine);
                 }
             } finally {
                 asking.set(false);

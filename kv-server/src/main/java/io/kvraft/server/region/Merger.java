@@ -110,7 +110,14 @@ public final class Merger implements Runnable {
         }
         Region right = host.region(rightId);
         if (right == null) {
-            return failed(ErrorCode.REGION_NOT_FOUND, "", "no region " + rightId + " on " + host.endpoint());
+            // a region this one could merge with has a replica wherever this one has: on this node too
+            return failed(ErrorCode.REGION_NOT_FOUND, "", "no region " + rightId + " on " + host.endpoint() + ", which"
+                    + " holds a replica of region " + leftId + " (on " + left.peers() + "): only regions on the same"
+                    + " peers merge");
+        }
+        if (!samePeers(left, right)) {
+            return failed(ErrorCode.INVALID_ARGUMENT, "", "region " + rightId + " has replicas on " + right.peers()
+                    + ", region " + leftId + " on " + left.peers() + ": only regions on the same peers merge");
         }
         if (leftEpoch != 0 && leftEpoch != left.epoch() || rightEpoch != 0 && rightEpoch != right.epoch()) {
             return failed(ErrorCode.STALE_EPOCH, "", "region " + leftId + " is at epoch " + left.epoch() + ", region "
@@ -162,6 +169,10 @@ public final class Merger implements Runnable {
         }
     }
 
+    static boolean samePeers(Region left, Region right) {
+        return new HashSet<>(left.peers()).equals(new HashSet<>(right.peers()));
+    }
+
     /** Why {@code right} cannot merge into {@code left} by range, or null when it starts where {@code left} ends. */
     static String adjacency(Region left, Region right) {
         KeyRange l = left.range();
@@ -191,7 +202,7 @@ public final class Merger implements Runnable {
             if (committed.error() == null && committed.changed()) {
                 LOG.info("merge of region {} into region {}: done, now {} epoch {}", right.id(), left.id(), left.range(),
                         left.epoch());
-                return MergeResponse.newBuilder().setMerged(left.info(host.peers())).build();
+                return MergeResponse.newBuilder().setMerged(left.info()).build();
             }
             notReady = committed.error() == null ? "region " + left.id() + " changed before the merge applied"
                     : "the commit was not taken: " + committed.why();
@@ -214,7 +225,7 @@ public final class Merger implements Runnable {
                 continue;
             }
             if (decided.changed()) { // the commit came first after all
-                return MergeResponse.newBuilder().setMerged(left.info(host.peers())).build();
+                return MergeResponse.newBuilder().setMerged(left.info()).build();
             }
             if (decided.state().getEpoch() == epoch && decided.state().getMergingInto() == 0) {
                 continue; // refused (the epoch moved first): a commit decided at an earlier epoch could still be ahead
@@ -255,7 +266,8 @@ public final class Merger implements Runnable {
 
     /** The first node whose replica of region {@code rightId} is not ready, or null. */
     private String notReady(int rightId, int leftId, long preparedAt) {
-        for (String peer : host.peers()) {
+        Region left = host.region(leftId); // a merge joins regions on the same peers: the left one's are the right one's
+        for (String peer : left != null ? left.peers() : host.peers()) {
             if (peer.equals(host.endpoint())) {
                 Region r = host.region(rightId);
                 if (r == null || r.mergingInto() != leftId || r.state().getMergePreparedAt() != preparedAt || !r.mergeReady()) {
@@ -475,7 +487,8 @@ public final class Merger implements Runnable {
                     right = r;
                 }
             }
-            if (right == null || right.mergingInto() != 0 || busy.contains(right.id()) || !small(left) || !small(right)) {
+            if (right == null || !samePeers(left, right) || right.mergingInto() != 0 || busy.contains(right.id())
+                    || !small(left) || !small(right)) {
                 continue;
             }
             Region r = right;

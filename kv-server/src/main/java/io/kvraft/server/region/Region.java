@@ -47,6 +47,8 @@ import java.util.function.LongSupplier;
 public final class Region {
 
     private final int id;
+    /** The nodes holding this region's replicas (host:port), as placed when the region was made. */
+    private final List<String> peers;
     /** What the region is now: its replicated state (range, epoch, regions split off it) and its range; swapped whole. */
     private volatile Shape shape;
     private final Splits splits;
@@ -142,9 +144,10 @@ public final class Region {
     /** Off only to compare (-Dkv.readsRideWrites=false): every read then takes a ReadIndex round. */
     private static final boolean READS_RIDE_WRITES = Boolean.parseBoolean(System.getProperty("kv.readsRideWrites", "true"));
 
-    Region(RegionState state, KvStore store, PeerId self, NodeOptions options, RpcServer rpcServer,
+    Region(RegionState state, List<String> peers, KvStore store, PeerId self, NodeOptions options, RpcServer rpcServer,
            RaftConfig raft, Runnable onLeaderKnown, Splits splits, ScheduledExecutorService timer) {
         this.id = state.getId();
+        this.peers = List.copyOf(peers);
         this.shape = Shape.of(state);
         this.splits = splits;
         this.onLeaderKnown = onLeaderKnown;
@@ -678,7 +681,13 @@ public final class Region {
         return true;
     }
 
-    public RegionInfo info(List<String> peers) {
+    /** The nodes holding this region's replicas, as host:port. */
+    public List<String> peers() {
+        return peers;
+    }
+
+    /** The region as a route lists it: range, epoch, replicas, and this replica's view of leader, term and role. */
+    public RegionInfo info() {
         Node n = node;
         long applied;
         String role;

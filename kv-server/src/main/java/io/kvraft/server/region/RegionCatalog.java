@@ -47,30 +47,46 @@ public final class RegionCatalog {
      * @param createdAt the parent's log index of the split (or of the parent's snapshot this node learned it from)
      * @param empty     learned from a parent's snapshot, not from applying the split: the group starts with no
      *                  log and no data and gets a snapshot from the region's leader
+     * @param peers     the nodes holding the region's replicas (host:port); files written before replicas were
+     *                  placed leave it out, and then every node of the cluster holds one
      */
-    public record Entry(int id, String start, String end, long epoch, int parent, long createdAt, boolean empty) {
+    public record Entry(int id, String start, String end, long epoch, int parent, long createdAt, boolean empty,
+                        List<String> peers) {
 
         public Entry {
             start = start == null ? "" : start; // the file leaves out empty keys (-inf, +inf)
             end = end == null ? "" : end;
+            peers = peers == null ? List.of() : List.copyOf(peers);
         }
 
         KeyRange range() {
             return new KeyRange(HexFormat.of().parseHex(start), HexFormat.of().parseHex(end));
         }
 
-        static Entry of(int id, KeyRange range, long epoch, int parent, long createdAt, boolean empty) {
+        static Entry of(int id, KeyRange range, long epoch, int parent, long createdAt, boolean empty,
+                        List<String> peers) {
             return new Entry(id, HexFormat.of().formatHex(range.start()), HexFormat.of().formatHex(range.end()), epoch,
-                    parent, createdAt, empty);
+                    parent, createdAt, empty, peers);
+        }
+
+        Entry withPeers(List<String> newPeers) {
+            return new Entry(id, start, end, epoch, parent, createdAt, empty, newPeers);
         }
     }
 
-    /** The file's content. */
-    record Content(int version, List<Entry> regions) {
+    /**
+     * The file's content.
+     *
+     * @param nodes  the cluster's nodes when the data directory was made (absent in files from before placement)
+     * @param factor the replication factor then (0 in those files)
+     */
+    record Content(int version, List<String> nodes, int factor, List<Entry> regions) {
     }
 
     private final Path file;
     private final Map<Integer, Entry> entries = new LinkedHashMap<>();
+    private List<String> nodes;
+    private int factor;
 
     private RegionCatalog(Path file) {
         this.file = file;
@@ -78,27 +94,71 @@ public final class RegionCatalog {
 
     /** Reads the catalog under {@code raftRoot}, or writes a new one of {@code layout} when there is none. */
     public static RegionCatalog open(Path raftRoot, List<RegionSpec> layout) {
+        List<String> all = layout.isEmpty() ? List.of() : layout.get(0).peers();
+        return open(raftRoot, layout, null, all, all.size());
+    }
+
+    /**
+     * Reads the catalog under {@code raftRoot}, or writes a new one with the regions of {@code layout} that have a
+     * replica on {@code self} (null: all of them) when there is none.
+     *
+     * @param nodes  the cluster's nodes as configured now; a catalog made for other nodes or another factor is refused
+     * @param factor the replication factor as configured now
+     * @throws IllegalStateException when the file is unreadable or was made for another cluster shape
+     */
+    public static RegionCatalog open(Path raftRoot, List<RegionSpec> layout, String self, List<String> nodes,
+                                     int factor) {
         RegionCatalog catalog = new RegionCatalog(raftRoot.resolve(FILE));
+        Content content;
         try {
             Files.createDirectories(raftRoot);
             if (Files.exists(catalog.file)) {
-                Content content = JSON.readValue(catalog.file.toFile(), Content.class);
-                if (content.regions() == null || content.regions().isEmpty()) {
-                    throw new IOException("lists no regions");
+                content = JSON.readValue(catalog.file.toFile(), Content.class);
+                if (content.nodes() == null && (content.regions() == null || content.regions().isEmpty())) {
+                    throw new IOException("lists no regions"); // a node held every region then
                 }
-                for (Entry e : content.regions()) {
-                    catalog.entries.put(e.id(), e);
+                if (content.regions() == null) { // the file leaves an empty list out: a node that holds no region
+                    content = new Content(content.version(), content.nodes(), content.factor(), List.of());
                 }
             } else {
+                content = null;
                 for (RegionSpec spec : layout) {
-                    catalog.entries.put(spec.id(), Entry.of(spec.id(), spec.range(), 1, 0, 0, false));
+                    if (self == null || spec.peers().contains(self)) {
+                        catalog.entries.put(spec.id(), Entry.of(spec.id(), spec.range(), 1, 0, 0, false, spec.peers()));
+                    }
                 }
+                catalog.nodes = List.copyOf(nodes);
+                catalog.factor = factor;
                 catalog.write();
             }
         } catch (IOException | RuntimeException e) {
             throw new IllegalStateException("region catalog " + catalog.file + " is unreadable (" + RaftDirs.oneLine(e)
                     + "); refusing to start: it names the regions split off the initial layout. Restore it from a backup"
                     + " of the data directory, or start the node on an empty one", e);
+        }
+        if (content != null) {
+            boolean legacy = content.nodes() == null; // written before replicas were placed: every node held every region
+            List<String> madeFor = legacy ? nodes : content.nodes();
+            int madeWith = legacy ? nodes.size() : content.factor();
+            if (!new java.util.HashSet<>(madeFor).equals(new java.util.HashSet<>(nodes)) || madeWith != factor) {
+                throw new IllegalStateException("the data directory of " + catalog.file.getParent().getParent()
+                        + " was made for a cluster of " + madeFor + " with replication.factor " + madeWith
+                        + ", and the config says " + nodes + " with replication.factor " + factor + ": a cluster's"
+                        + " nodes and factor are fixed when its data directories are made; start the node with the"
+                        + " cluster.peers and replication.factor it was made with, or on an empty data directory");
+            }
+            catalog.nodes = List.copyOf(madeFor);
+            catalog.factor = madeWith;
+            for (Entry e : content.regions()) {
+                catalog.entries.put(e.id(), e.peers().isEmpty() ? e.withPeers(madeFor) : e);
+            }
+            if (legacy) {
+                try {
+                    catalog.write(); // now with the nodes, the factor and every region's peers
+                } catch (IOException e) {
+                    throw new UncheckedIOException("cannot write " + catalog.file, e);
+                }
+            }
         }
         return catalog;
     }
@@ -136,7 +196,7 @@ public final class RegionCatalog {
         byte[] start = java.util.Arrays.compareUnsigned(range.start(), now.start()) < 0 ? range.start() : now.start();
         byte[] end = now.end().length == 0 || range.end().length == 0 ? new byte[0]
                 : java.util.Arrays.compareUnsigned(range.end(), now.end()) > 0 ? range.end() : now.end();
-        Entry wider = Entry.of(id, new KeyRange(start, end), e.epoch(), e.parent(), e.createdAt(), e.empty());
+        Entry wider = Entry.of(id, new KeyRange(start, end), e.epoch(), e.parent(), e.createdAt(), e.empty(), e.peers());
         if (wider.equals(e)) {
             return;
         }
@@ -165,7 +225,7 @@ public final class RegionCatalog {
 
     private void write() throws IOException {
         Path tmp = file.resolveSibling(FILE + ".tmp");
-        byte[] bytes = JSON.writeValueAsBytes(new Content(1, new ArrayList<>(entries.values())));
+        byte[] bytes = JSON.writeValueAsBytes(new Content(2, nodes, factor, new ArrayList<>(entries.values())));
         try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
                 StandardOpenOption.WRITE)) {
             ch.write(java.nio.ByteBuffer.wrap(bytes));

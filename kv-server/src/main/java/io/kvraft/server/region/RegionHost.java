@@ -68,8 +68,8 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
     private final RpcServer rpcServer;
     private final RaftRpcServers.Server raftServer;
     private final Map<Integer, Region> regions = new ConcurrentSkipListMap<>();
+    /** Every node of the cluster; a region's replicas are on some of them ({@link Region#peers()}). */
     private final List<String> peers;
-    private final List<PeerId> peerIds;
     private final PeerId self;
     private final Path raftRoot;
     private final RegionCatalog catalog;
@@ -99,13 +99,14 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         WireProtocol.register();
         RaftOptionsFactory.tuneLogStorage();
         this.self = PeerId.parsePeer(config.endpoint());
-        this.peerIds = peers.stream().map(PeerId::parsePeer).toList();
         this.raftServer = RaftRpcServers.create(new Endpoint(self.getIp(), self.getPort()), config.raft().appendEntriesThreads());
         this.rpcServer = raftServer.rpc();
         this.raftRoot = Path.of(config.dataDir(), "raft");
         boolean shared = config.raft().logStorage().equals(RaftConfig.LOG_SHARED);
         RaftDirs.checkLogLayout(raftRoot, shared);
-        this.catalog = RegionCatalog.open(raftRoot, RegionLayout.of(config.cluster()));
+        int factor = config.replicationFactor();
+        this.catalog = RegionCatalog.open(raftRoot, RegionLayout.of(config.cluster(), factor), config.endpoint(), peers,
+                factor);
         this.sharedLog = shared ? new SharedRaftLog(raftRoot.resolve(RaftDirs.SHARED_LOG_DIR), config.raft().sync()) : null;
         this.starter = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "kv-region-start");
@@ -156,9 +157,10 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         // The others: before the fsm reads the store; with the region's range as the store last recorded it (splits
         // narrow it: clearing the range it started with would clear the regions split off it since).
         if (!madeNow) {
-            RaftDirs.checkBeforeStart(regionId, entry.range(), currentRange(entry), regionDir, store, peers.size(), dropLog);
+            RaftDirs.checkBeforeStart(regionId, entry.range(), currentRange(entry), regionDir, store,
+                    entry.peers().size(), dropLog);
         }
-        NodeOptions options = RaftOptionsFactory.nodeOptions(config, peerIds, regionDir, regionId, sharedLog);
+        NodeOptions options = RaftOptionsFactory.nodeOptions(config, peerIdsOf(entry), regionDir, regionId, sharedLog);
         Region parent = entry.parent() == 0 ? null : regions.get(entry.parent());
         boolean ledParent = campaignsFirst(entry, parent);
         campaignFirst.remove(regionId);
@@ -185,9 +187,13 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
                 holder[0].node().resetElectionTimeoutMs(electionTimeoutMs);
             }
         });
-        Region region = new Region(stateOf(entry), store, self, options, rpcServer, config.raft(), leaderKnown, this, housekeeping);
+        Region region = new Region(stateOf(entry), entry.peers(), store, self, options, rpcServer, config.raft(), leaderKnown, this, housekeeping);
         holder[0] = region;
         return region;
+    }
+
+    private static List<PeerId> peerIdsOf(RegionCatalog.Entry entry) {
+        return entry.peers().stream().map(PeerId::parsePeer).toList();
     }
 
     /** The region's range as the store recorded it with its applied index, or as the catalog says it started. */
@@ -256,7 +262,7 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         clearLeftovers(child.getId(), regionDir(child.getId()));
         bootstrapPending.put(child.getId(), parent.id()); // before the listing: from here on the parent takes no snapshot
         catalog.add(RegionCatalog.Entry.of(child.getId(), Region.Shape.of(child).range(), child.getEpoch(),
-                parent.id(), index, false));
+                parent.id(), index, false, parent.peers())); // a split moves no replica: the child is where its parent is
     }
 
     @Override
@@ -275,10 +281,11 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         RegionState child = stateOf(entry);
         Path dir = regionDir(entry.id());
         clearLeftovers(entry.id(), dir); // a bootstrap a crash cut short
-        NodeOptions options = RaftOptionsFactory.nodeOptions(config, peerIds, dir, entry.id(), sharedLog);
+        List<PeerId> replicas = peerIdsOf(entry);
+        NodeOptions options = RaftOptionsFactory.nodeOptions(config, replicas, dir, entry.id(), sharedLog);
         BootstrapOptions opts = new BootstrapOptions();
         opts.setGroupId(Region.groupId(entry.id()));
-        opts.setGroupConf(new Configuration(peerIds));
+        opts.setGroupConf(new Configuration(replicas));
         opts.setLastLogIndex(entry.createdAt()); // the child's log starts after the split, on every replica alike
         opts.setLogUri(options.getLogUri());
         opts.setRaftMetaUri(options.getRaftMetaUri());
@@ -329,8 +336,9 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
             return;
         }
         clearLeftovers(child.getId(), regionDir(child.getId()));
+        RegionCatalog.Entry parent = catalog.get(child.getParent());
         catalog.add(RegionCatalog.Entry.of(child.getId(), Region.Shape.of(child).range(), child.getEpoch(),
-                child.getParent(), createdAt, true));
+                child.getParent(), createdAt, true, parent != null ? parent.peers() : peers));
         LOG.info("region {}: learned from region {}'s snapshot; it starts empty and gets a snapshot from its leader",
                 child.getId(), child.getParent());
     }
@@ -553,17 +561,18 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
             if (e == null || regions.containsKey(id)) {
                 continue;
             }
-            out.add(startingInfo(stateOf(e)));
+            out.add(startingInfo(stateOf(e), e.peers()));
         }
         return out;
     }
 
     /** A region whose group does not run here yet, as a route lists it: role STARTING, no leader. */
-    public io.kvraft.client.proto.KvProto.RegionInfo startingInfo(RegionState state) {
+    public io.kvraft.client.proto.KvProto.RegionInfo startingInfo(RegionState state, List<String> replicas) {
         return io.kvraft.client.proto.KvProto.RegionInfo.newBuilder().setId(state.getId()).setStartKey(state.getStartKey())
-                .setEndKey(state.getEndKey()).setEpoch(state.getEpoch()).addAllPeers(peers).setRole("STARTING").build();
+                .setEndKey(state.getEndKey()).setEpoch(state.getEpoch()).addAllPeers(replicas).setRole("STARTING").build();
     }
 
+    /** Every node of the cluster (each region's replicas are on {@link Region#peers()} of them). */
     public List<String> peers() {
         return peers;
     }

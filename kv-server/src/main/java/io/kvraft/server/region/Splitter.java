@@ -127,8 +127,8 @@ public final class Splitter implements Runnable {
                             "region " + regionId + " changed before the split applied (now epoch " + left.getEpoch()
                                     + " " + region.range() + "); nothing was split")).build());
                 } else {
-                    answer.complete(SplitResponse.newBuilder().setLeft(region.info(host.peers()))
-                            .setRight(host.startingInfo(right)).build());
+                    answer.complete(SplitResponse.newBuilder().setLeft(region.info())
+                            .setRight(host.startingInfo(right, region.peers())).build());
                 }
             });
         });

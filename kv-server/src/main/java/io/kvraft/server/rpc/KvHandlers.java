@@ -441,7 +441,7 @@ public final class KvHandlers {
                 .setMetricsPort(metricsPort)
                 .setStoreId(storeId);
         for (Region r : host.regions()) {
-            b.addRegions(r.info(host.peers()));
+            b.addRegions(r.info());
         }
         b.addAllRegions(host.starting());
         ctx.sendResponse(b.build());
@@ -453,9 +453,9 @@ public final class KvHandlers {
         Error error = region != null && !shuttingDown && region.mergingInto() != 0 ? null
                 : checkRegion(region, req.getRegionId(), region == null ? 0 : region.epoch());
         PeerId target = new PeerId();
-        if (error == null && (!target.parse(req.getTarget()) || !host.peers().contains(req.getTarget()))) {
+        if (error == null && (!target.parse(req.getTarget()) || !region.peers().contains(req.getTarget()))) {
             error = Responses.error(ErrorCode.INVALID_ARGUMENT, "target '" + req.getTarget() + "' is not a peer of region "
-                    + req.getRegionId() + " " + host.peers());
+                    + req.getRegionId() + " " + region.peers());
         }
         if (error == null) {
             error = checkLeader(region);

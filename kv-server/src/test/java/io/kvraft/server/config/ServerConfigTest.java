@@ -11,6 +11,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -115,6 +116,23 @@ class ServerConfigTest {
         assertThat(c.limits().maxKeyBytes()).isEqualTo(4096);
         assertThat(c.balance().enabled()).isTrue();
         assertThat(c.merge()).isEqualTo(new ServerConfig.MergeConfig(false, 200_000L, 20L << 20, 10_000, 30_000));
+        assertThat(c.replicationFactor()).as("3 nodes: every one holds every region").isEqualTo(3);
+    }
+
+    @ParameterizedTest(name = "{0} nodes, factor {1} -> {2}")
+    @CsvSource(delimiter = '|', textBlock = """
+            1 |   | 1
+            2 |   | 2
+            5 |   | 3
+            5 | 5 | 5
+            5 | 1 | 1
+            """)
+    void when_theFactorIsLeftOut_then_itIsThreeOrEveryNodeWhenThereAreFewer(int nodes, Integer factor, int expected) {
+        List<String> peers = java.util.stream.IntStream.rangeClosed(1, nodes).mapToObj(i -> "127.0.0.1:" + (8180 + i)).toList();
+        ServerConfig c = new ServerConfig(peers.get(0), "d", new ServerConfig.ClusterConfig(peers, null, null), null, null,
+                null, null).withReplication(new ServerConfig.ReplicationConfig(factor));
+
+        assertThat(c.replicationFactor()).isEqualTo(expected);
     }
 
     @Test
@@ -187,6 +205,9 @@ class ServerConfigTest {
             merge: {timeoutMs: 50}                        | merge.timeoutMs must be at least 1000, got 50
             merge: {enabled: maybe}                       | key 'merge.enabled'
             store: {blockCacheBytes: lots}                | key 'store.blockCacheBytes'
+            replication: {factor: 0}                      | replication.factor must be at least 1, got 0
+            replication: {factor: 4}                      | replication.factor 4 is above the 3 nodes in cluster.peers
+            replication: {copies: 2}                      | unknown key 'replication.copies'
             """)
     void when_aValueIsInvalid_then_theErrorNamesTheFileAndTheKey(String extra, String words) throws IOException {
         ConfigException e = loadFails(BASE + extra + "\n");
@@ -331,6 +352,22 @@ class ServerConfigTest {
         assertThat(c[2].cluster()).isEqualTo(c[0].cluster());
         assertThat(new String[]{c[0].endpoint(), c[1].endpoint(), c[2].endpoint()}).doesNotHaveDuplicates();
         assertThat(new String[]{c[0].dataDir(), c[1].dataDir(), c[2].dataDir()}).doesNotHaveDuplicates();
+    }
+
+    @Test
+    void when_theShippedFiveNodeFilesAreRead_then_theyDescribeOneClusterWithThreeReplicasPerRegion() {
+        Path dir = SHIPPED.resolve("five-nodes");
+        List<ServerConfig> c = java.util.stream.IntStream.rangeClosed(1, 5)
+                .mapToObj(i -> ServerConfig.load(dir.resolve("server-" + i + ".yaml"))).toList();
+
+        assertThat(c).extracting(ServerConfig::cluster).containsOnly(c.get(0).cluster());
+        assertThat(c).extracting(ServerConfig::replicationFactor).containsOnly(3);
+        assertThat(c.get(0).cluster().peers()).hasSize(5);
+        assertThat(c).extracting(ServerConfig::endpoint).doesNotHaveDuplicates()
+                .containsExactlyElementsOf(c.get(0).cluster().peers());
+        assertThat(c).extracting(ServerConfig::dataDir).doesNotHaveDuplicates();
+        assertThat(c).extracting(x -> x.metrics().port()).doesNotHaveDuplicates();
+        assertThat(ClientConfig.load(dir.resolve("client.yaml")).servers()).isEqualTo(c.get(0).cluster().peers());
     }
 
     @Test

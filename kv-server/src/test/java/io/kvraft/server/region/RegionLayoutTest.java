@@ -64,7 +64,7 @@ class RegionLayoutTest {
 
     @Test
     void when_thereIsOneRegion_then_itHoldsEverything() {
-        assertThat(even(1)).containsExactly(new RegionSpec(1, KeyRange.ALL));
+        assertThat(even(1)).containsExactly(new RegionSpec(1, KeyRange.ALL, PEERS));
     }
 
     @Test
@@ -122,11 +122,11 @@ class RegionLayoutTest {
         List<RegionSpec> regions = split("0aaa", "1555", "80", "ff00");
 
         assertThat(regions).containsExactly(
-                new RegionSpec(1, new KeyRange(new byte[0], hex("0aaa"))),
-                new RegionSpec(2, new KeyRange(hex("0aaa"), hex("1555"))),
-                new RegionSpec(3, new KeyRange(hex("1555"), hex("80"))),
-                new RegionSpec(4, new KeyRange(hex("80"), hex("ff00"))),
-                new RegionSpec(5, new KeyRange(hex("ff00"), new byte[0])));
+                new RegionSpec(1, new KeyRange(new byte[0], hex("0aaa")), PEERS),
+                new RegionSpec(2, new KeyRange(hex("0aaa"), hex("1555")), PEERS),
+                new RegionSpec(3, new KeyRange(hex("1555"), hex("80")), PEERS),
+                new RegionSpec(4, new KeyRange(hex("80"), hex("ff00")), PEERS),
+                new RegionSpec(5, new KeyRange(hex("ff00"), new byte[0]), PEERS));
         assertTilesTheKeySpace(regions);
     }
 
@@ -151,8 +151,8 @@ class RegionLayoutTest {
     @Test
     void when_oneSplitKeyIsGiven_then_thereAreTwoRegions() {
         assertThat(split("40")).containsExactly(
-                new RegionSpec(1, new KeyRange(new byte[0], hex("40"))),
-                new RegionSpec(2, new KeyRange(hex("40"), new byte[0])));
+                new RegionSpec(1, new KeyRange(new byte[0], hex("40")), PEERS),
+                new RegionSpec(2, new KeyRange(hex("40"), new byte[0]), PEERS));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -166,5 +166,37 @@ class RegionLayoutTest {
         assertThatThrownBy(() -> RegionLayout.parseSplits(List.of(keys.split(","))))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining(words);
+    }
+
+    private static final List<String> FIVE = List.of("10.0.0.1:8181", "10.0.0.2:8181", "10.0.0.3:8181", "10.0.0.4:8181",
+            "10.0.0.5:8181");
+
+    @Test
+    void when_theFactorIsTheNodeCount_then_everyRegionIsOnEveryNodeInTheConfiguredOrder() {
+        assertThat(RegionLayout.of(new ClusterConfig(FIVE, 24, null), 5)).allSatisfy(r ->
+                assertThat(r.peers()).isEqualTo(FIVE));
+    }
+
+    @ParameterizedTest(name = "{0} regions on 5 nodes, factor {1}")
+    @CsvSource({"24, 3", "1, 3", "7, 1", "5, 2", "100, 4"})
+    void when_theFactorIsBelowTheNodeCount_then_eachRegionHasThatManyDistinctNodesAndTheNodesHoldEvenShares(
+            int regionCount, int factor) {
+        List<RegionSpec> regions = RegionLayout.of(new ClusterConfig(FIVE, regionCount, null), factor);
+
+        assertThat(regions).hasSize(regionCount).allSatisfy(r -> {
+            assertThat(r.peers()).hasSize(factor).doesNotHaveDuplicates();
+            assertThat(FIVE).containsAll(r.peers());
+        });
+        java.util.Map<String, Long> perNode = new java.util.HashMap<>();
+        FIVE.forEach(n -> perNode.put(n, regions.stream().filter(r -> r.peers().contains(n)).count()));
+        assertThat(java.util.Collections.max(perNode.values()) - java.util.Collections.min(perNode.values()))
+                .as("replicas per node %s", perNode).isLessThanOrEqualTo(1);
+        assertTilesTheKeySpace(regions);
+    }
+
+    @Test
+    void when_theFactorIsAboveTheNodeCount_then_theLayoutIsRefused() {
+        assertThatThrownBy(() -> RegionLayout.of(new ClusterConfig(PEERS, 24, null), 4))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("factor 4 for 3 nodes");
     }
 }
