@@ -19,9 +19,9 @@ public final class ClusterOptions {
     Path config;
 
     @Option(names = "--conf-dir", defaultValue = "conf", paramLabel = "DIR",
-            description = "Without --servers or --config, start a local 3-node cluster from DIR/server-1.yaml,"
-                    + " server-2.yaml and server-3.yaml, with DIR/client.yaml for the client when present"
-                    + " (default: ${DEFAULT-VALUE}).")
+            description = "Without --servers or --config, start a local cluster of one node per DIR/server-N.yaml"
+                    + " (server-1.yaml, server-2.yaml, ...; conf/ has 3, conf/five-nodes/ 5 with 3 replicas per region),"
+                    + " with DIR/client.yaml for the client when present (default: ${DEFAULT-VALUE}).")
     Path confDir;
 
     @Option(names = "--scenario", paramLabel = "NAME",

@@ -27,7 +27,14 @@ import java.util.function.Function;
 public final class ClusterSession implements AutoCloseable {
 
     static final Duration READY_TIMEOUT = Duration.ofSeconds(60);
-    static final List<String> SERVER_FILES = List.of("server-1.yaml", "server-2.yaml", "server-3.yaml");
+    /** The local cluster's node files in a conf dir: server-1.yaml, server-2.yaml, ... as many as follow on. */
+    static List<Path> serverFiles(Path confDir) {
+        List<Path> files = new java.util.ArrayList<>();
+        for (int i = 1; Files.isRegularFile(confDir.resolve("server-" + i + ".yaml")); i++) {
+            files.add(confDir.resolve("server-" + i + ".yaml"));
+        }
+        return files;
+    }
 
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Thread hook = new Thread(this::closeNow, "kv-benchmark-shutdown");
@@ -57,16 +64,16 @@ public final class ClusterSession implements AutoCloseable {
             ClientConfig config;
             if (c.embedded()) {
                 Path confDir = c.effectiveConfDir();
-                List<Path> files = SERVER_FILES.stream().map(confDir::resolve).toList();
-                for (Path f : files) {
-                    if (!Files.isRegularFile(f)) {
-                        throw new UsageException(f + ": no such file (--conf-dir names the directory of server-1.yaml"
-                                + " .. server-3.yaml; or give --servers or --config to drive a running cluster)");
-                    }
+                List<Path> files = serverFiles(confDir);
+                if (files.isEmpty()) {
+                    throw new UsageException(confDir.resolve("server-1.yaml") + ": no such file (--conf-dir names the"
+                            + " directory of server-1.yaml, server-2.yaml, ... one per node; or give --servers or --config"
+                            + " to drive a running cluster)");
                 }
                 s.confDir = confDir;
                 s.dataRoot = Files.createTempDirectory("kv-benchmark-");
-                log.println("starting a local 3-node cluster from " + confDir + " (data in " + s.dataRoot + ")");
+                log.println("starting a local " + files.size() + "-node cluster from " + confDir + " (data in "
+                        + s.dataRoot + ")");
                 s.serverJvmArgs = List.copyOf(c.serverJvmArgs);
                 s.cluster = ProcessCluster.start(files, s.dataRoot, s.serverJvmArgs, READY_TIMEOUT);
                 log.println("local cluster ready: " + String.join(",", s.cluster.servers()));
