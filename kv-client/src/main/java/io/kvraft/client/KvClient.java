@@ -224,6 +224,20 @@ public interface KvClient extends AutoCloseable {
                 "this client cannot merge regions"));
     }
 
+    /**
+     * Moves region {@code regionId}'s replica on node {@code from} to node {@code to} (host:port of cluster nodes), on
+     * the region's leader, by jraft's steps: {@code to} joins as a learner and catches up from a snapshot and the log,
+     * then one configuration change makes it a voter and takes {@code from} out, and {@code from} drops its replica.
+     * Returns the region as it is after the move. Fails with INVALID_ARGUMENT when {@code from} holds no replica of it,
+     * {@code to} holds one already or is not a node of the cluster, REGION_NOT_FOUND for an unknown region, BUSY while
+     * the region splits, merges or moves another replica, UNAVAILABLE when the move would leave the region without a
+     * majority or {@code to} did not catch up in time (then nothing changed).
+     */
+    default CompletableFuture<RegionInfo> moveReplica(int regionId, String from, String to) {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+                "this client cannot move replicas"));
+    }
+
     /** Each reachable node's store id (the random id of its data directory), by host:port. */
     default CompletableFuture<java.util.Map<String, String>> storeIds() {
         return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,

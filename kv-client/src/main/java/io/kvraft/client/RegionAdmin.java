@@ -50,6 +50,27 @@ final class RegionAdmin {
                 .thenApply(MergeResponse::getMerged);
     }
 
+    /** See {@link KvClient#moveReplica}. */
+    CompletableFuture<RegionInfo> moveReplica(int regionId, String from, String to) {
+        for (String node : new String[]{from, to}) {
+            try {
+                io.kvraft.client.config.HostPort.parse(node);
+            } catch (IllegalArgumentException e) {
+                return CompletableFuture.failedFuture(new KvException(ErrorCode.INVALID_ARGUMENT, e.getMessage()));
+            }
+        }
+        if (from.equals(to)) {
+            return CompletableFuture.failedFuture(new KvException(ErrorCode.INVALID_ARGUMENT,
+                    "a replica cannot move to the node it is on (" + from + ")"));
+        }
+        io.kvraft.client.proto.KvProto.MoveReplicaRequest request = io.kvraft.client.proto.KvProto.MoveReplicaRequest
+                .newBuilder().setRegionId(regionId).setFrom(from).setTo(to).build();
+        return this.<io.kvraft.client.proto.KvProto.MoveReplicaResponse>call(regionId, request,
+                io.kvraft.client.proto.KvProto.MoveReplicaResponse::hasError,
+                io.kvraft.client.proto.KvProto.MoveReplicaResponse::getError)
+                .thenApply(io.kvraft.client.proto.KvProto.MoveReplicaResponse::getRegion);
+    }
+
     /** Sends {@code request} to the leader of region {@code regionId}, following leader hints until the deadline. */
     private <R extends Message> CompletableFuture<R> call(int regionId, Message request, Predicate<R> hasError,
                                                           Function<R, io.kvraft.client.proto.KvProto.Error> error) {

@@ -431,6 +431,11 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
     }
 
     @Override
+    public CompletableFuture<RegionInfo> moveReplica(int regionId, String from, String to) {
+        return new RegionAdmin(root).moveReplica(regionId, from, to);
+    }
+
+    @Override
     public CompletableFuture<List<RegionInfo>> regions() {
         return askAnyServer(null).thenApply(RegionsResponse::getRegionsList);
     }

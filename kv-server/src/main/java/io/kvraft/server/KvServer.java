@@ -49,12 +49,16 @@ public final class KvServer implements AutoCloseable {
     /** A backup session nobody reads for this long is closed (a killed client then pins nothing). */
     static final long BACKUP_SESSION_IDLE_MS = Long.getLong("kv.backup.sessionIdleMs", 60_000L);
     private static final int MAX_BACKUP_SESSIONS = 64;
+    /** How long a replica moving to a node may take to catch up (a snapshot of its region, then the log). */
+    static final long MOVE_CATCH_UP_MS = Long.getLong("kv.move.catchUpMs", 300_000L);
     private final NodeMetrics metrics = new NodeMetrics();
     private volatile boolean closed;
     private volatile ScheduledFuture<?> balancer;
     private final io.kvraft.server.region.Splitter splitter;
     private final io.kvraft.server.region.Merger merger;
     private final java.util.concurrent.ExecutorService splitWork;
+    /** Replica moves, one at a time: each waits for a snapshot to reach the new replica. */
+    private final java.util.concurrent.ExecutorService moveWork;
     /** A client of the cluster's own API (region ids for splits), made when first needed. */
     private io.kvraft.client.KvClient internalClient;
     /** Asks peers whether they serve (balancing and hand-off pick only those). */
@@ -105,6 +109,12 @@ public final class KvServer implements AutoCloseable {
         this.merger = new io.kvraft.server.region.Merger(host, store, config.merge(), config.split(), peerProbe, splitWork,
                 2L * config.raft().electionTimeoutMs());
         handlers.merger(merger);
+        this.moveWork = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "kv-move");
+            t.setDaemon(true);
+            return t;
+        });
+        handlers.mover(new io.kvraft.server.region.ReplicaMover(host, peerProbe, moveWork, MOVE_CATCH_UP_MS));
         metrics.bind(host, handlers::inFlight);
     }
 
@@ -270,6 +280,7 @@ public final class KvServer implements AutoCloseable {
         handlers.beginShutdown();
         housekeeping.shutdownNow();
         splitWork.shutdownNow();
+        moveWork.shutdownNow();
         if (internalClient != null) {
             try {
                 internalClient.close();

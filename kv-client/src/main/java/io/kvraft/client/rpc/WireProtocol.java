@@ -44,6 +44,9 @@ public final class WireProtocol {
             parser(KvProto.SplitResponse.class, KvProto.SplitResponse.parser()),
             parser(KvProto.MergeRequest.class, KvProto.MergeRequest.parser()),
             parser(KvProto.MergeResponse.class, KvProto.MergeResponse.parser()),
+            parser(KvProto.MoveReplicaRequest.class, KvProto.MoveReplicaRequest.parser()),
+            parser(KvProto.MoveReplicaResponse.class, KvProto.MoveReplicaResponse.parser()),
+            parser(KvProto.ReplicaRequest.class, KvProto.ReplicaRequest.parser()),
             parser(KvProto.MergeStepRequest.class, KvProto.MergeStepRequest.parser()),
             parser(KvProto.MergeStepResponse.class, KvProto.MergeStepResponse.parser()));
 

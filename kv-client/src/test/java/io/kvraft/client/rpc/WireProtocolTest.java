@@ -95,7 +95,11 @@ class WireProtocolTest {
                 KvProto.MergeRequest.newBuilder().setLeftId(5).setRightId(65_537).setLeftEpoch(3).setRightEpoch(4).build(),
                 KvProto.MergeStepRequest.newBuilder().setRegionId(65_537).setOp(KvProto.WriteOp.newBuilder()
                         .setType(KvProto.WriteOpType.PREPARE_MERGE).setRegionId(5).setEpoch(4)).addPeers("10.0.0.1:8181")
-                        .addPeers("10.0.0.2:8182").build());
+                        .addPeers("10.0.0.2:8182").build(),
+                KvProto.MoveReplicaRequest.newBuilder().setRegionId(5).setFrom("10.0.0.2:8182").setTo("10.0.0.4:8184").build(),
+                KvProto.ReplicaRequest.newBuilder().setOp(KvProto.ReplicaRequest.Op.DROP).setRegion(RegionInfo.newBuilder()
+                        .setId(5).setStartKey(bytes("a")).setEpoch(3).addPeers("10.0.0.1:8181").addPeers("10.0.0.4:8184"))
+                        .build());
     }
 
     static Stream<Named<Message>> responses() {
@@ -138,6 +142,10 @@ class WireProtocolTest {
                         .build(),
                 KvProto.SplitResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.INVALID_ARGUMENT)
                         .setDetail("split key is not strictly inside region 1")).build(),
+                KvProto.MoveReplicaResponse.newBuilder().setRegion(RegionInfo.newBuilder().setId(5).setEpoch(3)
+                        .addPeers("10.0.0.1:8181").addPeers("10.0.0.4:8184").setLeader("10.0.0.1:8181")).build(),
+                KvProto.MoveReplicaResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.BUSY)
+                        .setDetail("region 5 is in a merge or another replica move")).build(),
                 KvProto.MergeResponse.newBuilder().setMerged(RegionInfo.newBuilder().setId(5).setStartKey(bytes("a"))
                         .setEpoch(6).addPeers("10.0.0.1:8181").setRole("LEADER")).build(),
                 KvProto.MergeResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.UNAVAILABLE)

@@ -127,6 +127,10 @@ public final class Merger implements Runnable {
         if (notAdjacent != null) {
             return failed(ErrorCode.INVALID_ARGUMENT, "", notAdjacent);
         }
+        if (left.moving() || right.moving()) {
+            return failed(ErrorCode.BUSY, "", "region " + (left.moving() ? leftId : rightId) + " is moving a replica;"
+                    + " merge after that");
+        }
         if (left.mergingInto() != 0 || right.mergingInto() != 0) {
             Region r = left.mergingInto() != 0 ? left : right;
             return failed(ErrorCode.BUSY, "", "region " + r.id() + " is merging into region " + r.mergingInto()

@@ -322,6 +322,11 @@ final class RaftDirs {
      * Empties the region's range in the store and records applied index 0, through the store's own
      * snapshot load (all-or-nothing): an empty snapshot, taken of an empty range, loaded over the range.
      */
+    /** Removes every key of {@code range} from the store (a replica dropped from this node). */
+    static void clearRange(int regionId, KeyRange range, Path regionDir, KvStore store) {
+        clearRange(regionId, range, regionDir, store, System.currentTimeMillis());
+    }
+
     private static void clearRange(int regionId, KeyRange range, Path regionDir, KvStore store, long millis) {
         Path scratch = regionDir.resolve("reset-" + millis);
         try {

@@ -47,8 +47,10 @@ import java.util.function.LongSupplier;
 public final class Region {
 
     private final int id;
-    /** The nodes holding this region's replicas (host:port), as placed when the region was made. */
-    private final List<String> peers;
+    /** The voters of this region's group (host:port), as its configuration last committed in its log says. */
+    private volatile List<String> peers;
+    /** A replica move is under way on this leader: no split or merge starts meanwhile. */
+    private volatile boolean moving;
     /** What the region is now: its replicated state (range, epoch, regions split off it) and its range; swapped whole. */
     private volatile Shape shape;
     private final Splits splits;
@@ -121,6 +123,9 @@ public final class Region {
          * false when this node has no replica of it at all.
          */
         boolean awaitMergeSource(RegionState right, int leftId);
+
+        /** Records region {@code region}'s voters, changed by a configuration its log committed; durable on return. */
+        void peersChanged(Region region, List<String> peers);
 
         /** Lists region {@code regionId} with a range that takes in {@code range}; returns when that is durable. */
         void widen(int regionId, KeyRange range);
@@ -681,9 +686,27 @@ public final class Region {
         return true;
     }
 
-    /** The nodes holding this region's replicas, as host:port. */
+    /** The voters of this region's group (the nodes holding its replicas, learners aside), as host:port. */
     public List<String> peers() {
         return peers;
+    }
+
+    /** Called in log order with each configuration the group commits (and with a loaded snapshot's). */
+    void peersCommitted(List<String> voters) {
+        if (voters.isEmpty() || new java.util.HashSet<>(voters).equals(new java.util.HashSet<>(peers))) {
+            return;
+        }
+        org.slf4j.LoggerFactory.getLogger(Region.class).info("region {}: replicas now on {} (were on {})", id, voters, peers);
+        this.peers = List.copyOf(voters);
+        splits.peersChanged(this, this.peers);
+    }
+
+    public boolean moving() {
+        return moving;
+    }
+
+    void moving(boolean now) {
+        this.moving = now;
     }
 
     /** The region as a route lists it: range, epoch, replicas, and this replica's view of leader, term and role. */

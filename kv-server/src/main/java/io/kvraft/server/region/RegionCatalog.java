@@ -209,6 +209,21 @@ public final class RegionCatalog {
         }
     }
 
+    /** Records region {@code id}'s voters (a configuration change) and writes the catalog before returning. */
+    public synchronized void setPeers(int id, List<String> peers) {
+        Entry e = entries.get(id);
+        if (e == null || e.peers().equals(peers)) {
+            return;
+        }
+        entries.put(id, e.withPeers(peers));
+        try {
+            write();
+        } catch (IOException x) {
+            entries.put(id, e);
+            throw new UncheckedIOException("cannot write " + file, x);
+        }
+    }
+
     /** Removes region {@code id} (merged into another; its files are gone) and writes the catalog before returning. */
     public synchronized void remove(int id) {
         Entry e = entries.remove(id);

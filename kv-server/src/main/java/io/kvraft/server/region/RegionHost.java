@@ -256,6 +256,12 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         if (catalog.get(child.getId()) != null) {
             return; // listed before this replay reached the split again
         }
+        if (!isMember(child)) {
+            // a learner (a replica moving here) applies the split too: the new region stays on the parent's voters
+            LOG.info("region {}: split off region {} on {}, which this node is not among (a learner here)",
+                    child.getId(), parent.id(), child.getPeersList());
+            return;
+        }
         if (parent.isLeader()) {
             campaignFirst.add(child.getId());
         }
@@ -332,8 +338,8 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
 
     @Override
     public void adoptChild(RegionState child, long createdAt) {
-        if (catalog.get(child.getId()) != null) {
-            return;
+        if (catalog.get(child.getId()) != null || !isMember(child)) {
+            return; // listed already, or split off before this node held a replica of the parent (a replica moved here)
         }
         clearLeftovers(child.getId(), regionDir(child.getId()));
         RegionCatalog.Entry parent = catalog.get(child.getParent());
@@ -341,6 +347,71 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
                 child.getParent(), createdAt, true, parent != null ? parent.peers() : peers));
         LOG.info("region {}: learned from region {}'s snapshot; it starts empty and gets a snapshot from its leader",
                 child.getId(), child.getParent());
+    }
+
+    /** Whether this node is among a new region's voters (a region made before placement names none: all nodes). */
+    private boolean isMember(RegionState child) {
+        return child.getPeersCount() == 0 || child.getPeersList().contains(config.endpoint());
+    }
+
+    @Override
+    public void peersChanged(Region region, List<String> voters) {
+        catalog.setPeers(region.id(), voters);
+    }
+
+    // ---- replica moves ---------------------------------------------------------------------------
+
+    /**
+     * Starts an empty replica of a region moving here (a move's first step, asked by the region's leader): listed in
+     * the catalog as a group with no log, no data and no configuration, so it never campaigns; the leader adds it as
+     * a learner and sends it a snapshot. A replica listed already is left as it is.
+     */
+    public void addReplica(io.kvraft.client.proto.KvProto.RegionInfo info) {
+        if (closed) {
+            throw new IllegalStateException("node " + config.endpoint() + " is closing");
+        }
+        if (catalog.get(info.getId()) == null) {
+            clearLeftovers(info.getId(), regionDir(info.getId()));
+            KeyRange range = new KeyRange(info.getStartKey().toByteArray(), info.getEndKey().toByteArray());
+            catalog.add(RegionCatalog.Entry.of(info.getId(), range, info.getEpoch(), 0, 0, true, info.getPeersList()));
+            LOG.info("region {}: a replica moves here; it starts empty and gets a snapshot from its leader", info.getId());
+        }
+        startListed(info.getId());
+    }
+
+    /**
+     * Drops this node's replica of a region that moved off it (a move's last step, asked by the region's leader once
+     * the configuration without this node committed): stops its group, clears its range in the store, removes its
+     * files and unlists it. Idempotent.
+     *
+     * @throws IllegalArgumentException when {@code voters} still names this node
+     */
+    public synchronized void dropReplica(int regionId, List<String> voters) {
+        if (voters.contains(config.endpoint())) {
+            throw new IllegalArgumentException("region " + regionId + " still has a replica on " + config.endpoint()
+                    + " (its voters are " + voters + "): not dropped");
+        }
+        RegionCatalog.Entry entry = catalog.get(regionId);
+        if (closed || entry == null) {
+            return;
+        }
+        Region r = regions.remove(regionId);
+        KeyRange range = r != null ? r.range() : currentRange(entry);
+        if (r != null) {
+            r.shutdown();
+            try {
+                r.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                regions.put(regionId, r);
+                throw new IllegalStateException("interrupted while stopping region " + regionId);
+            }
+        }
+        catalog.remove(regionId); // first: a crash after it leaves data no listed region covers, and files
+        RaftDirs.clearRange(regionId, range, regionDir(regionId), store);
+        removeGroupFiles(regionId, regionDir(regionId));
+        LOG.info("region {}: replica dropped here (the region is on {} now): group stopped, range {} cleared, files"
+                + " removed", regionId, voters, range);
     }
 
     @Override

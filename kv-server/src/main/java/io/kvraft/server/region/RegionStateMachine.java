@@ -31,6 +31,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.stream.Stream;
 
 /**
@@ -389,7 +390,7 @@ final class RegionStateMachine extends StateMachineAdapter {
         if (valid) {
             child = RegionState.newBuilder().setId(op.getRegionId()).setStartKey(op.getKey())
                     .setEndKey(current.getEndKey()).setEpoch(current.getEpoch() + 1).setCreatedAt(index)
-                    .setParent(current.getId()).build();
+                    .setParent(current.getId()).addAllPeers(region.peers()).build(); // a split moves no replica
             left = current.toBuilder().setEndKey(op.getKey()).setEpoch(current.getEpoch() + 1).addChildren(child).build();
             region.splits().prepareChild(region, child, index);
             writes.regionMeta(current.getId(), index, left.toByteArray());
@@ -654,6 +655,9 @@ final class RegionStateMachine extends StateMachineAdapter {
     @Override
     public boolean onSnapshotLoad(SnapshotReader reader) {
         long index = reader.load().getLastIncludedIndex();
+        // the group's voters at the snapshot: later configurations come through onConfigurationCommitted, in log order
+        region.peersCommitted(reader.load().getPeersList().stream()
+                .map(p -> com.alipay.sofa.jraft.entity.PeerId.parsePeer(p).getEndpoint().toString()).toList());
         region.undecided().giveUp("a snapshot replaced this replica's log"); // their entries are not applied one by one
         // jraft never loads a snapshot below its own applied index (ESTALE), and the store is never behind
         // jraft. So a snapshot at or below storeIndex can only come from a persistent store that is ahead:
@@ -700,6 +704,15 @@ final class RegionStateMachine extends StateMachineAdapter {
             LOG.error("region {}: snapshot at index {} refused: {}", region.id(), index, e.getMessage());
             return false;
         }
+    }
+
+    @Override
+    public void onConfigurationCommitted(com.alipay.sofa.jraft.conf.Configuration conf) {
+        region.peersCommitted(endpoints(conf.getPeers()));
+    }
+
+    private static List<String> endpoints(java.util.Collection<com.alipay.sofa.jraft.entity.PeerId> peers) {
+        return peers.stream().map(p -> p.getEndpoint().toString()).toList();
     }
 
     @Override

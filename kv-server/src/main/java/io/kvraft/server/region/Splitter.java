@@ -106,6 +106,9 @@ public final class Splitter implements Runnable {
                     + " is not strictly inside region " + regionId + " " + range
                     + ": a region splits at a key above its start and below its end");
         }
+        if (region.moving()) {
+            return error(ErrorCode.BUSY, "", "region " + regionId + " is moving a replica; split it after that");
+        }
         if (!splitting.add(regionId)) {
             return error(ErrorCode.BUSY, "", "region " + regionId + " is being split already");
         }

@@ -62,6 +62,7 @@ public final class KvHandlers {
     private final String storeId;
     private volatile io.kvraft.server.region.Splitter splitter;
     private volatile io.kvraft.server.region.Merger merger;
+    private volatile io.kvraft.server.region.ReplicaMover mover;
 
     public KvHandlers(RegionHost host, KvStore store, LimitsConfig limits) {
         this(host, store, limits, new KvMetrics(), 0, "");
@@ -114,6 +115,60 @@ public final class KvHandlers {
         server.registerProcessor(processor(SplitRequest.class, this::split));
         server.registerProcessor(processor(io.kvraft.client.proto.KvProto.MergeRequest.class, this::merge));
         server.registerProcessor(processor(io.kvraft.client.proto.KvProto.MergeStepRequest.class, this::mergeStep));
+        server.registerProcessor(processor(io.kvraft.client.proto.KvProto.MoveReplicaRequest.class, this::moveReplica));
+        server.registerProcessor(processor(io.kvraft.client.proto.KvProto.ReplicaRequest.class, this::replica));
+    }
+
+    public void mover(io.kvraft.server.region.ReplicaMover mover) {
+        this.mover = mover;
+    }
+
+    private void moveReplica(RpcContext ctx, io.kvraft.client.proto.KvProto.MoveReplicaRequest req) {
+        io.kvraft.server.region.ReplicaMover m = mover;
+        if (shuttingDown || m == null) {
+            ctx.sendResponse(io.kvraft.client.proto.KvProto.MoveReplicaResponse.newBuilder().setError(Responses.error(
+                    shuttingDown ? ErrorCode.SHUTTING_DOWN : ErrorCode.UNAVAILABLE,
+                    "node " + host.endpoint() + " does not move replicas now")).build());
+            return;
+        }
+        Runnable done = track();
+        m.move(req).whenComplete((resp, e) -> {
+            try {
+                ctx.sendResponse(e == null ? resp : io.kvraft.client.proto.KvProto.MoveReplicaResponse.newBuilder()
+                        .setError(Responses.error(ErrorCode.INTERNAL, "move failed: " + e)).build());
+            } finally {
+                done.run();
+            }
+        });
+    }
+
+    /** A step of a replica move asked by the region's leader: start an empty replica here, or drop this node's. */
+    private void replica(RpcContext ctx, io.kvraft.client.proto.KvProto.ReplicaRequest req) {
+        Error error = null;
+        int id = req.getRegion().getId();
+        if (shuttingDown) {
+            error = Responses.error(ErrorCode.SHUTTING_DOWN, "", "node " + host.endpoint() + " is shutting down");
+        } else {
+            try {
+                if (req.getOp() == io.kvraft.client.proto.KvProto.ReplicaRequest.Op.ADD) {
+                    host.addReplica(req.getRegion());
+                } else {
+                    host.dropReplica(id, req.getRegion().getPeersList());
+                }
+            } catch (IllegalArgumentException e) {
+                error = Responses.error(ErrorCode.INVALID_ARGUMENT, e.getMessage());
+            } catch (RuntimeException e) {
+                org.slf4j.LoggerFactory.getLogger(KvHandlers.class).warn("region {}: replica {} failed: {}", id, req.getOp(),
+                        e.toString());
+                error = Responses.error(ErrorCode.INTERNAL, "region " + id + ": replica " + req.getOp() + " failed on "
+                        + host.endpoint() + ": " + e.getMessage());
+            }
+        }
+        AdminResponse.Builder b = AdminResponse.newBuilder();
+        if (error != null) {
+            b.setError(error);
+        }
+        ctx.sendResponse(b.build());
     }
 
     /** A merge step asked by the leader of the region merged into: proposed here when this node leads the region. */
@@ -129,6 +184,9 @@ public final class KvHandlers {
             error = Responses.error(ErrorCode.INVALID_ARGUMENT, "a merge step is PREPARE_MERGE or MERGE_ROLLBACK, not " + type);
         } else {
             error = checkLeader(region);
+        }
+        if (error == null && type == WriteOpType.PREPARE_MERGE && region.moving()) {
+            error = Responses.error(ErrorCode.BUSY, "region " + region.id() + " is moving a replica; merge after that");
         }
         if (error == null && type == WriteOpType.PREPARE_MERGE) {
             java.util.Set<String> mine = new java.util.HashSet<>();

@@ -12,4 +12,9 @@ public final class TestAccess {
     public static Locks.Clock clockOf(WriteBatch batch, long entryTerm) {
         return RegionStateMachine.clockOf(0, batch, entryTerm);
     }
+
+    /** The index of the region replica's last snapshot, taken or installed. */
+    public static long snapshotIndex(Region region) {
+        return region.snapshotIndex();
+    }
 }

@@ -1,0 +1,329 @@
+package io.kvraft.server.region;
+
+import com.alipay.sofa.jraft.Node;
+import com.alipay.sofa.jraft.Status;
+import com.alipay.sofa.jraft.conf.Configuration;
+import com.alipay.sofa.jraft.entity.PeerId;
+import io.kvraft.client.config.HostPort;
+import io.kvraft.client.proto.KvProto.AdminResponse;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.MoveReplicaRequest;
+import io.kvraft.client.proto.KvProto.MoveReplicaResponse;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.RegionsRequest;
+import io.kvraft.client.proto.KvProto.RegionsResponse;
+import io.kvraft.client.proto.KvProto.ReplicaRequest;
+import io.kvraft.client.rpc.Transport;
+import io.kvraft.server.rpc.Responses;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Moves one replica of a region from one node to another, driven from the region's leader, by jraft's own steps:
+ * <ol>
+ *   <li>the target node starts an empty replica ({@link ReplicaRequest} ADD): no log, no data, no configuration;</li>
+ *   <li>the leader adds it as a learner; jraft sends it a snapshot and then the log, and it votes in nothing;</li>
+ *   <li>once it has applied what the leader had committed when it joined, it leaves the learners (jraft refuses one
+ *       node as learner and voter in one change) and one configuration change (jraft's joint consensus, with its own
+ *       catch-up of the last entries) makes it a voter and takes the source out;</li>
+ *   <li>the source drops its replica ({@link ReplicaRequest} DROP): group stopped, range cleared, files removed.</li>
+ * </ol>
+ * Every node records the new voters as its replica applies the configuration (in log order, so a split on the way
+ * gives its new region the voters of that moment). A move that cannot finish before the configuration change takes
+ * the learner out again and drops its replica: the region is as it was. A move that would leave the region without
+ * a majority is not started. The leader's balancer, splits and merges leave the region alone meanwhile.
+ */
+public final class ReplicaMover {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ReplicaMover.class);
+    private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    private static final long RPC_TIMEOUT_MS = 10_000;
+    private static final int DROP_ATTEMPTS = 5;
+
+    private final RegionHost host;
+    private final Transport peers;
+    private final Executor work;
+    private final long catchUpTimeoutMs;
+
+    /**
+     * @param work             where moves run (they wait for snapshots and configuration changes): never a request
+     *                         handler's thread
+     * @param catchUpTimeoutMs how long the new replica may take to catch up before the move is given up
+     */
+    public ReplicaMover(RegionHost host, Transport peers, Executor work, long catchUpTimeoutMs) {
+        this.host = host;
+        this.peers = peers;
+        this.work = work;
+        this.catchUpTimeoutMs = catchUpTimeoutMs;
+    }
+
+    /** Never fails the future: errors are in the answer. */
+    public CompletableFuture<MoveReplicaResponse> move(MoveReplicaRequest req) {
+        try {
+            return CompletableFuture.supplyAsync(() -> moveNow(req), work);
+        } catch (RejectedExecutionException closed) {
+            return CompletableFuture.completedFuture(failed(ErrorCode.SHUTTING_DOWN, "", "node " + host.endpoint()
+                    + " is shutting down"));
+        }
+    }
+
+    private static MoveReplicaResponse failed(ErrorCode code, String hint, String detail) {
+        return MoveReplicaResponse.newBuilder().setError(Responses.error(code, hint, detail)).build();
+    }
+
+    private MoveReplicaResponse moveNow(MoveReplicaRequest req) {
+        int id = req.getRegionId();
+        String from = req.getFrom();
+        String to = req.getTo();
+        Region region = host.region(id);
+        if (region == null) {
+            return failed(ErrorCode.REGION_NOT_FOUND, "", "no region " + id + " on " + host.endpoint());
+        }
+        Node node = region.node();
+        if (!region.isLeader() || node == null) {
+            String hint = region.leaderHint();
+            return failed(hint.isEmpty() ? ErrorCode.NO_LEADER : ErrorCode.NOT_LEADER, hint,
+                    "this node does not lead region " + id);
+        }
+        String invalid = invalid(region, from, to);
+        if (invalid != null) {
+            return failed(ErrorCode.INVALID_ARGUMENT, "", invalid);
+        }
+        if (region.mergingInto() != 0 || region.leaderPinned() || region.moving()) {
+            return failed(ErrorCode.BUSY, "", "region " + id + " is in a merge or another replica move");
+        }
+        if (from.equals(host.endpoint())) {
+            return handOff(region, node, from, to);
+        }
+        String noQuorum = quorumProblem(region, node, from);
+        if (noQuorum != null) {
+            return failed(ErrorCode.UNAVAILABLE, "", noQuorum);
+        }
+        region.moving(true);
+        region.pinLeader(true);
+        long began = System.nanoTime();
+        try {
+            return run(region, node, from, to, began);
+        } finally {
+            region.pinLeader(false);
+            region.moving(false);
+        }
+    }
+
+    /** Why the move cannot be asked at all, or null. */
+    private String invalid(Region region, String from, String to) {
+        for (String n : new String[]{from, to}) {
+            try {
+                HostPort.parse(n);
+            } catch (IllegalArgumentException e) {
+                return e.getMessage();
+            }
+        }
+        List<String> voters = region.peers();
+        if (!voters.contains(from)) {
+            return "node " + from + " holds no replica of region " + region.id() + " (its replicas are on " + voters + ")";
+        }
+        if (voters.contains(to)) {
+            return "node " + to + " holds a replica of region " + region.id() + " already (its replicas are on " + voters
+                    + ")";
+        }
+        if (!host.peers().contains(to)) {
+            return "node " + to + " is not a node of the cluster " + host.peers();
+        }
+        return null;
+    }
+
+    /** The leader's own replica moves: hand the leadership to another voter first; the client asks that one again. */
+    private MoveReplicaResponse handOff(Region region, Node node, String from, String to) {
+        for (PeerId p : node.listAlivePeers()) {
+            String ep = p.getEndpoint().toString();
+            if (!ep.equals(from)) {
+                Status st = node.transferLeadershipTo(p);
+                LOG.info("region {}: moving this node's replica to {}: leadership handed to {} first: {}", region.id(), to,
+                        ep, st.isOk() ? "started" : st.getErrorMsg());
+                return failed(ErrorCode.NOT_LEADER, st.isOk() ? ep : "", "region " + region.id() + "'s replica on its"
+                        + " leader " + from + " moves: its leadership goes to " + ep + " first; ask that node");
+            }
+        }
+        return failed(ErrorCode.UNAVAILABLE, "", "region " + region.id() + "'s replica on its leader " + from
+                + " cannot move: no other replica is alive to take the leadership");
+    }
+
+    /**
+     * Null when the region keeps a majority through the move: its live voters other than {@code from}, with the new
+     * replica once caught up, are a majority of the new configuration, and the live voters a majority of the old.
+     */
+    private static String quorumProblem(Region region, Node node, String from) {
+        List<String> voters = region.peers();
+        Set<String> alive = new HashSet<>();
+        for (PeerId p : node.listAlivePeers()) {
+            alive.add(p.getEndpoint().toString());
+        }
+        alive.retainAll(voters);
+        int majority = voters.size() / 2 + 1;
+        int staying = (int) alive.stream().filter(v -> !v.equals(from)).count();
+        if (alive.size() < majority || staying + 1 < majority) {
+            return "moving region " + region.id() + "'s replica off " + from + " would leave it without a majority: "
+                    + alive.size() + " of its " + voters.size() + " replicas " + voters + " are alive (" + alive
+                    + "); bring the others back first";
+        }
+        return null;
+    }
+
+    private MoveReplicaResponse run(Region region, Node node, String from, String to, long began) {
+        int id = region.id();
+        List<String> before = region.peers();
+        PeerId learner = PeerId.parsePeer(to);
+        // 1. an empty replica on the target
+        String added = ask(to, ReplicaRequest.newBuilder().setOp(ReplicaRequest.Op.ADD).setRegion(region.info()).build());
+        if (added != null) {
+            return failed(ErrorCode.UNAVAILABLE, "", "region " + id + ": node " + to + " did not start a replica: " + added);
+        }
+        // 2. a learner: jraft sends it a snapshot, then the log
+        Status st = await(done -> node.addLearners(List.of(learner), done::complete));
+        if (!st.isOk()) {
+            dropOn(to, region, before);
+            return failed(codeOf(st), region.leaderHint(), "region " + id + ": " + to + " not added as a learner: "
+                    + st.getErrorMsg());
+        }
+        LOG.info("region {}: moving its replica {} -> {}: learner added", id, from, to);
+        // 3. caught up: it has applied what this leader had committed once it joined
+        long target = node.getLastCommittedIndex();
+        String behind = awaitCaughtUp(id, to, target);
+        if (behind != null || !region.isLeader()) {
+            Status undone = await(done -> node.removeLearners(List.of(learner), done::complete));
+            dropOn(to, region, before);
+            String why = behind != null ? behind : "this node lost the leadership";
+            LOG.info("region {}: move {} -> {} given up ({}); learner removed: {}", id, from, to, why, undone);
+            return failed(ErrorCode.UNAVAILABLE, region.leaderHint(), "region " + id + ": move " + from + " -> " + to
+                    + " given up, nothing changed: " + why);
+        }
+        // 4. the learner votes and the source is out, in one configuration change. jraft refuses a change whose old
+        // and new configurations name one node as learner and as voter, so the learner leaves the learners first: its
+        // replica keeps what it has, and the change catches it up the last few entries before it counts.
+        List<String> after = new ArrayList<>(before);
+        after.remove(from);
+        after.add(to);
+        st = await(done -> node.removeLearners(List.of(learner), done::complete));
+        if (st.isOk()) {
+            Configuration conf = new Configuration(after.stream().map(PeerId::parsePeer).toList());
+            for (PeerId l : node.listLearners()) {
+                conf.addLearner(l);
+            }
+            st = await(done -> node.changePeers(conf, done::complete));
+        }
+        if (!st.isOk()) {
+            Status undone = await(done -> node.removeLearners(List.of(learner), done::complete));
+            dropOn(to, region, before);
+            LOG.info("region {}: move {} -> {}: configuration change not taken ({}); learner removed: {}", id, from, to,
+                    st, undone);
+            return failed(codeOf(st), region.leaderHint(), "region " + id + ": move " + from + " -> " + to
+                    + " not taken, nothing changed: " + st.getErrorMsg());
+        }
+        // 5. the source drops its replica (the configuration without it has committed)
+        RegionInfo now = region.info().toBuilder().clearPeers().addAllPeers(after).build();
+        String dropped = null;
+        for (int i = 0; i < DROP_ATTEMPTS; i++) {
+            dropped = ask(from, ReplicaRequest.newBuilder().setOp(ReplicaRequest.Op.DROP).setRegion(now).build());
+            if (dropped == null) {
+                break;
+            }
+            LockSupport.parkNanos(10 * POLL_NANOS);
+        }
+        if (dropped != null) {
+            LOG.warn("region {}: moved {} -> {}, but {} did not drop its old replica ({}): it takes no part in the region;"
+                    + " move-replica again to retry the drop", id, from, to, from, dropped);
+        }
+        LOG.info("region {}: replica moved {} -> {} in {} ms; replicas now on {}", id, from, to,
+                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began), after);
+        return MoveReplicaResponse.newBuilder().setRegion(region.info()).build();
+    }
+
+    private static ErrorCode codeOf(Status st) {
+        return switch (st.getRaftError()) {
+            case EPERM -> ErrorCode.NOT_LEADER;
+            case EBUSY -> ErrorCode.BUSY;
+            default -> ErrorCode.UNAVAILABLE;
+        };
+    }
+
+    /** Runs a jraft call that reports through a closure and waits for it (bounded: jraft answers every closure). */
+    private static Status await(java.util.function.Consumer<CompletableFuture<Status>> call) {
+        CompletableFuture<Status> done = new CompletableFuture<>();
+        try {
+            call.accept(done);
+            return done.get(2 * RPC_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        } catch (IllegalArgumentException | IllegalStateException e) { // jraft's argument checks
+            return new Status(com.alipay.sofa.jraft.error.RaftError.EINVAL, "%s", e.getMessage());
+        } catch (java.util.concurrent.TimeoutException e) {
+            return new Status(com.alipay.sofa.jraft.error.RaftError.ETIMEDOUT, "no answer from jraft");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new Status(com.alipay.sofa.jraft.error.RaftError.EINTR, "interrupted");
+        } catch (java.util.concurrent.ExecutionException e) {
+            return new Status(com.alipay.sofa.jraft.error.RaftError.EINTERNAL, "%s", e.getCause().toString());
+        }
+    }
+
+    /** Null once node {@code to}'s replica of region {@code id} has applied {@code index}, else why not (at the timeout). */
+    private String awaitCaughtUp(int id, String to, long index) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(catchUpTimeoutMs);
+        long applied = -1;
+        while (System.nanoTime() - deadline < 0) {
+            try {
+                RegionsResponse resp = peers.<RegionsResponse>call(to, RegionsRequest.getDefaultInstance(), RPC_TIMEOUT_MS)
+                        .get(RPC_TIMEOUT_MS + 1000, TimeUnit.MILLISECONDS);
+                for (RegionInfo r : resp.getRegionsList()) {
+                    if (r.getId() == id) {
+                        applied = r.getAppliedIndex();
+                    }
+                }
+                if (applied >= index) {
+                    return null;
+                }
+            } catch (Exception e) {
+                if (e instanceof InterruptedException) {
+                    Thread.currentThread().interrupt();
+                    return "interrupted";
+                }
+            }
+            LockSupport.parkNanos(POLL_NANOS);
+        }
+        return "the replica on " + to + " applied index " + applied + " of " + index + " within " + catchUpTimeoutMs
+                + " ms";
+    }
+
+    private void dropOn(String node, Region region, List<String> voters) {
+        RegionInfo info = region.info().toBuilder().clearPeers().addAllPeers(voters).build();
+        String failed = ask(node, ReplicaRequest.newBuilder().setOp(ReplicaRequest.Op.DROP).setRegion(info).build());
+        if (failed != null) {
+            LOG.warn("region {}: the replica started on {} for a move that did not happen was not dropped: {}",
+                    region.id(), node, failed);
+        }
+    }
+
+    /** Sends a replica request; null when done, else why not. */
+    private String ask(String node, ReplicaRequest req) {
+        try {
+            AdminResponse resp = peers.<AdminResponse>call(node, req, RPC_TIMEOUT_MS)
+                    .get(RPC_TIMEOUT_MS + 1000, TimeUnit.MILLISECONDS);
+            return resp.hasError() && resp.getError().getCode() != ErrorCode.OK
+                    ? resp.getError().getCode() + ": " + resp.getError().getDetail() : null;
+        } catch (Exception e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            return e.getClass().getSimpleName() + ": " + e.getMessage();
+        }
+    }
+}

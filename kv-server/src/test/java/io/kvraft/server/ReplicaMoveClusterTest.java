@@ -1,0 +1,159 @@
+package io.kvraft.server;
+
+import io.kvraft.client.KvClient;
+import io.kvraft.client.KvException;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.server.config.ServerConfig;
+import io.kvraft.server.config.ServerConfig.ReplicationConfig;
+import io.kvraft.server.config.ServerConfig.SplitConfig;
+import io.kvraft.server.region.RegionCatalog;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static io.kvraft.client.KvClient.sync;
+import static java.util.concurrent.TimeUnit.SECONDS;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Replica moves on four servers in this JVM with {@code replication.factor: 3} and 4 regions (region 1 on nodes 0, 1
+ * and 2): a replica moves to a node that had none while a client writes to the region, the old node keeps nothing of
+ * it, the new one serves the data when another replica is down, and bad moves are refused with nothing changed.
+ */
+@Timeout(value = 300, unit = SECONDS)
+class ReplicaMoveClusterTest {
+
+    @TempDir
+    Path dir;
+
+    private InProcessCluster start(String engine) throws Exception {
+        InProcessCluster cluster = InProcessCluster.start(4, 4, dir, engine, ServerConfig.RaftConfig.LOG_SHARED,
+                c -> c.withReplication(new ReplicationConfig(3)).withSplit(new SplitConfig(false, null, null, null, null)));
+        await().atMost(60, SECONDS).until(cluster::allRegionsLed);
+        return cluster;
+    }
+
+    /** Key {@code i} of region 1, which holds the keys below 0x40. */
+    private static byte[] key(String kind, int i) {
+        byte[] tail = String.format("%s%05d", kind, i).getBytes(StandardCharsets.US_ASCII);
+        byte[] k = new byte[1 + tail.length];
+        k[0] = (byte) (i % 0x40);
+        System.arraycopy(tail, 0, k, 1, tail.length);
+        return k;
+    }
+
+    private static byte[] value(int i) {
+        return ("v" + i).getBytes(StandardCharsets.US_ASCII);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"memory", "rocksdb"})
+    void when_aReplicaMovesUnderWrites_then_theNewNodeHoldsEveryAcknowledgedWrite_andTheOldNodeNothing(String engine)
+            throws Exception {
+        try (InProcessCluster cluster = start(engine)) {
+            List<String> nodes = cluster.endpoints();
+            assertThat(cluster.hostsOf(1)).containsExactlyInAnyOrder(nodes.get(0), nodes.get(1), nodes.get(2));
+            KvClient client = cluster.client();
+            for (int i = 0; i < 300; i++) {
+                sync(IdempotentWrites.put(client, key("k", i), value(i)));
+            }
+            // two snapshots: jraft drops the log up to the one before the last, so the new replica needs a snapshot
+            for (int round = 0; round < 2; round++) {
+                for (int i = 0; i < 3; i++) {
+                    RaftTestSupport.snapshotAllRegions(cluster.node(i));
+                }
+                sync(IdempotentWrites.put(client, key("s", round), value(round)));
+            }
+            Map<Integer, Boolean> acked = new ConcurrentHashMap<>();
+            AtomicBoolean stop = new AtomicBoolean();
+            AtomicReference<Throwable> writeFailure = new AtomicReference<>();
+            Thread writer = new Thread(() -> {
+                for (int i = 0; !stop.get(); i++) {
+                    try {
+                        sync(IdempotentWrites.put(client, key("w", i), value(i)));
+                        acked.put(i, true);
+                    } catch (RuntimeException e) {
+                        writeFailure.set(e);
+                        return;
+                    }
+                }
+            }, "writer");
+            writer.start();
+
+            RegionInfo moved;
+            try {
+                moved = sync(client.moveReplica(1, nodes.get(1), nodes.get(3)));
+            } finally {
+                stop.set(true);
+                writer.join(60_000);
+            }
+
+            assertThat(writeFailure.get()).as("a write during the move failed").isNull();
+            assertThat(acked).as("writes acknowledged during the move").isNotEmpty();
+            Set<String> now = Set.of(nodes.get(0), nodes.get(2), nodes.get(3));
+            assertThat(moved.getPeersList()).containsExactlyInAnyOrderElementsOf(now);
+            await().atMost(60, SECONDS).until(() -> cluster.hostsOf(1).equals(new java.util.TreeSet<>(now)));
+            assertThat(cluster.dataDir(1).resolve("raft").resolve("region-1")).as("node 1's files of region 1")
+                    .doesNotExist();
+            assertThat(Files.readString(cluster.dataDir(1).resolve("raft").resolve(RegionCatalog.FILE)))
+                    .doesNotContain("\"id\" : 1,");
+            for (int i = 0; i < 4; i++) {
+                if (cluster.node(i).host().region(1) != null) {
+                    assertThat(cluster.node(i).host().region(1).peers()).as("node %d's view of region 1's replicas", i)
+                            .containsExactlyInAnyOrderElementsOf(now);
+                }
+            }
+
+            assertThat(io.kvraft.server.region.TestAccess.snapshotIndex(cluster.node(3).host().region(1)))
+                    .as("the new replica installed a snapshot").isPositive();
+            cluster.stopNode(0); // region 1 is on nodes 2 and 3 now: the moved replica is half its majority
+            await().atMost(60, SECONDS).until(() -> cluster.leaderOf(1) >= 0);
+            for (int i = 0; i < 300; i++) {
+                assertThat(sync(client.get(key("k", i)))).as("key k%d", i).isEqualTo(value(i));
+            }
+            for (int i : acked.keySet()) {
+                assertThat(sync(client.get(key("w", i)))).as("acknowledged write w%d", i).isEqualTo(value(i));
+            }
+        }
+    }
+
+    @Test
+    void when_aMoveIsBad_then_itIsRefusedWithATypedError_andNothingChanges() throws Exception {
+        try (InProcessCluster cluster = start("memory")) {
+            List<String> nodes = cluster.endpoints();
+            KvClient client = cluster.client();
+            Set<String> before = cluster.hostsOf(1);
+
+            assertRefused(client, 1, nodes.get(3), nodes.get(0), ErrorCode.INVALID_ARGUMENT, "holds no replica of region 1");
+            assertRefused(client, 1, nodes.get(0), nodes.get(1), ErrorCode.INVALID_ARGUMENT, "holds a replica of region 1 already");
+            assertRefused(client, 1, nodes.get(0), "127.0.0.1:1", ErrorCode.INVALID_ARGUMENT, "is not a node of the cluster");
+            assertRefused(client, 1, nodes.get(0), nodes.get(0), ErrorCode.INVALID_ARGUMENT, "cannot move to the node it is on");
+            assertRefused(client, 1, "nonsense", nodes.get(3), ErrorCode.INVALID_ARGUMENT, "nonsense");
+            assertRefused(client, 4242, nodes.get(0), nodes.get(3), ErrorCode.REGION_NOT_FOUND, "4242");
+
+            assertThat(cluster.hostsOf(1)).isEqualTo(before);
+            assertThat(cluster.node(3).host().region(1)).isNull();
+        }
+    }
+
+    private static void assertRefused(KvClient client, int region, String from, String to, ErrorCode code, String words) {
+        assertThatThrownBy(() -> sync(client.moveReplica(region, from, to)))
+                .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(code))
+                .hasMessageContaining(words);
+    }
+}
