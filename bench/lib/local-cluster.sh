@@ -1,8 +1,9 @@
-# Sourced by bench scripts: a 3-node cluster of server JVMs in a temp dir on free loopback ports.
+# Sourced by bench scripts: a cluster of server JVMs (3, or KV_NODES) in a temp dir on free loopback ports.
 #   kv_cluster_init ENGINE REGIONS [YAML]
-#                                    makes $work, picks ports, writes $work/server-{1,2,3}.yaml, sets $servers;
-#                                    YAML (optional) is appended to each server file, e.g. a split: section
-#   kv_cluster_start [JVM ARGS...]   starts the three nodes (their PIDs in the array pids), logs in $work
+#                                    makes $work, picks ports, writes $work/server-{1,2,3,...}.yaml, sets $servers
+#                                    and the array nodes (host:port of each); YAML (optional) is appended to each
+#                                    server file, e.g. a split: section
+#   kv_cluster_start [JVM ARGS...]   starts the nodes (their PIDs in the array pids, by node), logs in $work
 #   kv_cluster_await_health          waits until every region has a leader (kv-client health)
 #   kvc ARGS...                      the admin CLI against the cluster
 # The caller's EXIT trap must run kv_cluster_cleanup, which kills only the PIDs started here.
@@ -11,15 +12,18 @@
 pids=()
 
 kv_cluster_init() {
-  local engine=$1 regions=$2 extra=${3:-} i
+  local engine=$1 regions=$2 extra=${3:-} i n=${KV_NODES:-3}
   work=$(mktemp -d /tmp/kv-bench.XXXXXX)
-  ports=($(python3 -c 'import socket
-s=[socket.socket() for _ in range(3)]
+  ports=($(python3 -c 'import socket, sys
+s=[socket.socket() for _ in range(int(sys.argv[1]))]
 [x.bind(("127.0.0.1",0)) for x in s]
-print(" ".join(str(x.getsockname()[1]) for x in s))'))
-  local peers="127.0.0.1:${ports[0]}, 127.0.0.1:${ports[1]}, 127.0.0.1:${ports[2]}"
-  servers="127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}"
-  for i in 0 1 2; do
+print(" ".join(str(x.getsockname()[1]) for x in s))' "$n"))
+  nodes=()
+  for i in "${!ports[@]}"; do nodes+=("127.0.0.1:${ports[$i]}"); done
+  local peers
+  peers=$(IFS=,; echo "${nodes[*]}" | sed 's/,/, /g')
+  servers=$(IFS=,; echo "${nodes[*]}")
+  for i in "${!ports[@]}"; do
     cat >"$work/server-$((i + 1)).yaml" <<EOF2
 endpoint: 127.0.0.1:${ports[$i]}
 dataDir: $work/data-$((i + 1))
@@ -37,10 +41,18 @@ EOF2
 kv_cluster_start() {
   local i
   pids=()
-  for i in 1 2 3; do
+  for ((i = 1; i <= ${#nodes[@]}; i++)); do
     java "$@" -jar kv-server/target/kv-server.jar --config "$work/server-$i.yaml" >>"$work/node-$i.log" 2>&1 &
     pids+=($!)
   done
+}
+
+# kv_node_start I [JVM ARGS...]: starts node I (1-based) again; its PID replaces the old one in pids
+kv_node_start() {
+  local i=$1
+  shift
+  java "$@" -jar kv-server/target/kv-server.jar --config "$work/server-$i.yaml" >>"$work/node-$i.log" 2>&1 &
+  pids[$((i - 1))]=$!
 }
 
 kvc() { java -jar kv-client/target/kv-client.jar --servers "$servers" "$@"; }

@@ -141,6 +141,9 @@ public final class KvServer implements AutoCloseable {
                     TimeUnit.MILLISECONDS);
         }
         server.housekeeping.scheduleWithFixedDelay(new PeerWatcher(server.host), 1, 1, TimeUnit.SECONDS);
+        long gcMs = config.raft().electionTimeoutMs();
+        server.housekeeping.scheduleWithFixedDelay(new io.kvraft.server.region.ReplicaGc(server.host, server.peerProbe,
+                server.moveWork, 2L * gcMs, System::nanoTime), gcMs, gcMs, TimeUnit.MILLISECONDS);
         server.housekeeping.scheduleWithFixedDelay(server.backups::expireIdle, 1, 1, TimeUnit.SECONDS);
         if (config.split().enabled()) {
             long ms = config.split().checkIntervalMs();

@@ -133,6 +133,32 @@ class ReplicaMoveClusterTest {
     }
 
     @Test
+    void when_theSourceIsDownDuringTheMove_then_theMoveCompletes_andItsReplicaIsDroppedWhenItReturns() throws Exception {
+        try (InProcessCluster cluster = start("memory")) {
+            List<String> nodes = cluster.endpoints();
+            KvClient client = cluster.client();
+            for (int i = 0; i < 100; i++) {
+                sync(IdempotentWrites.put(client, key("k", i), value(i)));
+            }
+            cluster.stopNode(1); // a node whose disk died: its replicas are rebuilt elsewhere
+
+            RegionInfo moved = sync(client.moveReplica(1, nodes.get(1), nodes.get(3)));
+
+            Set<String> now = Set.of(nodes.get(0), nodes.get(2), nodes.get(3));
+            assertThat(moved.getPeersList()).containsExactlyInAnyOrderElementsOf(now);
+            cluster.startNode(1); // back with a replica of region 1 that the region no longer counts
+            await().atMost(90, SECONDS).until(() -> cluster.node(1).host().region(1) == null);
+            assertThat(cluster.hostsOf(1)).containsExactlyInAnyOrderElementsOf(now);
+            assertThat(cluster.dataDir(1).resolve("raft").resolve("region-1")).doesNotExist();
+            assertThat(cluster.node(1).host().region(2)).as("node 1's other replicas stay").isNotNull();
+            cluster.stopNode(0);
+            for (int i = 0; i < 100; i++) {
+                assertThat(sync(client.get(key("k", i)))).as("key k%d", i).isEqualTo(value(i));
+            }
+        }
+    }
+
+    @Test
     void when_aMoveIsBad_then_itIsRefusedWithATypedError_andNothingChanges() throws Exception {
         try (InProcessCluster cluster = start("memory")) {
             List<String> nodes = cluster.endpoints();

@@ -29,7 +29,8 @@ import java.util.concurrent.Callable;
                 DataCommands.DeleteRange.class, DataCommands.Cas.class, DataCommands.PutIfAbsent.class, RegionsCommand.class,
                 TransferLeaderCommand.class, SplitCommand.class, MergeCommand.class, MoveReplicaCommand.class, RebalanceCommand.class, HealthCommand.class, StatusCommand.class,
                 CoordCommands.Sequence.class, CoordCommands.Lock.class,
-                BackupCommands.BackupCommand.class, BackupCommands.RestoreCommand.class, BatchCommand.class})
+                BackupCommands.BackupCommand.class, BackupCommands.RestoreCommand.class, BatchCommand.class,
+                NodeCommands.NodeCommand.class})
 public final class KvCtl {
 
     @Option(names = "--config", paramLabel = "FILE", defaultValue = "conf/client.yaml",

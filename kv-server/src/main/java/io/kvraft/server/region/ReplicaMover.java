@@ -48,7 +48,8 @@ public final class ReplicaMover {
     private static final Logger LOG = LoggerFactory.getLogger(ReplicaMover.class);
     private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
     private static final long RPC_TIMEOUT_MS = 10_000;
-    private static final int DROP_ATTEMPTS = 5;
+    /** A source that is down does not drop its replica: a few quick tries, then the move is done without it. */
+    private static final int DROP_ATTEMPTS = 3;
 
     private final RegionHost host;
     private final Transport peers;
@@ -214,6 +215,8 @@ public final class ReplicaMover {
         List<String> after = new ArrayList<>(before);
         after.remove(from);
         after.add(to);
+        // a source that is down (its disk died) is tried once at the end, not a few times
+        boolean sourceAlive = node.listAlivePeers().stream().anyMatch(p -> p.getEndpoint().toString().equals(from));
         st = await(done -> node.removeLearners(List.of(learner), done::complete));
         if (st.isOk()) {
             Configuration conf = new Configuration(after.stream().map(PeerId::parsePeer).toList());
@@ -233,16 +236,17 @@ public final class ReplicaMover {
         // 5. the source drops its replica (the configuration without it has committed)
         RegionInfo now = region.info().toBuilder().clearPeers().addAllPeers(after).build();
         String dropped = null;
-        for (int i = 0; i < DROP_ATTEMPTS; i++) {
+        for (int i = 0; i < (sourceAlive ? DROP_ATTEMPTS : 1); i++) {
             dropped = ask(from, ReplicaRequest.newBuilder().setOp(ReplicaRequest.Op.DROP).setRegion(now).build());
             if (dropped == null) {
                 break;
             }
-            LockSupport.parkNanos(10 * POLL_NANOS);
+            LockSupport.parkNanos(5 * POLL_NANOS);
         }
         if (dropped != null) {
-            LOG.warn("region {}: moved {} -> {}, but {} did not drop its old replica ({}): it takes no part in the region;"
-                    + " move-replica again to retry the drop", id, from, to, from, dropped);
+            LOG.warn("region {}: moved {} -> {}, but {} did not drop its old replica ({}): it takes no part in the region"
+                    + " (the other replicas refuse its votes) and is dropped when that node asks about it", id, from, to,
+                    from, dropped);
         }
         LOG.info("region {}: replica moved {} -> {} in {} ms; replicas now on {}", id, from, to,
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began), after);
