@@ -20,6 +20,11 @@ import java.util.function.Predicate;
 final class RegionAdmin {
 
     private static final long RETRY_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    /**
+     * A replica move's whole time, beyond operationTimeoutMs: the new replica may take up to its catch-up bound on the
+     * leader (5 minutes) to receive a snapshot of a large region.
+     */
+    static final long MOVE_TIMEOUT_MS = 600_000;
 
     private final RoutingKvClient client;
 
@@ -67,15 +72,22 @@ final class RegionAdmin {
                 .newBuilder().setRegionId(regionId).setFrom(from).setTo(to).build();
         return this.<io.kvraft.client.proto.KvProto.MoveReplicaResponse>call(regionId, request,
                 io.kvraft.client.proto.KvProto.MoveReplicaResponse::hasError,
-                io.kvraft.client.proto.KvProto.MoveReplicaResponse::getError)
+                io.kvraft.client.proto.KvProto.MoveReplicaResponse::getError, MOVE_TIMEOUT_MS)
                 .thenApply(io.kvraft.client.proto.KvProto.MoveReplicaResponse::getRegion);
     }
 
     /** Sends {@code request} to the leader of region {@code regionId}, following leader hints until the deadline. */
     private <R extends Message> CompletableFuture<R> call(int regionId, Message request, Predicate<R> hasError,
                                                           Function<R, io.kvraft.client.proto.KvProto.Error> error) {
+        return call(regionId, request, hasError, error, client.operationTimeoutMs());
+    }
+
+    /** As above, with {@code timeoutMs} for the whole call. */
+    private <R extends Message> CompletableFuture<R> call(int regionId, Message request, Predicate<R> hasError,
+                                                          Function<R, io.kvraft.client.proto.KvProto.Error> error,
+                                                          long timeoutMs) {
         CompletableFuture<R> result = new CompletableFuture<>();
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(client.operationTimeoutMs());
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         client.refreshRoutes().whenComplete((v, e) -> attempt(new Call<>(regionId, request, hasError, error, deadline,
                 result), null));
         return result;

@@ -88,6 +88,8 @@ public final class NodeMetrics implements AutoCloseable {
     /** Registers one region's gauges. */
     private void bindRegion(Region r) {
         String p = "kv.region." + r.id() + ".";
+        // a replica that moved off this node and back: the gauges of the old one (a stopped group) go
+        registry.removeMatching(com.codahale.metrics.MetricFilter.startsWith(p));
         RegionMetrics m = r.metrics();
         registry.register(p + "leader", (Gauge<Integer>) () -> r.isLeader() ? 1 : 0);
         registry.register(p + "queued_write_requests", (Gauge<Integer>) r::queuedWriteRequests);

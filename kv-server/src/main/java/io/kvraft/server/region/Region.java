@@ -354,6 +354,24 @@ public final class Region {
     }
 
     /**
+     * Proposes an entry that changes nothing (a BACKUP_POINT no one captures), so that the leader's replicators send
+     * entries. jraft reports a new voter caught up only from an AppendEntries answer that carries entries and comes
+     * after it started waiting; in a region with no writes its heartbeats never do, and a configuration change adding
+     * a replica that was caught up already would wait for ever. Only called on the leader.
+     */
+    void nudge() {
+        WriteBatch batch = WriteBatch.newBuilder()
+                .addOps(WriteOp.newBuilder().setType(io.kvraft.client.proto.KvProto.WriteOpType.BACKUP_POINT)).build();
+        Task task = new Task();
+        task.setData(ByteBuffer.wrap(batch.toByteArray()));
+        try {
+            node.apply(task);
+        } catch (IllegalStateException shuttingDown) {
+            // nothing to nudge
+        }
+    }
+
+    /**
      * Proposes a split of this region at {@code splitKey} into a new region {@code newRegionId}, decided at
      * {@code epoch}: the state machine applies it only if the region is still at that epoch and the key still lies
      * strictly inside its range. Only called on the leader; {@code done} gets the outcome (true: split), or the

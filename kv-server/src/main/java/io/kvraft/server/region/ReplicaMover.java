@@ -50,6 +50,7 @@ public final class ReplicaMover {
     private static final long RPC_TIMEOUT_MS = 10_000;
     /** A source that is down does not drop its replica: a few quick tries, then the move is done without it. */
     private static final int DROP_ATTEMPTS = 3;
+    private static final long NUDGE_MS = 200;
 
     private final RegionHost host;
     private final Transport peers;
@@ -209,6 +210,8 @@ public final class ReplicaMover {
             return failed(ErrorCode.UNAVAILABLE, region.leaderHint(), "region " + id + ": move " + from + " -> " + to
                     + " given up, nothing changed: " + why);
         }
+        LOG.info("region {}: the learner on {} applied index {} in {} ms", id, to, target,
+                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began));
         // 4. the learner votes and the source is out, in one configuration change. jraft refuses a change whose old
         // and new configurations name one node as learner and as voter, so the learner leaves the learners first: its
         // replica keeps what it has, and the change catches it up the last few entries before it counts.
@@ -218,12 +221,13 @@ public final class ReplicaMover {
         // a source that is down (its disk died) is tried once at the end, not a few times
         boolean sourceAlive = node.listAlivePeers().stream().anyMatch(p -> p.getEndpoint().toString().equals(from));
         st = await(done -> node.removeLearners(List.of(learner), done::complete));
+        LOG.info("region {}: {} left the learners: {}", id, to, st);
         if (st.isOk()) {
             Configuration conf = new Configuration(after.stream().map(PeerId::parsePeer).toList());
             for (PeerId l : node.listLearners()) {
                 conf.addLearner(l);
             }
-            st = await(done -> node.changePeers(conf, done::complete));
+            st = awaitNudging(region, catchUpTimeoutMs, done -> node.changePeers(conf, done::complete));
         }
         if (!st.isOk()) {
             Status undone = await(done -> node.removeLearners(List.of(learner), done::complete));
@@ -261,6 +265,40 @@ public final class ReplicaMover {
         };
     }
 
+    /**
+     * As {@link #await}, for a configuration change that adds a voter: proposes an entry that changes nothing every
+     * {@code NUDGE_MS} meanwhile ({@link Region#nudge}), since jraft sees the new voter caught up only from an answer
+     * to entries sent after the change began.
+     */
+    private static Status awaitNudging(Region region, long timeoutMs,
+                                       java.util.function.Consumer<CompletableFuture<Status>> call) {
+        CompletableFuture<Status> done = new CompletableFuture<>();
+        try {
+            call.accept(done);
+        } catch (IllegalArgumentException | IllegalStateException e) {
+            return new Status(com.alipay.sofa.jraft.error.RaftError.EINVAL, "%s", e.getMessage());
+        }
+        // jraft ends a change on its own (done, or the new voter not alive); this bound is for a node that hangs
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        while (true) {
+            try {
+                return done.get(NUDGE_MS, TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.TimeoutException e) {
+                if (System.nanoTime() - deadline > 0) {
+                    return new Status(com.alipay.sofa.jraft.error.RaftError.ETIMEDOUT, "no answer from jraft");
+                }
+                if (region.isLeader()) {
+                    region.nudge();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return new Status(com.alipay.sofa.jraft.error.RaftError.EINTR, "interrupted");
+            } catch (java.util.concurrent.ExecutionException e) {
+                return new Status(com.alipay.sofa.jraft.error.RaftError.EINTERNAL, "%s", e.getCause().toString());
+            }
+        }
+    }
+
     /** Runs a jraft call that reports through a closure and waits for it (bounded: jraft answers every closure). */
     private static Status await(java.util.function.Consumer<CompletableFuture<Status>> call) {
         CompletableFuture<Status> done = new CompletableFuture<>();
@@ -283,7 +321,12 @@ public final class ReplicaMover {
     private String awaitCaughtUp(int id, String to, long index) {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(catchUpTimeoutMs);
         long applied = -1;
+        long logged = System.nanoTime();
         while (System.nanoTime() - deadline < 0) {
+            if (System.nanoTime() - logged > TimeUnit.SECONDS.toNanos(5)) {
+                logged = System.nanoTime();
+                LOG.info("region {}: the learner on {} has applied index {} of {}", id, to, applied, index);
+            }
             try {
                 RegionsResponse resp = peers.<RegionsResponse>call(to, RegionsRequest.getDefaultInstance(), RPC_TIMEOUT_MS)
                         .get(RPC_TIMEOUT_MS + 1000, TimeUnit.MILLISECONDS);
