@@ -231,7 +231,8 @@ public interface KvClient extends AutoCloseable {
      * Returns the region as it is after the move. Fails with INVALID_ARGUMENT when {@code from} holds no replica of it,
      * {@code to} holds one already or is not a node of the cluster, REGION_NOT_FOUND for an unknown region, BUSY while
      * the region splits, merges or moves another replica, UNAVAILABLE when the move would leave the region without a
-     * majority or {@code to} did not catch up in time (then nothing changed).
+     * majority or {@code to} did not catch up in time (then nothing changed), or when the leader changed during the
+     * configuration change (then its outcome is unknown: {@link #regions} shows the replicas).
      */
     default CompletableFuture<RegionInfo> moveReplica(int regionId, String from, String to) {
         return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,

@@ -397,15 +397,9 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         }
         Region r = regions.remove(regionId);
         KeyRange range = r != null ? r.range() : currentRange(entry);
-        if (r != null) {
-            r.shutdown();
-            try {
-                r.join();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                regions.put(regionId, r);
-                throw new IllegalStateException("interrupted while stopping region " + regionId);
-            }
+        if (!stopGroup(r)) {
+            regions.put(regionId, r);
+            throw new IllegalStateException("interrupted while stopping region " + regionId);
         }
         catalog.remove(regionId); // first: a crash after it leaves data no listed region covers, and files
         RaftDirs.clearRange(regionId, range, regionDir(regionId), store);
@@ -567,19 +561,27 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         if (closed || catalog.get(regionId) == null) {
             return;
         }
-        Region r = regions.remove(regionId);
-        if (r != null) {
-            r.shutdown();
-            try {
-                r.join();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            }
+        if (!stopGroup(regions.remove(regionId))) {
+            return;
         }
         catalog.remove(regionId); // first: a crash after it leaves only files, which a later split's id never meets
         removeGroupFiles(regionId, regionDir(regionId));
         LOG.info("region {} retired: merged into region {}; its group is stopped and its files removed", regionId, into);
+    }
+
+    /** Stops {@code r}'s group (null: none runs) and waits for it; false when interrupted meanwhile. */
+    private static boolean stopGroup(Region r) {
+        if (r == null) {
+            return true;
+        }
+        r.shutdown();
+        try {
+            r.join();
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
     }
 
     /** Removes what a crash in the middle of making a group may have left (never a listed region's data). */

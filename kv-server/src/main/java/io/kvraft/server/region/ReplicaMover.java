@@ -230,6 +230,16 @@ public final class ReplicaMover {
             st = awaitNudging(region, catchUpTimeoutMs, done -> node.changePeers(conf, done::complete));
         }
         if (!st.isOk()) {
+            boolean refused = st.getRaftError() == com.alipay.sofa.jraft.error.RaftError.EBUSY
+                    || st.getRaftError() == com.alipay.sofa.jraft.error.RaftError.EINVAL;
+            if (!refused) {
+                // the leader stepped down or jraft did not answer: a joint configuration in the log may still be
+                // finished by the next leader, so the new replica stays; if the change does not happen, it hears from
+                // no leader and ReplicaGc drops it
+                LOG.warn("region {}: move {} -> {}: outcome unknown ({}); see `regions`", id, from, to, st);
+                return failed(ErrorCode.UNAVAILABLE, region.leaderHint(), "region " + id + ": move " + from + " -> " + to
+                        + " outcome unknown (" + st.getErrorMsg() + "): see `regions` for the region's replicas");
+            }
             Status undone = await(done -> node.removeLearners(List.of(learner), done::complete));
             dropOn(to, region, before);
             LOG.info("region {}: move {} -> {}: configuration change not taken ({}); learner removed: {}", id, from, to,
