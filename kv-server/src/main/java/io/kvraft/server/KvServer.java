@@ -176,8 +176,7 @@ public final class KvServer implements AutoCloseable {
 
     /** Whether {@code peer} answers and is not shutting down; never fails. */
     CompletableFuture<Boolean> serving(String peer) {
-        return peerProbe.<RegionsResponse>call(peer, RegionsRequest.getDefaultInstance(), 1000)
-                .handle((resp, e) -> e == null && (!resp.hasError() || resp.getError().getCode() == ErrorCode.OK));
+        return leadersOf(peer).thenApply(leads -> leads >= 0);
     }
 
     /** How many regions {@code peer} leads, or -1 when it does not answer or is shutting down; never fails. */

@@ -341,15 +341,20 @@ public final class Region {
      * on the leader; a lost leadership fails the callback with NOT_LEADER or a TIMEOUT.
      */
     public void captureForBackup(BackupPoint.Callback callback) {
+        proposeBackupPoint(new BackupPoint(this, callback));
+    }
+
+    /** A BACKUP_POINT entry: no data; {@code point} (null: none) captures the store when this leader applies it. */
+    private void proposeBackupPoint(BackupPoint point) {
         WriteBatch batch = WriteBatch.newBuilder()
                 .addOps(WriteOp.newBuilder().setType(io.kvraft.client.proto.KvProto.WriteOpType.BACKUP_POINT)).build();
         Task task = new Task();
         task.setData(ByteBuffer.wrap(batch.toByteArray()));
-        task.setDone(new BackupPoint(this, callback));
+        task.setDone(point);
         try {
             node.apply(task);
         } catch (IllegalStateException shuttingDown) {
-            // jraft has already run the closure with ENODESHUTDOWN
+            // jraft has already run the closure (if any) with ENODESHUTDOWN
         }
     }
 
@@ -360,15 +365,7 @@ public final class Region {
      * a replica that was caught up already would wait for ever. Only called on the leader.
      */
     void nudge() {
-        WriteBatch batch = WriteBatch.newBuilder()
-                .addOps(WriteOp.newBuilder().setType(io.kvraft.client.proto.KvProto.WriteOpType.BACKUP_POINT)).build();
-        Task task = new Task();
-        task.setData(ByteBuffer.wrap(batch.toByteArray()));
-        try {
-            node.apply(task);
-        } catch (IllegalStateException shuttingDown) {
-            // nothing to nudge
-        }
+        proposeBackupPoint(null);
     }
 
     /**

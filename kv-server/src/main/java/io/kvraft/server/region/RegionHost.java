@@ -342,9 +342,9 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
             return; // listed already, or split off before this node held a replica of the parent (a replica moved here)
         }
         clearLeftovers(child.getId(), regionDir(child.getId()));
-        RegionCatalog.Entry parent = catalog.get(child.getParent());
+        // a new region made before placement records no replicas: every node held one
         catalog.add(RegionCatalog.Entry.of(child.getId(), Region.Shape.of(child).range(), child.getEpoch(),
-                child.getParent(), createdAt, true, parent != null ? parent.peers() : peers));
+                child.getParent(), createdAt, true, child.getPeersCount() > 0 ? child.getPeersList() : peers));
         LOG.info("region {}: learned from region {}'s snapshot; it starts empty and gets a snapshot from its leader",
                 child.getId(), child.getParent());
     }

@@ -276,9 +276,10 @@ public final class ReplicaMover {
     }
 
     /**
-     * As {@link #await}, for a configuration change that adds a voter: proposes an entry that changes nothing every
-     * {@code NUDGE_MS} meanwhile ({@link Region#nudge}), since jraft sees the new voter caught up only from an answer
-     * to entries sent after the change began.
+     * Runs a jraft call that reports through a closure and waits for it, up to {@code timeoutMs}. With a region (a
+     * configuration change that adds a voter) it proposes an entry that changes nothing every {@code NUDGE_MS}
+     * meanwhile ({@link Region#nudge}), since jraft sees the new voter caught up only from an answer to entries sent
+     * after the change began.
      */
     private static Status awaitNudging(Region region, long timeoutMs,
                                        java.util.function.Consumer<CompletableFuture<Status>> call) {
@@ -297,7 +298,7 @@ public final class ReplicaMover {
                 if (System.nanoTime() - deadline > 0) {
                     return new Status(com.alipay.sofa.jraft.error.RaftError.ETIMEDOUT, "no answer from jraft");
                 }
-                if (region.isLeader()) {
+                if (region != null && region.isLeader()) {
                     region.nudge();
                 }
             } catch (InterruptedException e) {
@@ -311,20 +312,7 @@ public final class ReplicaMover {
 
     /** Runs a jraft call that reports through a closure and waits for it (bounded: jraft answers every closure). */
     private static Status await(java.util.function.Consumer<CompletableFuture<Status>> call) {
-        CompletableFuture<Status> done = new CompletableFuture<>();
-        try {
-            call.accept(done);
-            return done.get(2 * RPC_TIMEOUT_MS, TimeUnit.MILLISECONDS);
-        } catch (IllegalArgumentException | IllegalStateException e) { // jraft's argument checks
-            return new Status(com.alipay.sofa.jraft.error.RaftError.EINVAL, "%s", e.getMessage());
-        } catch (java.util.concurrent.TimeoutException e) {
-            return new Status(com.alipay.sofa.jraft.error.RaftError.ETIMEDOUT, "no answer from jraft");
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return new Status(com.alipay.sofa.jraft.error.RaftError.EINTR, "interrupted");
-        } catch (java.util.concurrent.ExecutionException e) {
-            return new Status(com.alipay.sofa.jraft.error.RaftError.EINTERNAL, "%s", e.getCause().toString());
-        }
+        return awaitNudging(null, 2 * RPC_TIMEOUT_MS, call);
     }
 
     /** Null once node {@code to}'s replica of region {@code id} has applied {@code index}, else why not (at the timeout). */
