@@ -55,7 +55,7 @@ for m in ${minutes//,/ }; do
   line=$(python3 -c "
 c = ($c1 - $c0) / $hz / ($t1 - $t0)
 print(f'{c:.3f}')")
-  echo "idle: ${m} min after launch: $line cores for the 3 nodes over 20 s; RSS $(rss) MiB; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "idle: ${m} min after launch: $line cores for the ${#pids[@]} nodes over 20 s; RSS $(rss) MiB; load average $(cut -d' ' -f1-3 /proc/loadavg)"
   worst=$(python3 -c "print(max($worst, $line))")
 done
 python3 -c "
