@@ -245,6 +245,35 @@ public interface KvClient extends AutoCloseable {
                 "this client cannot list store ids"));
     }
 
+    /**
+     * The cluster map as its leader (the leader of the {@code kv-meta} Raft group) holds it: the cluster id, the
+     * replication factor and each node's state (UP, DRAINING, REMOVED); with that leader's view of each node (live, its
+     * replicas and leaders, disk use), the map group's voters and learners, the replica moves in progress and the
+     * regions. Asked of the configured servers and the route table's nodes in turn, following NOT_LEADER hints and
+     * retrying while no node knows a leader, until the operation's deadline (see {@link ClusterAdmin}). Fails with
+     * UNAVAILABLE or NO_LEADER, naming the nodes asked, when no map leader answered in time (e.g. servers without a
+     * cluster map).
+     */
+    default CompletableFuture<io.kvraft.client.proto.KvProto.ClusterResponse> cluster() {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+                "this client cannot read the cluster map"));
+    }
+
+    /**
+     * Sets node {@code endpoint}'s state in the cluster map, on the map's leader (found as {@link #cluster} finds it):
+     * DRAINING moves its replicas (and its map voter) to the other nodes and gives it no new ones; UP undoes a drain;
+     * REMOVED takes it out for good, and a node that starts with its data directory is refused. Completes with the map
+     * after the change (at once, unchanged, when the node has that state already). Fails with INVALID_ARGUMENT, nothing
+     * changed, for an endpoint that is not host:port or not a node of the cluster, a removed node, a drain or remove that
+     * would leave fewer UP nodes than the replication factor, or a remove while the node still holds replicas or a map
+     * voter, unless {@code force} and the node is down (its replicas are then rebuilt on the other nodes).
+     */
+    default CompletableFuture<io.kvraft.client.proto.KvProto.NodeStateResponse> nodeState(
+            String endpoint, io.kvraft.client.proto.KvProto.NodeState state, boolean force) {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+                "this client cannot change node states"));
+    }
+
     @Override
     void close();
 }

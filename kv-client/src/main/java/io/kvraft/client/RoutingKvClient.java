@@ -44,6 +44,7 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
     private final ScheduledExecutorService timer;
     private final RangeOps ranges;
     private final ClientLocks locks;
+    private final ClusterAdmin clusterAdmin;
     private CompletableFuture<Void> refreshing;
 
     RoutingKvClient(ClientConfig config) {
@@ -60,6 +61,8 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
         });
         this.ranges = new RangeOps(this);
         this.locks = new ClientLocks(this, System::nanoTime);
+        this.clusterAdmin = new ClusterAdmin(this::knownNodes, transport::call, config.operationTimeoutMs(),
+                config.requestTimeoutMs(), this::later, System::nanoTime);
     }
 
     /** A view of {@code root} whose reads default to {@code mode}; it shares everything else. */
@@ -73,6 +76,7 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
         this.timer = root.timer;
         this.ranges = new RangeOps(this);
         this.locks = root.locks;
+        this.clusterAdmin = root.clusterAdmin;
     }
 
     /** Fetches the route table once, so that a wrong address fails at connect with a clear error. */
@@ -436,6 +440,26 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
     }
 
     @Override
+    public CompletableFuture<io.kvraft.client.proto.KvProto.ClusterResponse> cluster() {
+        return clusterAdmin.cluster();
+    }
+
+    @Override
+    public CompletableFuture<io.kvraft.client.proto.KvProto.NodeStateResponse> nodeState(
+            String endpoint, io.kvraft.client.proto.KvProto.NodeState state, boolean force) {
+        return clusterAdmin.nodeState(endpoint, state, force);
+    }
+
+    /** The configured servers and every node of the route table: where the cluster map's leader is looked for. */
+    private Set<String> knownNodes() {
+        Set<String> nodes = new LinkedHashSet<>(config.servers());
+        for (Route r : routes.routes()) {
+            nodes.addAll(r.info().getPeersList());
+        }
+        return nodes;
+    }
+
+    @Override
     public CompletableFuture<List<RegionInfo>> regions() {
         return askAnyServer(null).thenApply(RegionsResponse::getRegionsList);
     }
@@ -610,6 +634,14 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
                     if (err == null && (!resp.hasError() || resp.getError().getCode() == ErrorCode.OK)
                             && resp.getRegionsCount() > 0) {
                         views.add(resp.getRegionsList());
+                        // nodes that joined after this client was configured: learned from the replicas' lists
+                        for (RegionInfo r : resp.getRegionsList()) {
+                            for (String p : r.getPeersList()) {
+                                if (!targets.contains(p)) {
+                                    targets.add(p);
+                                }
+                            }
+                        }
                         return ask(targets, i + 1, last, views);
                     }
                     return ask(targets, i + 1, err != null ? err : new KvException(resp.getError().getCode(),

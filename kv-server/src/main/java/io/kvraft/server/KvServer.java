@@ -63,6 +63,10 @@ public final class KvServer implements AutoCloseable {
     private io.kvraft.client.KvClient internalClient;
     /** Asks peers whether they serve (balancing and hand-off pick only those). */
     private final io.kvraft.client.rpc.Transport peerProbe;
+    /** The cluster map: membership, node reports and (on its leader) placement. */
+    private final io.kvraft.server.meta.MetaService meta;
+    /** Told when the cluster refuses this node for good (removed, or another cluster's); closes the node by default. */
+    private volatile java.util.function.Consumer<String> onRefused = why -> new Thread(this::close, "kv-refused").start();
 
     private KvServer(ServerConfig config, UnaryOperator<KvStore> storeWrapper) throws IOException {
         this.config = config;
@@ -115,6 +119,9 @@ public final class KvServer implements AutoCloseable {
             return t;
         });
         handlers.mover(new io.kvraft.server.region.ReplicaMover(host, peerProbe, moveWork, MOVE_CATCH_UP_MS));
+        this.meta = new io.kvraft.server.meta.MetaService(config, host, host.rpcServer(), peerProbe,
+                () -> (region, from, to) -> internalClient().moveReplica(region, from, to), housekeeping, storeId,
+                why -> onRefused.accept(why));
         metrics.bind(host, handlers::inFlight);
     }
 
@@ -129,6 +136,7 @@ public final class KvServer implements AutoCloseable {
         KvServer server = new KvServer(config, storeWrapper);
         try {
             server.host.start();
+            server.meta.start();
             server.metrics.start(config.metrics(), config.endpoint());
         } catch (IOException | RuntimeException e) {
             server.close();
@@ -141,6 +149,8 @@ public final class KvServer implements AutoCloseable {
                     TimeUnit.MILLISECONDS);
         }
         server.housekeeping.scheduleWithFixedDelay(new PeerWatcher(server.host), 1, 1, TimeUnit.SECONDS);
+        long metaMs = config.placement().intervalMs();
+        server.housekeeping.scheduleWithFixedDelay(server.meta::tick, 0, metaMs, TimeUnit.MILLISECONDS);
         long gcMs = config.raft().electionTimeoutMs();
         server.housekeeping.scheduleWithFixedDelay(new io.kvraft.server.region.ReplicaGc(server.host, server.peerProbe,
                 server.moveWork, 2L * gcMs, System::nanoTime), gcMs, gcMs, TimeUnit.MILLISECONDS);
@@ -169,6 +179,21 @@ public final class KvServer implements AutoCloseable {
         return internalClient;
     }
 
+    /** What to do when the cluster refuses this node for good; the default closes it. */
+    public void onRefused(java.util.function.Consumer<String> handler) {
+        this.onRefused = handler;
+    }
+
+    /** Whether the node has been closed (by {@link #close} or after the cluster refused it). */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    /** This node's part of the cluster map. */
+    public io.kvraft.server.meta.MetaService meta() {
+        return meta;
+    }
+
     /** Splits regions this node leads, by hand and by size. */
     public io.kvraft.server.region.Splitter splitter() {
         return splitter;
@@ -189,7 +214,7 @@ public final class KvServer implements AutoCloseable {
     /** The peers that serve right now, asked all at once. */
     Set<String> servingPeers() {
         Map<String, CompletableFuture<Boolean>> asked = new HashMap<>();
-        for (String p : config.cluster().peers()) {
+        for (String p : host.peers()) {
             if (!p.equals(config.endpoint())) {
                 asked.put(p, serving(p));
             }
@@ -291,6 +316,7 @@ public final class KvServer implements AutoCloseable {
             }
         }
         metrics.close();
+        meta.close();
         host.close();
         handlers.stopped(); // connections it still has are closed as they ask: a node started again on the port takes them
         backups.close(); // before the store: a capture may pin a RocksDB snapshot

@@ -40,6 +40,8 @@ public final class ServerMain implements Callable<Integer> {
 
     static final int EXIT_BAD_CONFIG = 2;
     static final int EXIT_CANNOT_START = 3;
+    /** The cluster refused the node: it was removed, or its data directory is another cluster's. */
+    static final int EXIT_REFUSED = 4;
 
     @Override
     public Integer call() throws Exception {
@@ -68,6 +70,12 @@ public final class ServerMain implements Callable<Integer> {
             return EXIT_CANNOT_START;
         }
         GracefulShutdown.install(server, cfg.shutdown().timeoutMs());
+        server.onRefused(why -> {
+            // removed for good, or a data directory of another cluster: say so and stop, not serve a stale copy
+            System.err.println("kv-server: node " + server.config().endpoint() + " refused by the cluster: " + why);
+            server.close();
+            Runtime.getRuntime().halt(EXIT_REFUSED);
+        });
         new CountDownLatch(1).await(); // the shutdown thread ends the process
         return 0;
     }

@@ -43,7 +43,8 @@ class ReplicaMoveClusterTest {
 
     private InProcessCluster start(String engine) throws Exception {
         InProcessCluster cluster = InProcessCluster.start(4, 4, dir, engine, ServerConfig.RaftConfig.LOG_SHARED,
-                c -> c.withReplication(new ReplicationConfig(3)).withSplit(new SplitConfig(false, null, null, null, null)));
+                c -> c.withReplication(new ReplicationConfig(3)).withSplit(new SplitConfig(false, null, null, null, null))
+                        .withPlacement(new ServerConfig.PlacementConfig(false, null, null))); // moves here are by hand only
         await().atMost(60, SECONDS).until(cluster::allRegionsLed);
         return cluster;
     }

@@ -1,186 +1,338 @@
 package io.kvraft.client.cli;
 
 import io.kvraft.client.KvClient;
-import io.kvraft.client.KvException;
-import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.ClusterMap;
+import io.kvraft.client.proto.KvProto.ClusterResponse;
+import io.kvraft.client.proto.KvProto.NodeRecord;
+import io.kvraft.client.proto.KvProto.NodeState;
+import io.kvraft.client.proto.KvProto.NodeStateResponse;
+import io.kvraft.client.proto.KvProto.NodeStatus;
 import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.client.proto.KvProto.RegionsRequest;
-import io.kvraft.client.proto.KvProto.RegionsResponse;
-import io.kvraft.client.rpc.Transport;
+import io.kvraft.client.proto.KvProto.ReplicaMove;
+import io.kvraft.client.route.RegionViews;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
-import picocli.CommandLine.ParentCommand;
 
 import java.io.PrintWriter;
 import java.util.ArrayList;
-import java.util.LinkedHashSet;
+import java.util.Comparator;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
-import java.util.TreeMap;
+import java.util.Locale;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 
-/** {@code node list} and {@code node drain NODE}: the cluster's nodes, and moving every replica off one of them. */
+/**
+ * {@code node list|drain|undrain|remove}: the cluster's nodes as the cluster map's leader sees them, and changes of a
+ * node's state in the map. Placement on the servers moves the replicas; these commands only ask for it and watch.
+ */
 final class NodeCommands {
 
     private NodeCommands() {
     }
 
-    @Command(name = "node", subcommands = {ListNodes.class, Drain.class}, mixinStandardHelpOptions = true,
-            description = "The cluster's nodes: 'node list' shows each one's replicas and leaders; 'node drain NODE'"
-                    + " moves every replica off NODE (see move-replica).")
+    @Command(name = "node", subcommands = {ListNodes.class, Drain.class, Undrain.class, Remove.class},
+            mixinStandardHelpOptions = true,
+            description = "The cluster's nodes, as the cluster map's leader sees them: 'node list' shows each node's"
+                    + " state, replicas, leaders and disk use; 'node drain NODE' has the servers move its replicas to"
+                    + " the other nodes; 'node undrain NODE' makes it a full member again; 'node remove NODE' takes a"
+                    + " drained (or dead) node out for good.")
     static final class NodeCommand implements Callable<Integer> {
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
 
         @Override
         public Integer call() {
-            throw new CommandLine.ParameterException(spec.commandLine(), "node needs a subcommand: list or drain NODE");
+            throw new CommandLine.ParameterException(spec.commandLine(),
+                    "node needs a subcommand: list, drain NODE, undrain NODE or remove NODE");
         }
     }
 
-    /** Each node's own answer (null: it did not answer), asked all at once. */
-    static Map<String, RegionsResponse> ask(KvCtl parent, Set<String> nodes, long timeoutMs) {
-        Map<String, CompletableFuture<RegionsResponse>> calls = new TreeMap<>();
-        Map<String, RegionsResponse> answers = new TreeMap<>();
-        try (Transport transport = new Transport(parent.clientConfig().tls())) {
-            for (String n : nodes) {
-                calls.put(n, transport.call(n, RegionsRequest.getDefaultInstance(), timeoutMs));
-            }
-            calls.forEach((n, f) -> {
-                RegionsResponse r = null;
-                try {
-                    r = f.join();
-                    if (r.hasError() && r.getError().getCode() != ErrorCode.OK) {
-                        r = null;
-                    }
-                } catch (RuntimeException down) {
-                    // not answering: shown as down
-                }
-                answers.put(n, r);
-            });
-        }
-        return answers;
+    private static KvCtl ctl(CommandLine.Model.CommandSpec spec) {
+        return (KvCtl) spec.parent().parent().userObject();
     }
 
-    /** The configured servers and every replica's node. */
-    static Set<String> nodes(KvCtl parent, List<RegionInfo> regions) {
-        Set<String> nodes = new LinkedHashSet<>(parent.clientConfig().servers());
-        regions.forEach(r -> nodes.addAll(r.getPeersList()));
-        return nodes;
+    /** Fails with IllegalArgumentException (usage error) for a NODE that is not host:port. */
+    private static String checked(String node) {
+        io.kvraft.client.config.HostPort.parse(node);
+        return node;
     }
 
-    @Command(name = "list", mixinStandardHelpOptions = true, description = "Each node: up or down, the regions it holds a"
-            + " replica of, the regions it leads. Exit 0 when every node answers, 1 otherwise.")
+    // ---- the commands ------------------------------------------------------------------------------
+
+    @Command(name = "list", mixinStandardHelpOptions = true, description = {"Each node of the cluster map: its state"
+            + " (up, draining, removed), whether it reports (live), the region replicas it holds and the regions it"
+            + " leads, its data directory's size, and its part in the map's own Raft group (leader, voter, learner).",
+            "Then the cluster id, node count, replication.factor and map leader, and the replica moves in progress.",
+            "Exit 0 when every node not removed is live, 1 otherwise."})
     static final class ListNodes implements Callable<Integer> {
-        @ParentCommand
-        NodeCommand node;
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
 
         @Override
         public Integer call() {
-            KvCtl parent = (KvCtl) spec.parent().parent().userObject();
-            try (KvClient c = parent.connect()) {
-                List<RegionInfo> regions = c.regions().join();
-                Map<String, RegionsResponse> answers = ask(parent, nodes(parent, regions), 3000);
-                PrintWriter out = spec.commandLine().getOut();
-                out.printf("%-21s %-5s %8s %8s%n", "NODE", "STATE", "REPLICAS", "LEADERS");
-                boolean allUp = true;
-                for (Map.Entry<String, RegionsResponse> e : answers.entrySet()) {
-                    long replicas = regions.stream().filter(r -> r.getPeersList().contains(e.getKey())).count();
-                    long leaders = regions.stream().filter(r -> r.getLeader().equals(e.getKey())).count();
-                    allUp &= e.getValue() != null;
-                    out.printf("%-21s %-5s %8d %8d%n", e.getKey(), e.getValue() != null ? "up" : "down", replicas, leaders);
-                }
-                return allUp ? 0 : 1;
+            try (KvClient c = ctl(spec).connect()) {
+                return printList(KvClient.sync(c.cluster()), spec.commandLine().getOut());
             }
         }
     }
 
-    @Command(name = "drain", mixinStandardHelpOptions = true, description = {"Moves every replica on NODE to the other"
-            + " nodes, one region at a time (move-replica, to the node that holds fewest replicas among those without"
-            + " one of that region and answering), and leaves NODE holding none. Prints a line per move.",
-            "Refused with nothing moved when NODE holds no replica and is not a node of the cluster, or when some region"
-                    + " of NODE has a replica on every other node that answers (add a node first)."})
+    @Command(name = "drain", mixinStandardHelpOptions = true, description = {"Marks NODE draining in the cluster map:"
+            + " the servers move its region replicas (one at a time) and its map voter to the other nodes, and put no new"
+            + " replica on it. Then waits, printing the replicas left whenever that changes, until NODE holds none.",
+            "Refused with nothing changed when NODE is not a node of the cluster or was removed, or when draining it"
+                    + " would leave fewer UP nodes than replication.factor (add a node first)."})
     static final class Drain implements Callable<Integer> {
-        @ParentCommand
-        NodeCommand node;
         @Parameters(index = "0", paramLabel = "NODE", description = "host:port of the node to drain")
+        String target;
+        @Option(names = "--no-wait", description = "return once the node is marked draining")
+        boolean noWait;
+        @Option(names = "--timeout-s", defaultValue = "1800", paramLabel = "S",
+                description = "give up waiting after this long, exit 1; the drain goes on (default: ${DEFAULT-VALUE})")
+        long timeoutS;
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public Integer call() {
+            checked(target);
+            if (timeoutS <= 0) {
+                throw new IllegalArgumentException("--timeout-s must be positive");
+            }
+            PrintWriter out = spec.commandLine().getOut();
+            try (KvClient c = ctl(spec).connect()) {
+                KvClient.sync(c.nodeState(target, NodeState.DRAINING, false));
+                out.println("node " + target + " is draining: its replicas move to the other nodes");
+                if (noWait) {
+                    return 0;
+                }
+                return watchDrain(target, () -> KvClient.sync(c.cluster()), TimeUnit.SECONDS.toNanos(timeoutS),
+                        System::nanoTime, Thread::sleep, out, spec.commandLine().getErr());
+            }
+        }
+    }
+
+    @Command(name = "undrain", mixinStandardHelpOptions = true, description = "Marks NODE up again in the cluster"
+            + " map: placement stops moving its replicas away and may put replicas on it again. A removed node cannot"
+            + " be undrained.")
+    static final class Undrain implements Callable<Integer> {
+        @Parameters(index = "0", paramLabel = "NODE", description = "host:port of the node")
         String target;
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
 
         @Override
         public Integer call() {
-            KvCtl parent = (KvCtl) spec.parent().parent().userObject();
-            io.kvraft.client.config.HostPort.parse(target);
-            PrintWriter out = spec.commandLine().getOut();
-            try (KvClient c = parent.connect()) {
-                List<RegionInfo> regions = c.regions().join();
-                Set<String> nodes = nodes(parent, regions);
-                if (!nodes.contains(target)) {
-                    throw new KvException(ErrorCode.INVALID_ARGUMENT, "node " + target + " is not a node of the cluster "
-                            + nodes);
-                }
-                Map<String, RegionsResponse> answers = ask(parent, nodes, 3000);
-                List<String> up = new ArrayList<>();
-                answers.forEach((n, r) -> {
-                    if (r != null && !n.equals(target)) {
-                        up.add(n);
-                    }
-                });
-                List<Move> plan = plan(regions, target, up);
-                int done = 0;
-                for (Move m : plan) {
-                    RegionInfo r = c.moveReplica(m.region(), target, m.to()).join();
-                    done++;
-                    out.println("region " + m.region() + ": " + target + " -> " + m.to() + " (" + done + "/" + plan.size()
-                            + "); peers " + String.join(",", r.getPeersList()));
-                }
-                out.println(plan.isEmpty() ? "node " + target + " holds no replica" : "node " + target + " drained: "
-                        + plan.size() + " replicas moved");
+            checked(target);
+            try (KvClient c = ctl(spec).connect()) {
+                NodeStateResponse r = KvClient.sync(c.nodeState(target, NodeState.UP, false));
+                NodeRecord rec = record(r.getMap(), target);
+                spec.commandLine().getOut().println("node " + target + " is "
+                        + state(rec == null ? NodeState.UP : rec.getState()));
                 return 0;
             }
         }
     }
 
-    record Move(int region, String to) {
+    @Command(name = "remove", mixinStandardHelpOptions = true, description = {"Removes NODE from the cluster for"
+            + " good: it leaves the map's group, and a node started with its data directory is refused (a node with an"
+            + " empty data directory may join at its address).",
+            "Refused with nothing changed while NODE holds region replicas or a voter of the map (drain it first), or"
+                    + " when removing it would leave fewer UP nodes than replication.factor."})
+    static final class Remove implements Callable<Integer> {
+        @Parameters(index = "0", paramLabel = "NODE", description = "host:port of the node")
+        String target;
+        @Option(names = "--force", description = "only for a node that is down: remove it though it still holds"
+                + " replicas; its replicas are rebuilt on the other nodes")
+        boolean force;
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public Integer call() {
+            checked(target);
+            try (KvClient c = ctl(spec).connect()) {
+                NodeStateResponse r = KvClient.sync(c.nodeState(target, NodeState.REMOVED, force));
+                spec.commandLine().getOut().println("node " + target + " removed from cluster "
+                        + r.getMap().getClusterId() + "; a node started with its data directory is refused");
+                return 0;
+            }
+        }
+    }
+
+    // ---- waiting for a drain ------------------------------------------------------------------------
+
+    /** A pause between two looks at the map; {@code Thread::sleep}, or a test's clock. */
+    @FunctionalInterface
+    interface Pause {
+        void pause(long ms) throws InterruptedException;
+    }
+
+    static final long POLL_MS = 1000;
+
+    /**
+     * Polls the map every {@link #POLL_MS} until {@code node} is {@link #drained}, printing a line whenever its replica
+     * count changes; 0 then, 1 when {@code timeoutNanos} ran out or the node is no longer draining (undrained
+     * meanwhile). A failed poll fails the whole wait (the map's leader was retried until the client's deadline).
+     */
+    static int watchDrain(String node, Supplier<ClusterResponse> poll, long timeoutNanos, LongSupplier clock,
+                          Pause pause, PrintWriter out, PrintWriter err) {
+        long start = clock.getAsLong();
+        String shown = null;
+        while (true) {
+            ClusterResponse c = poll.get();
+            int left = replicas(c, node);
+            boolean voter = c.getMetaVotersList().contains(node);
+            String progress = "node " + node + ": " + left + " replicas left (moves done: " + c.getMovesDone() + ")"
+                    + (left == 0 && voter ? "; still a voter of the cluster map" : "");
+            if (!progress.equals(shown)) {
+                out.println(progress);
+                shown = progress;
+            }
+            long took = clock.getAsLong() - start;
+            if (drained(c, node)) {
+                out.println("node " + node + " drained: holds no replica (took " + TimeUnit.NANOSECONDS.toSeconds(took)
+                        + " s); remove it for good with: node remove " + node);
+                return 0;
+            }
+            NodeRecord rec = record(c.getMap(), node);
+            if (rec != null && rec.getState() != NodeState.DRAINING) {
+                err.println("error: node " + node + " is " + state(rec.getState()) + " now, no longer draining; it holds "
+                        + left + " replicas");
+                return 1;
+            }
+            if (took >= timeoutNanos) {
+                err.println("error: node " + node + " still holds " + left + " replicas"
+                        + (voter ? " and a voter of the cluster map" : "") + " after "
+                        + TimeUnit.NANOSECONDS.toSeconds(timeoutNanos) + " s; it keeps draining: watch it with node list");
+                return 1;
+            }
+            try {
+                pause.pause(POLL_MS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                err.println("error: interrupted while node " + node + " drains; it keeps draining");
+                return 1;
+            }
+        }
     }
 
     /**
-     * Where each replica on {@code node} goes: to the node of {@code candidates} without a replica of that region that
-     * holds fewest replicas, counting the moves planned before it.
-     *
-     * @throws KvException INVALID_ARGUMENT when a region has a replica on every candidate
+     * Whether {@code node} holds no region replica and no voter of the map, by a view of the regions that covers the key
+     * space (right after the map's leader changed it has not heard from every node yet).
      */
-    static List<Move> plan(List<RegionInfo> regions, String node, List<String> candidates) {
-        Map<String, Integer> held = new TreeMap<>();
-        candidates.forEach(n -> held.put(n, 0));
-        for (RegionInfo r : regions) {
-            r.getPeersList().forEach(p -> held.computeIfPresent(p, (k, v) -> v + 1));
+    static boolean drained(ClusterResponse c, String node) {
+        RegionViews views = new RegionViews();
+        views.add(c.getRegionsList());
+        return views.covers() && replicas(c, node) == 0 && !c.getMetaVotersList().contains(node);
+    }
+
+    /** The region replicas {@code node} holds, as the map's leader counts them (else from the regions' replicas). */
+    static int replicas(ClusterResponse c, String node) {
+        NodeStatus s = status(c, node);
+        if (s != null) {
+            return s.getReplicas();
         }
-        List<Move> moves = new ArrayList<>();
-        for (RegionInfo r : KvCtl.sorted(regions)) {
-            if (!r.getPeersList().contains(node)) {
-                continue;
+        int n = 0;
+        for (RegionInfo r : c.getRegionsList()) {
+            if (r.getPeersList().contains(node)) {
+                n++;
             }
-            String best = null;
-            for (String n : candidates) {
-                if (!r.getPeersList().contains(n) && (best == null || held.get(n) < held.get(best))) {
-                    best = n;
-                }
-            }
-            if (best == null) {
-                throw new KvException(ErrorCode.INVALID_ARGUMENT, "cannot drain " + node + ": region " + r.getId()
-                        + " has a replica on every other node that answers " + candidates + " (its replicas: "
-                        + r.getPeersList() + "); add a node or bring one back first. Nothing was moved");
-            }
-            held.merge(best, 1, Integer::sum);
-            moves.add(new Move(r.getId(), best));
         }
-        return moves;
+        return n;
+    }
+
+    // ---- output ---------------------------------------------------------------------------------------
+
+    /** Prints {@code node list}'s table and summary; returns its exit code: 0 when every node not removed is live. */
+    static int printList(ClusterResponse c, PrintWriter out) {
+        String row = "%-21s %-8s %-4s %8s %8s %10s %s%n";
+        out.printf(row, "NODE", "STATE", "LIVE", "REPLICAS", "LEADERS", "DISK", "MAP");
+        List<NodeRecord> nodes = new ArrayList<>(c.getMap().getNodesList());
+        nodes.sort(Comparator.comparing(NodeRecord::getEndpoint));
+        boolean allLive = true;
+        for (NodeRecord n : nodes) {
+            NodeStatus s = status(c, n.getEndpoint());
+            boolean live = s != null && s.getLive();
+            if (n.getState() != NodeState.REMOVED) {
+                allLive &= live;
+            }
+            out.printf(row, n.getEndpoint(), state(n.getState()), live ? "yes" : "no", replicas(c, n.getEndpoint()),
+                    s == null ? 0 : s.getLeaders(), s == null ? "-" : human(s.getDiskBytes()), mapRole(c, n.getEndpoint()));
+        }
+        summary(c).forEach(out::println);
+        return allLive ? 0 : 1;
+    }
+
+    /**
+     * "cluster ID: N nodes, replication.factor F, map leader X" (N: the nodes not removed), then when replicas are
+     * moving one line per move and the count of moves done by this map leader.
+     */
+    static List<String> summary(ClusterResponse c) {
+        ClusterMap m = c.getMap();
+        long members = m.getNodesList().stream().filter(n -> n.getState() != NodeState.REMOVED).count();
+        List<String> lines = new ArrayList<>();
+        lines.add("cluster " + m.getClusterId() + ": " + members + " nodes, replication.factor " + m.getFactor()
+                + ", map leader " + (c.getMetaLeader().isEmpty() ? "(none)" : c.getMetaLeader()));
+        for (ReplicaMove mv : c.getMovesList()) {
+            lines.add("moving region " + mv.getRegionId() + ": " + mv.getFrom() + " -> " + mv.getTo() + " ("
+                    + mv.getReason() + ", running " + TimeUnit.MILLISECONDS.toSeconds(mv.getRunningMs()) + " s)");
+        }
+        if (c.getMovesCount() > 0) {
+            lines.add("moves done by this map leader: " + c.getMovesDone());
+        }
+        return lines;
+    }
+
+    /** up, draining or removed. */
+    static String state(NodeState s) {
+        return s == NodeState.UNRECOGNIZED ? "unknown" : s.name().toLowerCase(Locale.ROOT);
+    }
+
+    /** The node's part in the map's Raft group: leader, voter, learner or "-". */
+    static String mapRole(ClusterResponse c, String node) {
+        if (node.equals(c.getMetaLeader())) {
+            return "leader";
+        }
+        if (c.getMetaVotersList().contains(node)) {
+            return "voter";
+        }
+        return c.getMetaLearnersList().contains(node) ? "learner" : "-";
+    }
+
+    /** Bytes for humans: 512 B, 1.5 KiB, 20.0 MiB, 3.2 GiB, 1.1 TiB. */
+    static String human(long bytes) {
+        if (bytes < 1024) {
+            return bytes + " B";
+        }
+        String[] units = {"KiB", "MiB", "GiB", "TiB"};
+        double v = bytes;
+        int u = -1;
+        while (v >= 1024 && u < units.length - 1) {
+            v /= 1024;
+            u++;
+        }
+        return String.format(Locale.ROOT, "%.1f %s", v, units[u]);
+    }
+
+    private static NodeStatus status(ClusterResponse c, String node) {
+        for (NodeStatus s : c.getStatusList()) {
+            if (s.getEndpoint().equals(node)) {
+                return s;
+            }
+        }
+        return null;
+    }
+
+    private static NodeRecord record(ClusterMap m, String node) {
+        for (NodeRecord n : m.getNodesList()) {
+            if (n.getEndpoint().equals(node)) {
+                return n;
+            }
+        }
+        return null;
     }
 }

@@ -1,8 +1,10 @@
 package io.kvraft.client.cli;
 
+import io.kvraft.client.ClusterAdmin;
 import io.kvraft.client.KvException;
 import io.kvraft.client.config.ClientConfig;
 import io.kvraft.client.config.HostPort;
+import io.kvraft.client.proto.KvProto.ClusterResponse;
 import io.kvraft.client.proto.KvProto.ErrorCode;
 import io.kvraft.client.proto.KvProto.RegionInfo;
 import io.kvraft.client.proto.KvProto.RegionsRequest;
@@ -33,11 +35,14 @@ import java.util.concurrent.CompletableFuture;
  * rates (two Regions answers {@code --interval-ms} apart), and from the node's Prometheus endpoint
  * (announced in its Regions answer, scraped at both ends of the interval) the p99 latency of the put
  * and get requests of that interval, from the histogram buckets, and the heap. Per region:
- * the leader, the term and each node's role and applied index. Exit 0 when every node is up and every
- * region led, 1 otherwise, 3 when no node answers.
+ * the leader, the term and each node's role and applied index. Then, when a leader of the cluster map
+ * answers, the map's summary and its replica moves in progress (as {@code node list} prints them). Exit 0 when every
+ * node is up and every region led, 1 otherwise, 3 when no node answers.
  */
 @Command(name = "status", description = "One screen about the cluster: per node up/down, leaders, op rates, p99"
-        + " latencies and heap (from its /metrics); per region leader, term, each node's role and applied index."
+        + " latencies and heap (from its /metrics); per region leader, term, each node's role and applied index;"
+        + " then the cluster map's summary (cluster id, nodes, replication.factor, map leader) and the replica moves"
+        + " in progress, when the servers keep a cluster map."
         + " Exit code 0 when all nodes are up and all regions led, 1 otherwise, 3 when no node answers.")
 final class StatusCommand implements Callable<Integer> {
 
@@ -82,6 +87,9 @@ final class StatusCommand implements Callable<Integer> {
             if (first.isEmpty()) {
                 throw new KvException(ErrorCode.UNAVAILABLE, "no node answered of " + nodes);
             }
+            // the cluster map's summary, asked meanwhile; servers without a cluster map just do not answer it
+            CompletableFuture<ClusterResponse> map = new ClusterAdmin(List.copyOf(nodes), transport::call, timeoutMs)
+                    .cluster();
             HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofMillis(timeoutMs)).build();
             Map<String, String> before = new TreeMap<>();
             first.forEach((n, r) -> {
@@ -99,7 +107,12 @@ final class StatusCommand implements Callable<Integer> {
                 String metrics = s == null || s.getMetricsPort() == 0 ? null : scrape(http, n, s.getMetricsPort());
                 views.add(new NodeView(n, first.get(n), s, seconds, before.get(n), metrics));
             }
-            return print(views, spec.commandLine().getOut());
+            int code = print(views, spec.commandLine().getOut());
+            ClusterResponse c = map.handle((r, e) -> r).join();
+            if (c != null && !c.getMap().getClusterId().isEmpty()) {
+                NodeCommands.summary(c).forEach(spec.commandLine().getOut()::println);
+            }
+            return code;
         }
     }
 

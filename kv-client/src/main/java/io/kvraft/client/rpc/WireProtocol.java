@@ -47,6 +47,14 @@ public final class WireProtocol {
             parser(KvProto.MoveReplicaRequest.class, KvProto.MoveReplicaRequest.parser()),
             parser(KvProto.MoveReplicaResponse.class, KvProto.MoveReplicaResponse.parser()),
             parser(KvProto.ReplicaRequest.class, KvProto.ReplicaRequest.parser()),
+            parser(KvProto.JoinRequest.class, KvProto.JoinRequest.parser()),
+            parser(KvProto.JoinResponse.class, KvProto.JoinResponse.parser()),
+            parser(KvProto.ClusterRequest.class, KvProto.ClusterRequest.parser()),
+            parser(KvProto.ClusterResponse.class, KvProto.ClusterResponse.parser()),
+            parser(KvProto.NodeStateRequest.class, KvProto.NodeStateRequest.parser()),
+            parser(KvProto.NodeStateResponse.class, KvProto.NodeStateResponse.parser()),
+            parser(KvProto.NodeReport.class, KvProto.NodeReport.parser()),
+            parser(KvProto.NodeReportResponse.class, KvProto.NodeReportResponse.parser()),
             parser(KvProto.MergeStepRequest.class, KvProto.MergeStepRequest.parser()),
             parser(KvProto.MergeStepResponse.class, KvProto.MergeStepResponse.parser()));
 

@@ -99,7 +99,11 @@ class WireProtocolTest {
                 KvProto.MoveReplicaRequest.newBuilder().setRegionId(5).setFrom("10.0.0.2:8182").setTo("10.0.0.4:8184").build(),
                 KvProto.ReplicaRequest.newBuilder().setOp(KvProto.ReplicaRequest.Op.DROP).setRegion(RegionInfo.newBuilder()
                         .setId(5).setStartKey(bytes("a")).setEpoch(3).addPeers("10.0.0.1:8181").addPeers("10.0.0.4:8184"))
-                        .build());
+                        .build(),
+                KvProto.JoinRequest.newBuilder().setEndpoint("10.0.0.5:8185").setNodeId("9a3f").setClusterId("c1").build(),
+                KvProto.ClusterRequest.getDefaultInstance(),
+                KvProto.NodeStateRequest.newBuilder().setEndpoint("10.0.0.4:8184").setState(KvProto.NodeState.REMOVED)
+                        .setForce(true).build());
     }
 
     static Stream<Named<Message>> responses() {
@@ -155,7 +159,33 @@ class WireProtocolTest {
                 KvProto.MergeStepResponse.newBuilder().setChanged(true).setState(KvProto.RegionState.newBuilder()
                         .setId(65_537).setStartKey(bytes("m")).setEpoch(5).setMergingInto(5).setMergePreparedAt(1234)).build(),
                 KvProto.MergeStepResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.NOT_LEADER)
-                        .setLeaderHint("10.0.0.2:8182")).build());
+                        .setLeaderHint("10.0.0.2:8182")).build(),
+                KvProto.JoinResponse.newBuilder().setMap(clusterMap()).build(),
+                KvProto.JoinResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.NODE_REMOVED)
+                        .setDetail("node 10.0.0.4:8184 was removed")).build(),
+                KvProto.ClusterResponse.newBuilder().setMap(clusterMap())
+                        .addStatus(KvProto.NodeStatus.newBuilder().setEndpoint("10.0.0.1:8181").setLive(true).setReplicas(24)
+                                .setLeaders(8).setDiskBytes(3L << 30).setLastReportMs(400))
+                        .setMetaLeader("10.0.0.1:8181").addMetaVoters("10.0.0.1:8181").addMetaLearners("10.0.0.4:8184")
+                        .addMoves(KvProto.ReplicaMove.newBuilder().setRegionId(3).setFrom("10.0.0.4:8184")
+                                .setTo("10.0.0.2:8182").setReason("drain").setRunningMs(1500))
+                        .setMovesDone(12).addRegions(RegionInfo.newBuilder().setId(3).addPeers("10.0.0.1:8181")).build(),
+                KvProto.ClusterResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.NOT_LEADER)
+                        .setLeaderHint("10.0.0.2:8182")).build(),
+                KvProto.NodeStateResponse.newBuilder().setMap(clusterMap()).build(),
+                KvProto.NodeStateResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.INVALID_ARGUMENT)
+                        .setDetail("would leave 2 UP nodes")).build(),
+                KvProto.NodeReportResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.WRONG_CLUSTER))
+                        .build());
+    }
+
+    private static KvProto.ClusterMap clusterMap() {
+        return KvProto.ClusterMap.newBuilder().setClusterId("c1").setFactor(3).setVersion(9)
+                .addNodes(KvProto.NodeRecord.newBuilder().setEndpoint("10.0.0.1:8181").setNodeId("ab12")
+                        .setState(KvProto.NodeState.UP).setSinceMs(1_700_000_000_000L))
+                .addNodes(KvProto.NodeRecord.newBuilder().setEndpoint("10.0.0.4:8184").setNodeId("cd34")
+                        .setState(KvProto.NodeState.DRAINING).setSinceMs(1_700_000_100_000L))
+                .build();
     }
 
     private static Stream<Named<Message>> named(Message... messages) {

@@ -24,6 +24,7 @@ import static java.util.Objects.requireNonNullElse;
  * @param split    automatic region splits by size and load
  * @param merge    merges of small adjacent regions, automatic ones off by default
  * @param replication how many nodes hold a replica of each region
+ * @param placement   where the cluster's meta leader moves replicas: onto joined nodes, off drained and down ones
  */
 public record ServerConfig(
         String endpoint,
@@ -39,7 +40,8 @@ public record ServerConfig(
         io.kvraft.client.config.TlsConfig tls,
         SplitConfig split,
         MergeConfig merge,
-        ReplicationConfig replication) {
+        ReplicationConfig replication,
+        PlacementConfig placement) {
 
     public ServerConfig {
         requireNonNull(endpoint, "endpoint is required (host:port)");
@@ -57,10 +59,17 @@ public record ServerConfig(
         split = requireNonNullElse(split, SplitConfig.DEFAULT);
         merge = requireNonNullElse(merge, MergeConfig.DEFAULT);
         replication = requireNonNullElse(replication, ReplicationConfig.DEFAULT);
-        if (!cluster.peers().contains(endpoint)) {
+        placement = requireNonNullElse(placement, PlacementConfig.DEFAULT);
+        if (cluster.joining()) {
+            if (cluster.join().contains(endpoint)) {
+                throw new IllegalArgumentException("cluster.join " + cluster.join() + " names this node's own endpoint "
+                        + endpoint + ": list members of the cluster to join");
+            }
+            cluster = cluster.withSelf(endpoint);
+        } else if (!cluster.peers().contains(endpoint)) {
             throw new IllegalArgumentException("endpoint " + endpoint + " is not one of cluster.peers " + cluster.peers());
         }
-        if (replication.factor() != null && replication.factor() > cluster.peers().size()) {
+        if (!cluster.joining() && replication.factor() != null && replication.factor() > cluster.peers().size()) {
             throw new IllegalArgumentException("replication.factor " + replication.factor() + " is above the "
                     + cluster.peers().size() + " nodes in cluster.peers: a region cannot have more replicas than there"
                     + " are nodes");
@@ -86,7 +95,7 @@ public record ServerConfig(
     /** Without the operational sections: their defaults apply. */
     public ServerConfig(String endpoint, String dataDir, ClusterConfig cluster, StoreConfig store, RaftConfig raft,
                         LimitsConfig limits, BalanceConfig balance) {
-        this(endpoint, dataDir, cluster, store, raft, limits, balance, null, null, null, null, null, null, null);
+        this(endpoint, dataDir, cluster, store, raft, limits, balance, null, null, null, null, null, null, null, null);
     }
 
     /**
@@ -102,38 +111,55 @@ public record ServerConfig(
     }
 
     public ServerConfig withDataDir(String newDataDir) {
-        return new ServerConfig(endpoint, newDataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication);
+        return new ServerConfig(endpoint, newDataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication, placement);
     }
 
     public ServerConfig withRaft(RaftConfig newRaft) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, newRaft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication);
+        return new ServerConfig(endpoint, dataDir, cluster, store, newRaft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication, placement);
     }
 
     public ServerConfig withStore(StoreConfig newStore) {
-        return new ServerConfig(endpoint, dataDir, cluster, newStore, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication);
+        return new ServerConfig(endpoint, dataDir, cluster, newStore, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication, placement);
     }
 
     public ServerConfig withLimits(LimitsConfig newLimits) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, newLimits, balance, shutdown, logging, metrics, tls, split, merge, replication);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, newLimits, balance, shutdown, logging, metrics, tls, split, merge, replication, placement);
     }
 
     public ServerConfig withReplication(ReplicationConfig newReplication) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, newReplication);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, newReplication, placement);
+    }
+
+    public ServerConfig withPlacement(PlacementConfig newPlacement) {
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication, newPlacement);
+    }
+
+    public ServerConfig withCluster(ClusterConfig newCluster) {
+        return new ServerConfig(endpoint, dataDir, newCluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication, placement);
     }
 
     public ServerConfig withBalance(BalanceConfig newBalance) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, newBalance, shutdown, logging, metrics, tls, split, merge, replication);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, newBalance, shutdown, logging, metrics, tls, split, merge, replication, placement);
     }
 
     /**
-     * @param peers       every node's endpoint; each region has a replica on {@code replication.factor} of them
+     * @param peers       every node's endpoint at the cluster's start; each region has a replica on
+     *                    {@code replication.factor} of them, and the first three (or all, when fewer) hold the
+     *                    cluster map's Raft group. Not given on a node that joins: then its join list and itself.
      * @param regionCount regions the key space is split into, evenly by the first two key bytes
      * @param splitKeys   explicit split points (hex, ascending), instead of the even split; regionCount
      *                    must then be splitKeys.size() + 1
+     * @param join        members of a running cluster (host:port) that this node, started on an empty data directory,
+     *                    asks to let it join; it starts with no region, and the cluster moves replicas onto it
      */
-    public record ClusterConfig(List<String> peers, Integer regionCount, List<String> splitKeys) {
+    public record ClusterConfig(List<String> peers, Integer regionCount, List<String> splitKeys, List<String> join) {
         public ClusterConfig {
-            requireNonNull(peers, "cluster.peers is required");
+            join = List.copyOf(requireNonNullElse(join, List.of()));
+            join.forEach(HostPort::parse);
+            if (peers == null && !join.isEmpty()) {
+                peers = join;
+            }
+            requireNonNull(peers, "cluster.peers is required (or cluster.join, on a node that joins a running cluster)");
             peers = List.copyOf(peers);
             if (peers.isEmpty()) {
                 throw new IllegalArgumentException("cluster.peers must not be empty");
@@ -152,6 +178,30 @@ public record ServerConfig(
                 throw new IllegalArgumentException("cluster.regionCount (" + regionCount
                         + ") must be splitKeys.size() + 1 (" + (splitKeys.size() + 1) + ")");
             }
+        }
+
+        public ClusterConfig(List<String> peers, Integer regionCount, List<String> splitKeys) {
+            this(peers, regionCount, splitKeys, null);
+        }
+
+        /** Whether this node joins a running cluster ({@code cluster.join}) rather than being one it starts with. */
+        public boolean joining() {
+            return !join.isEmpty();
+        }
+
+        /** A joining node's peers: the members it knows of and itself. */
+        ClusterConfig withSelf(String endpoint) {
+            if (peers.contains(endpoint)) {
+                return this;
+            }
+            List<String> all = new java.util.ArrayList<>(peers);
+            all.add(endpoint);
+            return new ClusterConfig(all, regionCount, splitKeys, join);
+        }
+
+        /** The nodes that hold the cluster map's Raft group when the cluster starts: the first three peers. */
+        public List<String> metaVoters() {
+            return joining() ? List.of() : peers.subList(0, Math.min(3, peers.size()));
         }
     }
 
@@ -413,6 +463,33 @@ public record ServerConfig(
     }
 
     /**
+     * The cluster map's leader places replicas: it moves them onto nodes that joined until every node holds as many
+     * as the others (within 1), off nodes being drained, and off nodes down for longer than {@code downAfterMs}.
+     *
+     * @param enabled          false: replicas move only by hand (kv-client move-replica); nodes still join and drain
+     * @param intervalMs       how often each node reports its regions to the map's leader, and the leader looks for a
+     *                         move to make (one at a time)
+     * @param downAfterMs      a node that has not reported for this long counts as down: its replicas are rebuilt on
+     *                         the other nodes (when enough are left). One that returns sooner simply catches up.
+     */
+    public record PlacementConfig(Boolean enabled, Integer intervalMs, Long downAfterMs) {
+        public static final PlacementConfig DEFAULT = new PlacementConfig(null, null, null);
+
+        public PlacementConfig {
+            enabled = requireNonNullElse(enabled, true);
+            intervalMs = requireNonNullElse(intervalMs, 1000);
+            downAfterMs = requireNonNullElse(downAfterMs, 600_000L);
+            if (intervalMs < 50) {
+                throw new IllegalArgumentException("placement.intervalMs must be at least 50, got " + intervalMs);
+            }
+            if (downAfterMs < 5L * intervalMs) {
+                throw new IllegalArgumentException("placement.downAfterMs (" + downAfterMs + ") must be at least 5"
+                        + " placement intervals (" + 5L * intervalMs + " ms): a node is down only after missing reports");
+            }
+        }
+    }
+
+    /**
      * @param timeoutMs after a SIGTERM the node hands its region leaders to live peers, answers new requests
      *                  SHUTTING_DOWN, finishes those in flight, closes its store and exits 0. If that takes
      *                  longer than this, or a second SIGTERM comes, the process halts at once with exit code 1.
@@ -442,19 +519,19 @@ public record ServerConfig(
     }
 
     public ServerConfig withSplit(SplitConfig newSplit) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, newSplit, merge, replication);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, newSplit, merge, replication, placement);
     }
 
     public ServerConfig withMerge(MergeConfig newMerge) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, newMerge, replication);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, newMerge, replication, placement);
     }
 
     public ServerConfig withTls(io.kvraft.client.config.TlsConfig newTls) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, newTls, split, merge, replication);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, newTls, split, merge, replication, placement);
     }
 
     public ServerConfig withMetrics(MetricsConfig newMetrics) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, newMetrics, tls, split, merge, replication);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, newMetrics, tls, split, merge, replication, placement);
     }
 
     /**

@@ -22,7 +22,7 @@ import java.nio.file.Path;
 import java.util.List;
 
 /** The one place where our YAML records become jraft's option objects. */
-final class RaftOptionsFactory {
+public final class RaftOptionsFactory {
 
     /** The smallest {@code maxReplicatorInflightMsgs} jraft's replicator works with: two AppendEntries outstanding. */
     private static final int NO_PIPELINE_INFLIGHT_LIMIT = 1;
@@ -35,7 +35,7 @@ final class RaftOptionsFactory {
     /**
      * @param sharedLog the node's shared Raft log, or null for jraft's own log per group ({@code raft.logStorage})
      */
-    static NodeOptions nodeOptions(ServerConfig config, List<PeerId> peers, Path regionDir, int regionId,
+    public static NodeOptions nodeOptions(ServerConfig config, List<PeerId> peers, Path regionDir, int regionId,
                                    SharedRaftLog sharedLog) {
         RaftConfig raft = config.raft();
         NodeOptions o = new NodeOptions();

@@ -68,8 +68,8 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
     private final RpcServer rpcServer;
     private final RaftRpcServers.Server raftServer;
     private final Map<Integer, Region> regions = new ConcurrentSkipListMap<>();
-    /** Every node of the cluster; a region's replicas are on some of them ({@link Region#peers()}). */
-    private final List<String> peers;
+    /** Every node of the cluster not removed from it (the cluster map's); a region's replicas are on some of them. */
+    private volatile List<String> peers;
     private final PeerId self;
     private final Path raftRoot;
     private final RegionCatalog catalog;
@@ -105,8 +105,9 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         boolean shared = config.raft().logStorage().equals(RaftConfig.LOG_SHARED);
         RaftDirs.checkLogLayout(raftRoot, shared);
         int factor = config.replicationFactor();
-        this.catalog = RegionCatalog.open(raftRoot, RegionLayout.of(config.cluster(), factor), config.endpoint(), peers,
-                factor);
+        // a node that joins a running cluster starts with no region: the cluster moves replicas onto it
+        this.catalog = RegionCatalog.open(raftRoot, config.cluster().joining() ? List.of()
+                : RegionLayout.of(config.cluster(), factor), config.endpoint(), peers, factor);
         this.sharedLog = shared ? new SharedRaftLog(raftRoot.resolve(RaftDirs.SHARED_LOG_DIR), config.raft().sync()) : null;
         this.starter = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "kv-region-start");
@@ -648,6 +649,19 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
     /** Every node of the cluster (each region's replicas are on {@link Region#peers()} of them). */
     public List<String> peers() {
         return peers;
+    }
+
+    /** The cluster's nodes now, as the cluster map says (those not removed). */
+    public void members(List<String> nodes) {
+        if (!nodes.equals(peers)) {
+            peers = List.copyOf(nodes);
+            LOG.info("cluster nodes: {}", peers);
+        }
+    }
+
+    /** The RPC server all groups and handlers of this node share. */
+    public RpcServer rpcServer() {
+        return rpcServer;
     }
 
     public String endpoint() {

@@ -3,6 +3,7 @@ package io.kvraft.server.cli;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.cli.KvCtl;
 import io.kvraft.server.InProcessCluster;
+import io.kvraft.server.config.ServerConfig.PlacementConfig;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
 import io.kvraft.server.config.ServerConfig.ReplicationConfig;
 import io.kvraft.server.config.ServerConfig.SplitConfig;
@@ -23,9 +24,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * {@code node list} and {@code node drain} of the admin CLI against four in-process servers with 3 replicas per region:
- * a drained node ends holding no replica, every region keeps three, every key reads back; a drain that has nowhere to
- * put a replica is refused with nothing moved.
+ * {@code node list}, {@code node drain} and {@code node remove} of the admin CLI against four in-process servers with 3
+ * replicas per region: a drained node ends holding no replica, every region keeps three, every key reads back; a drain
+ * that would leave fewer UP nodes than replicas per region is refused with nothing changed; a drained node is removed.
  */
 @Timeout(value = 300, unit = SECONDS)
 class NodeDrainCliTest {
@@ -59,7 +60,8 @@ class NodeDrainCliTest {
     @Test
     void when_aNodeIsDrained_then_itHoldsNoReplica_everyRegionKeepsThree_andEveryKeyReadsBack() throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(4, REGIONS, dir, "memory", RaftConfig.LOG_SHARED,
-                c -> c.withReplication(new ReplicationConfig(3)).withSplit(new SplitConfig(false, null, null, null, null)))) {
+                c -> c.withReplication(new ReplicationConfig(3)).withSplit(new SplitConfig(false, null, null, null, null))
+                        .withPlacement(new PlacementConfig(true, 200, 60_000L)))) {
             await().atMost(60, SECONDS).until(cluster::allRegionsLed);
             List<String> nodes = cluster.endpoints();
             KvClient client = cluster.client();
@@ -67,16 +69,18 @@ class NodeDrainCliTest {
                 sync(client.put(key(i), key(i)));
             }
 
-            Run listed = cli(cluster, "node", "list");
-            assertThat(listed.code()).as(listed.err()).isZero();
-            for (String n : nodes) {
-                assertThat(listed.out()).containsPattern(java.util.regex.Pattern.quote(n) + "\\s+up\\s+3\\s+\\d+");
-            }
+            await().atMost(60, SECONDS).untilAsserted(() -> {
+                Run listed = cli(cluster, "node", "list");
+                assertThat(listed.code()).as(listed.out() + listed.err()).isZero();
+                for (String n : nodes) {
+                    assertThat(listed.out()).containsPattern(java.util.regex.Pattern.quote(n) + "\\s+up\\s+yes\\s+3\\s+\\d+");
+                }
+            });
 
             Run drained = cli(cluster, "node", "drain", nodes.get(0));
 
             assertThat(drained.code()).as(drained.out() + drained.err()).isZero();
-            assertThat(drained.out()).contains("node " + nodes.get(0) + " drained: 3 replicas moved");
+            assertThat(drained.out()).contains("node " + nodes.get(0) + " drained: holds no replica");
             await().atMost(60, SECONDS).untilAsserted(() -> {
                 for (int r = 1; r <= REGIONS; r++) {
                     assertThat(cluster.hostsOf(r)).as("region %d's nodes", r).hasSize(3).doesNotContain(nodes.get(0));
@@ -87,16 +91,19 @@ class NodeDrainCliTest {
                 assertThat(sync(client.get(key(i)))).as("key %d", i).isEqualTo(key(i));
             }
             Run after = cli(cluster, "node", "list");
-            assertThat(after.out()).containsPattern(java.util.regex.Pattern.quote(nodes.get(0)) + "\\s+up\\s+0\\s+0");
-            assertThat(cli(cluster, "node", "drain", nodes.get(0)).out()).contains("holds no replica");
+            assertThat(after.out()).containsPattern(java.util.regex.Pattern.quote(nodes.get(0)) + "\\s+draining\\s+yes\\s+0\\s+0");
 
-            // with node 0 down, nodes 1-3 hold every region: draining node 1 has nowhere to go
-            cluster.stopNode(0);
+            // three UP nodes left for 3 replicas a region: a second drain is refused, nothing changes
             Run refused = cli(cluster, "node", "drain", nodes.get(1));
             assertThat(refused.code()).isEqualTo(1);
-            assertThat(refused.err()).contains("cannot drain " + nodes.get(1)).contains("Nothing was moved");
+            assertThat(refused.err()).contains("replication.factor");
             assertThat(cluster.hostsOf(1)).contains(nodes.get(1));
             assertThat(cli(cluster, "node", "drain", "127.0.0.1:1").err()).contains("is not a node of the cluster");
+
+            Run removed = cli(cluster, "node", "remove", nodes.get(0));
+            assertThat(removed.code()).as(removed.out() + removed.err()).isZero();
+            assertThat(cli(cluster, "node", "list").out()).containsPattern(java.util.regex.Pattern.quote(nodes.get(0))
+                    + "\\s+removed");
         }
     }
 }

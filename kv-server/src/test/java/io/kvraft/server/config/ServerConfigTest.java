@@ -371,6 +371,40 @@ class ServerConfigTest {
     }
 
     @Test
+    void when_theShippedJoinFilesAreRead_then_theyJoinTheThreeNodeClusterOnNewEndpointsDirsAndPorts() {
+        ServerConfig first = ServerConfig.load(SHIPPED.resolve("server-1.yaml"));
+        List<ServerConfig> c = java.util.stream.IntStream.rangeClosed(4, 5)
+                .mapToObj(i -> ServerConfig.load(SHIPPED.resolve("join/server-" + i + ".yaml"))).toList();
+
+        for (ServerConfig j : c) {
+            assertThat(j.cluster().joining()).isTrue();
+            assertThat(j.cluster().join()).containsExactlyElementsOf(first.cluster().peers());
+            assertThat(j.cluster().peers()).contains(j.endpoint()); // the members it knows of and itself
+            assertThat(j.cluster().metaVoters()).isEmpty();
+            assertThat(first.cluster().peers()).doesNotContain(j.endpoint());
+            assertThat(j.dataDir()).isNotEqualTo(first.dataDir());
+            assertThat(j.metrics().port()).isNotEqualTo(first.metrics().port());
+        }
+        assertThat(c.get(0).endpoint()).isNotEqualTo(c.get(1).endpoint());
+    }
+
+    @Test
+    void when_aNodeJoinsNamingItself_then_itIsRefused() {
+        assertThatThrownBy(() -> new ServerConfig("127.0.0.1:9", "d", new ServerConfig.ClusterConfig(null, null, null,
+                List.of("127.0.0.1:9")), null, null, null, null))
+                .hasMessageContaining("names this node's own endpoint");
+    }
+
+    @Test
+    void when_placementIsSetTooTight_then_theConfigIsRefused() {
+        assertThatThrownBy(() -> new ServerConfig.PlacementConfig(true, 1000, 2000L))
+                .hasMessageContaining("placement.downAfterMs");
+        assertThatThrownBy(() -> new ServerConfig.PlacementConfig(true, 10, null))
+                .hasMessageContaining("placement.intervalMs");
+        assertThat(ServerConfig.PlacementConfig.DEFAULT.downAfterMs()).isEqualTo(600_000L);
+    }
+
+    @Test
     void when_theShippedClientFileIsRead_then_itLoadsAndNamesThePeers() {
         Path f = SHIPPED.resolve("client.yaml");
         assertThat(f).as("the shipped conf/client.yaml (moved?)").isRegularFile();

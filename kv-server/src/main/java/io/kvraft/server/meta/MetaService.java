@@ -1,0 +1,747 @@
+package io.kvraft.server.meta;
+
+import com.alipay.sofa.jraft.Node;
+import com.alipay.sofa.jraft.Status;
+import com.alipay.sofa.jraft.entity.PeerId;
+import com.alipay.sofa.jraft.rpc.RpcContext;
+import com.alipay.sofa.jraft.rpc.RpcProcessor;
+import com.alipay.sofa.jraft.rpc.RpcServer;
+import io.kvraft.client.KvException;
+import io.kvraft.client.proto.KvProto.ClusterMap;
+import io.kvraft.client.proto.KvProto.ClusterRequest;
+import io.kvraft.client.proto.KvProto.ClusterResponse;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.JoinRequest;
+import io.kvraft.client.proto.KvProto.JoinResponse;
+import io.kvraft.client.proto.KvProto.MetaCommand;
+import io.kvraft.client.proto.KvProto.NodeRecord;
+import io.kvraft.client.proto.KvProto.NodeReport;
+import io.kvraft.client.proto.KvProto.NodeReportResponse;
+import io.kvraft.client.proto.KvProto.NodeState;
+import io.kvraft.client.proto.KvProto.NodeStateRequest;
+import io.kvraft.client.proto.KvProto.NodeStateResponse;
+import io.kvraft.client.proto.KvProto.NodeStatus;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.ReplicaMove;
+import io.kvraft.client.rpc.Transport;
+import io.kvraft.client.route.RegionViews;
+import io.kvraft.server.config.ServerConfig;
+import io.kvraft.server.region.Region;
+import io.kvraft.server.region.RegionHost;
+import io.kvraft.server.rpc.Responses;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import java.util.stream.Stream;
+
+/**
+ * The cluster's membership on one node, around its replica of the map's group ({@link MetaGroup}):
+ * <ul>
+ *   <li>every node registers at start (a node that joins asks to; a removed node, or one of another cluster, is told so
+ *       and stops) and then reports its regions to the map's leader once per {@code placement.intervalMs}, in one
+ *       message;</li>
+ *   <li>on the map's leader: the join, drain, undrain and remove requests; the map's own replicas (every node a
+ *       learner, three voters kept on live UP nodes); and placement ({@link Placement}), one replica move at a time,
+ *       each asked of the region's leader like {@code kv-client move-replica}.</li>
+ * </ul>
+ */
+public final class MetaService implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(MetaService.class);
+    static final String CLUSTER_ID_FILE = "CLUSTER_ID";
+    private static final long RPC_TIMEOUT_MS = 5_000;
+    /** A region whose move failed is left alone this long. */
+    private static final long RETRY_AFTER_NANOS = TimeUnit.SECONDS.toNanos(30);
+    private static final int DISK_EVERY_REPORTS = 10;
+
+    /** Moves replicas: the cluster's own client API (region leader found and retried there). */
+    public interface Mover {
+        CompletableFuture<RegionInfo> move(int regionId, String from, String to);
+    }
+
+    private record Report(NodeReport report, long atNanos) {
+    }
+
+    private record Running(Placement.Move move, long startNanos) {
+    }
+
+    private final ServerConfig config;
+    private final RegionHost host;
+    private final Transport peers;
+    private final Supplier<Mover> mover;
+    private final Executor housekeeping;
+    private final Consumer<String> fatal;
+    private final String nodeId;
+    private final Path dataDir;
+    private final MetaGroup group;
+    private final long intervalNanos;
+    private final long downAfterNanos;
+
+    private volatile String clusterId;
+    private volatile boolean registered;
+    private volatile boolean registering;
+    /** Placement waits for every live node to report after this (nanoTime): the last move's end. */
+    private volatile long settledAfter;
+    private volatile boolean closed;
+    /** The map's leader as a NOT_LEADER answer named it (a node that is no replica of the map yet knows no other). */
+    private volatile String answeredHint = "";
+    private int registerTries;
+    private int asked; // round robin over the known nodes, for a node that knows no leader yet
+    private int reportsSent;
+    private long diskBytes;
+
+    // the map's leader's own state, rebuilt from reports when a node becomes leader
+    private final Map<String, Report> reports = new ConcurrentHashMap<>();
+    private volatile long leaderSinceNanos;
+    private volatile Running running;
+    private volatile boolean metaChanging;
+    private final Map<Integer, Long> retryAt = new ConcurrentHashMap<>();
+    private final AtomicLong movesDone = new AtomicLong();
+
+    /**
+     * @param fatal called once when the cluster refuses this node for good (removed, or another cluster's): the node
+     *              must stop
+     */
+    public MetaService(ServerConfig config, RegionHost host, RpcServer rpcServer, Transport peers, Supplier<Mover> mover,
+                       Executor housekeeping, String nodeId, Consumer<String> fatal) {
+        this.config = config;
+        this.host = host;
+        this.peers = peers;
+        this.mover = mover;
+        this.housekeeping = housekeeping;
+        this.fatal = fatal;
+        this.nodeId = nodeId;
+        this.dataDir = Path.of(config.dataDir());
+        this.intervalNanos = TimeUnit.MILLISECONDS.toNanos(config.placement().intervalMs());
+        this.downAfterNanos = TimeUnit.MILLISECONDS.toNanos(config.placement().downAfterMs());
+        this.clusterId = readClusterId(dataDir);
+        this.settledAfter = System.nanoTime();
+        this.group = new MetaGroup(config, rpcServer, this::mapChanged, this::leaderChanged);
+        rpcServer.registerProcessor(processor(JoinRequest.class, this::join));
+        rpcServer.registerProcessor(processor(ClusterRequest.class, this::cluster));
+        rpcServer.registerProcessor(processor(NodeStateRequest.class, this::nodeState));
+        rpcServer.registerProcessor(processor(NodeReport.class, this::report));
+    }
+
+    public void start() {
+        group.start();
+    }
+
+    public MetaGroup group() {
+        return group;
+    }
+
+    /** The cluster id this node belongs to, or empty before it first registered. */
+    public String clusterId() {
+        return clusterId == null ? "" : clusterId;
+    }
+
+    public boolean registered() {
+        return registered;
+    }
+
+    private static String readClusterId(Path dataDir) {
+        Path f = dataDir.resolve(CLUSTER_ID_FILE);
+        try {
+            return Files.exists(f) ? Files.readString(f).trim() : null;
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot read " + f + ": " + e.getMessage(), e);
+        }
+    }
+
+    private void writeClusterId(String id) throws IOException {
+        Path tmp = dataDir.resolve(CLUSTER_ID_FILE + ".tmp");
+        Files.writeString(tmp, id + "\n");
+        Files.move(tmp, dataDir.resolve(CLUSTER_ID_FILE), StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    private void mapChanged(ClusterMap map) {
+        List<String> members = new ArrayList<>();
+        for (NodeRecord n : map.getNodesList()) {
+            if (n.getState() != NodeState.REMOVED) {
+                members.add(n.getEndpoint());
+            }
+        }
+        if (!members.isEmpty()) {
+            host.members(members);
+        }
+    }
+
+    /** On the group's thread: a new leader forgets the reports and moves of an earlier term of its own. */
+    private void leaderChanged() {
+        leaderSinceNanos = System.nanoTime();
+        reports.clear();
+        retryAt.clear();
+        housekeeping.execute(group::leaderSeen);
+    }
+
+    // ---- every node: register, then report -------------------------------------------------------
+
+    /** One step of this node's part: called every {@code placement.intervalMs} on the housekeeping thread. */
+    public void tick() {
+        if (closed) {
+            return;
+        }
+        try {
+            if (!registered) {
+                register();
+            } else {
+                sendReport();
+            }
+            if (group.isLeader()) {
+                lead();
+            }
+        } catch (RuntimeException e) {
+            LOG.warn("cluster map: {}", e.toString());
+        }
+    }
+
+    /** Where to send a request for the map's leader: its hint, or the known nodes in turn. */
+    private String target() {
+        String hint = group.leaderHint();
+        if (!hint.isEmpty()) {
+            return hint;
+        }
+        String answered = answeredHint;
+        if (!answered.isEmpty()) {
+            answeredHint = ""; // once: if it is wrong, the next try goes round the known nodes
+            return answered;
+        }
+        List<String> known = new ArrayList<>(config.cluster().joining() ? config.cluster().join() : host.peers());
+        known.remove(config.endpoint());
+        if (known.isEmpty()) {
+            return config.endpoint();
+        }
+        return known.get(Math.floorMod(asked++, known.size()));
+    }
+
+    private void register() {
+        if (registering) {
+            return;
+        }
+        JoinRequest req = JoinRequest.newBuilder().setEndpoint(config.endpoint()).setNodeId(nodeId)
+                .setClusterId(clusterId()).build();
+        String to = target();
+        CompletableFuture<JoinResponse> f = to.equals(config.endpoint()) && group.isLeader()
+                ? handleJoin(req) : peers.call(to, req, RPC_TIMEOUT_MS);
+        registering = true;
+        f.whenComplete((resp, e) -> housekeeping.execute(() -> {
+            registering = false;
+            if (e != null) {
+                notYet(to, e.toString());
+            } else {
+                registered(to, resp);
+            }
+        }));
+    }
+
+    private void registered(String to, JoinResponse resp) {
+        ErrorCode code = resp.hasError() ? resp.getError().getCode() : ErrorCode.OK;
+        if (code == ErrorCode.WRONG_CLUSTER || code == ErrorCode.NODE_REMOVED) {
+            refused(resp.getError().getDetail());
+            return;
+        }
+        if (code != ErrorCode.OK) {
+            answeredHint = resp.getError().getLeaderHint();
+            notYet(to, code + " " + resp.getError().getDetail());
+            return;
+        }
+        String id = resp.getMap().getClusterId();
+        if (clusterId == null) {
+            try {
+                writeClusterId(id);
+            } catch (IOException e) {
+                LOG.warn("cannot record the cluster id in {}: {}", dataDir, e.toString());
+                return;
+            }
+            clusterId = id;
+        }
+        registered = true;
+        LOG.info("node {} ({}) is a member of cluster {} ({} nodes){}", config.endpoint(), nodeId, id,
+                resp.getMap().getNodesCount(), config.cluster().joining() ? ": joined; replicas move here" : "");
+    }
+
+    /** A failed try to register: logged on the 1st, 2nd, 4th, 8th, ... so a node that cannot join says why. */
+    private void notYet(String to, String why) {
+        if (Integer.bitCount(++registerTries) == 1) {
+            LOG.info("node {} is not registered with the cluster yet (try {}, asked {}): {}", config.endpoint(),
+                    registerTries, to, why);
+        }
+    }
+
+    private void refused(String why) {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        LOG.error("node {} refused by the cluster: {}", config.endpoint(), why);
+        fatal.accept(why);
+    }
+
+    private void sendReport() {
+        if (reportsSent++ % DISK_EVERY_REPORTS == 0) {
+            diskBytes = diskBytes(dataDir);
+        }
+        NodeReport.Builder b = NodeReport.newBuilder().setEndpoint(config.endpoint()).setNodeId(nodeId)
+                .setClusterId(clusterId()).setDiskBytes(diskBytes);
+        for (Region r : host.regions()) {
+            b.addRegions(r.info());
+        }
+        NodeReport report = b.build();
+        if (group.isLeader()) {
+            NodeReportResponse resp = handleReport(report);
+            if (resp.hasError() && resp.getError().getCode() != ErrorCode.OK) {
+                refusedOrNot(resp);
+            }
+            return;
+        }
+        String to = target();
+        peers.<NodeReportResponse>call(to, report, RPC_TIMEOUT_MS).whenComplete((resp, e) -> {
+            if (e == null) {
+                refusedOrNot(resp);
+            }
+        });
+    }
+
+    private void refusedOrNot(NodeReportResponse resp) {
+        ErrorCode code = resp.hasError() ? resp.getError().getCode() : ErrorCode.OK;
+        if (code == ErrorCode.NODE_REMOVED || code == ErrorCode.WRONG_CLUSTER) {
+            housekeeping.execute(() -> refused(resp.getError().getDetail()));
+        } else if (code == ErrorCode.NOT_LEADER) {
+            answeredHint = resp.getError().getLeaderHint();
+        }
+    }
+
+    private static long diskBytes(Path dir) {
+        try (Stream<Path> files = Files.walk(dir)) {
+            return files.filter(Files::isRegularFile).mapToLong(p -> {
+                try {
+                    return Files.size(p);
+                } catch (IOException gone) {
+                    return 0;
+                }
+            }).sum();
+        } catch (IOException | RuntimeException e) {
+            return 0;
+        }
+    }
+
+    // ---- requests, answered by the map's leader --------------------------------------------------
+
+    private static <T> RpcProcessor<T> processor(Class<T> type, java.util.function.BiConsumer<RpcContext, T> handler) {
+        return new RpcProcessor<>() {
+            @Override
+            public void handleRequest(RpcContext ctx, T request) {
+                handler.accept(ctx, request);
+            }
+
+            @Override
+            public String interest() {
+                return type.getName();
+            }
+        };
+    }
+
+    private io.kvraft.client.proto.KvProto.Error notLeader() {
+        String hint = group.leaderHint();
+        return Responses.error(hint.isEmpty() ? ErrorCode.NO_LEADER : ErrorCode.NOT_LEADER, hint,
+                "node " + config.endpoint() + " does not lead the cluster map" + (hint.isEmpty() ? " and knows no leader"
+                        : "; " + hint + " does"));
+    }
+
+    private static NodeRecord find(ClusterMap map, String endpoint) {
+        for (NodeRecord n : map.getNodesList()) {
+            if (n.getEndpoint().equals(endpoint)) {
+                return n;
+            }
+        }
+        return null;
+    }
+
+    private static List<String> endpoints(ClusterMap map) {
+        return map.getNodesList().stream().map(NodeRecord::getEndpoint).toList();
+    }
+
+    private void join(RpcContext ctx, JoinRequest req) {
+        handleJoin(req).whenComplete((resp, e) -> ctx.sendResponse(e == null ? resp : JoinResponse.newBuilder()
+                .setError(Responses.error(ErrorCode.INTERNAL, e.getMessage())).build()));
+    }
+
+    CompletableFuture<JoinResponse> handleJoin(JoinRequest req) {
+        if (!group.isLeader()) {
+            return done(JoinResponse.newBuilder().setError(notLeader()).build());
+        }
+        ClusterMap map = group.map();
+        if (map.getClusterId().isEmpty()) {
+            return done(JoinResponse.newBuilder().setError(Responses.error(ErrorCode.NO_LEADER,
+                    "the cluster map is not made yet; ask again in a moment")).build());
+        }
+        try {
+            io.kvraft.client.config.HostPort.parse(req.getEndpoint());
+        } catch (IllegalArgumentException e) {
+            return done(JoinResponse.newBuilder().setError(Responses.error(ErrorCode.INVALID_ARGUMENT, e.getMessage()))
+                    .build());
+        }
+        if (!req.getClusterId().isEmpty() && !req.getClusterId().equals(map.getClusterId())) {
+            return done(JoinResponse.newBuilder().setError(Responses.error(ErrorCode.WRONG_CLUSTER, "node "
+                    + req.getEndpoint() + "'s data directory belongs to cluster " + req.getClusterId() + ", and this is"
+                    + " cluster " + map.getClusterId() + ": start it on an empty data directory to join this one"))
+                    .build());
+        }
+        NodeRecord rec = find(map, req.getEndpoint());
+        if (rec != null && rec.getState() == NodeState.REMOVED && rec.getNodeId().equals(req.getNodeId())) {
+            return done(JoinResponse.newBuilder().setError(Responses.error(ErrorCode.NODE_REMOVED, "node "
+                    + req.getEndpoint() + " (node id " + req.getNodeId() + ") was removed from cluster "
+                    + map.getClusterId() + ": it may not come back with its data; start it on an empty data directory"
+                    + " to join as a new node")).build());
+        }
+        if (rec != null && rec.getNodeId().equals(req.getNodeId())) {
+            return done(JoinResponse.newBuilder().setMap(map).build()); // a member starting again
+        }
+        NodeState state = rec == null || rec.getState() == NodeState.REMOVED ? NodeState.UP : rec.getState();
+        if (rec != null && !rec.getNodeId().isEmpty()) {
+            LOG.warn("cluster map: node {} comes back with another data directory (node id {}, was {}): its replicas"
+                    + " catch up from their leaders", req.getEndpoint(), req.getNodeId(), rec.getNodeId());
+        }
+        NodeRecord joined = NodeRecord.newBuilder().setEndpoint(req.getEndpoint()).setNodeId(req.getNodeId())
+                .setState(state).setSinceMs(rec != null && rec.getState() == state ? rec.getSinceMs()
+                        : System.currentTimeMillis()).build();
+        return group.propose(MetaCommand.newBuilder().setJoin(joined).build()).handle((m, e) -> {
+            if (e != null) {
+                return JoinResponse.newBuilder().setError(Responses.error(ErrorCode.NO_LEADER, group.leaderHint(),
+                        e.getMessage())).build();
+            }
+            if (rec == null || rec.getState() == NodeState.REMOVED) {
+                LOG.info("cluster map: node {} ({}) joined", req.getEndpoint(), req.getNodeId());
+            }
+            return JoinResponse.newBuilder().setMap(m).build();
+        });
+    }
+
+    private static <T> CompletableFuture<T> done(T value) {
+        return CompletableFuture.completedFuture(value);
+    }
+
+    private void report(RpcContext ctx, NodeReport report) {
+        ctx.sendResponse(handleReport(report));
+    }
+
+    private NodeReportResponse handleReport(NodeReport report) {
+        if (!group.isLeader()) {
+            return NodeReportResponse.newBuilder().setError(notLeader()).build();
+        }
+        ClusterMap map = group.map();
+        if (!map.getClusterId().isEmpty() && !report.getClusterId().isEmpty()
+                && !report.getClusterId().equals(map.getClusterId())) {
+            return NodeReportResponse.newBuilder().setError(Responses.error(ErrorCode.WRONG_CLUSTER, "node "
+                    + report.getEndpoint() + " belongs to cluster " + report.getClusterId() + ", not "
+                    + map.getClusterId())).build();
+        }
+        NodeRecord rec = find(map, report.getEndpoint());
+        if (rec != null && rec.getState() == NodeState.REMOVED && rec.getNodeId().equals(report.getNodeId())) {
+            return NodeReportResponse.newBuilder().setError(Responses.error(ErrorCode.NODE_REMOVED, "node "
+                    + report.getEndpoint() + " was removed from cluster " + map.getClusterId())).build();
+        }
+        reports.put(report.getEndpoint(), new Report(report, System.nanoTime()));
+        return NodeReportResponse.getDefaultInstance();
+    }
+
+    /** Every region as the nodes last reported it (the leader's own view first), and which nodes are live or down. */
+    Placement.View view() {
+        RegionViews views = new RegionViews();
+        long now = System.nanoTime();
+        Set<String> live = new HashSet<>();
+        Set<String> down = new HashSet<>();
+        long liveNanos = 3 * intervalNanos + TimeUnit.SECONDS.toNanos(2);
+        for (Map.Entry<String, Report> e : reports.entrySet()) {
+            views.add(e.getValue().report().getRegionsList());
+        }
+        for (NodeRecord n : group.map().getNodesList()) {
+            Report r = reports.get(n.getEndpoint());
+            long age = r == null ? now - leaderSinceNanos : now - r.atNanos();
+            if (r != null && age < liveNanos) {
+                live.add(n.getEndpoint());
+            }
+            if (age >= downAfterNanos && n.getState() != NodeState.REMOVED) {
+                down.add(n.getEndpoint());
+            }
+        }
+        return new Placement.View(views.regions(), live, down);
+    }
+
+    private boolean covers(Placement.View view) {
+        RegionViews v = new RegionViews();
+        v.add(view.regions());
+        return v.covers();
+    }
+
+    private void cluster(RpcContext ctx, ClusterRequest req) {
+        if (!group.isLeader()) {
+            ctx.sendResponse(ClusterResponse.newBuilder().setError(notLeader()).build());
+            return;
+        }
+        ClusterMap map = group.map();
+        Placement.View view = view();
+        Map<String, Integer> counts = Placement.replicaCounts(view.regions());
+        ClusterResponse.Builder b = ClusterResponse.newBuilder().setMap(map).setMetaLeader(config.endpoint())
+                .addAllMetaVoters(group.voters()).addAllMetaLearners(group.learners()).setMovesDone(movesDone.get())
+                .addAllRegions(view.regions());
+        long now = System.nanoTime();
+        for (NodeRecord n : map.getNodesList()) {
+            Report r = reports.get(n.getEndpoint());
+            long leaders = view.regions().stream().filter(x -> x.getLeader().equals(n.getEndpoint())).count();
+            b.addStatus(NodeStatus.newBuilder().setEndpoint(n.getEndpoint()).setLive(view.live().contains(n.getEndpoint()))
+                    .setReplicas(counts.getOrDefault(n.getEndpoint(), 0)).setLeaders((int) leaders)
+                    .setDiskBytes(r == null ? 0 : r.report().getDiskBytes())
+                    .setLastReportMs(r == null ? 0 : TimeUnit.NANOSECONDS.toMillis(now - r.atNanos())));
+        }
+        Running run = running;
+        if (run != null) {
+            b.addMoves(ReplicaMove.newBuilder().setRegionId(run.move().regionId()).setFrom(run.move().from())
+                    .setTo(run.move().to()).setReason(run.move().reason())
+                    .setRunningMs(TimeUnit.NANOSECONDS.toMillis(now - run.startNanos())));
+        }
+        ctx.sendResponse(b.build());
+    }
+
+    private void nodeState(RpcContext ctx, NodeStateRequest req) {
+        handleNodeState(req).whenComplete((resp, e) -> ctx.sendResponse(e == null ? resp : NodeStateResponse.newBuilder()
+                .setError(Responses.error(ErrorCode.INTERNAL, e.getMessage())).build()));
+    }
+
+    private CompletableFuture<NodeStateResponse> handleNodeState(NodeStateRequest req) {
+        if (!group.isLeader()) {
+            return done(NodeStateResponse.newBuilder().setError(notLeader()).build());
+        }
+        ClusterMap map = group.map();
+        NodeRecord rec = find(map, req.getEndpoint());
+        String refused = refusal(map, rec, req);
+        if (refused != null) {
+            return done(NodeStateResponse.newBuilder().setError(Responses.error(ErrorCode.INVALID_ARGUMENT, refused))
+                    .build());
+        }
+        if (rec.getState() == req.getState()) {
+            return done(NodeStateResponse.newBuilder().setMap(map).build());
+        }
+        NodeRecord changed = rec.toBuilder().setState(req.getState()).setSinceMs(System.currentTimeMillis()).build();
+        return group.propose(MetaCommand.newBuilder().setSetState(changed).build()).handle((m, e) -> {
+            if (e != null) {
+                return NodeStateResponse.newBuilder().setError(Responses.error(ErrorCode.NO_LEADER, group.leaderHint(),
+                        e.getMessage())).build();
+            }
+            LOG.info("cluster map: node {} is {} now (was {})", rec.getEndpoint(), req.getState(), rec.getState());
+            return NodeStateResponse.newBuilder().setMap(m).build();
+        });
+    }
+
+    /** Why the state change is refused (nothing changes), or null. */
+    private String refusal(ClusterMap map, NodeRecord rec, NodeStateRequest req) {
+        if (rec == null) {
+            return "node " + req.getEndpoint() + " is not a node of the cluster " + endpoints(map);
+        }
+        if (req.getState() == NodeState.UNRECOGNIZED) {
+            return "unknown node state";
+        }
+        if (rec.getState() == NodeState.REMOVED && req.getState() != NodeState.REMOVED) {
+            return "node " + rec.getEndpoint() + " was removed for good; a node with an empty data directory may join"
+                    + " at its address";
+        }
+        if (rec.getState() == req.getState()) {
+            return null;
+        }
+        long upAfter = map.getNodesList().stream().filter(n -> n.getState() == NodeState.UP
+                && !n.getEndpoint().equals(rec.getEndpoint())).count();
+        int factor = map.getFactor();
+        if (req.getState() != NodeState.UP && upAfter < factor) {
+            return (req.getState() == NodeState.DRAINING ? "draining " : "removing ") + rec.getEndpoint()
+                    + " would leave " + upAfter + " UP nodes for replication.factor " + factor
+                    + ": every region needs that many; add a node first";
+        }
+        if (req.getState() == NodeState.REMOVED) {
+            Placement.View view = view();
+            int held = Placement.replicaCounts(view.regions()).getOrDefault(rec.getEndpoint(), 0);
+            boolean live = view.live().contains(rec.getEndpoint());
+            boolean metaVoter = group.voters().contains(rec.getEndpoint());
+            if ((held > 0 || metaVoter) && !(req.getForce() && !live)) {
+                return "node " + rec.getEndpoint() + " still holds " + held + " region replicas"
+                        + (metaVoter ? " and a voter of the cluster map" : "") + ": drain it first (node drain "
+                        + rec.getEndpoint() + ")" + (live ? "" : ", or remove it with --force (it is down: its replicas"
+                        + " are rebuilt on the other nodes)");
+            }
+        }
+        return null;
+    }
+
+    // ---- the map's leader: its own replicas, and placement ----------------------------------------
+
+    private void lead() {
+        ClusterMap map = group.map();
+        if (map.getClusterId().isEmpty()) {
+            if (!config.cluster().joining()) {
+                init();
+            }
+            return;
+        }
+        Placement.View view = view();
+        if (!metaReplicas(map, view)) {
+            return; // this node hands the map's leadership over
+        }
+        if (config.placement().enabled()) {
+            place(map, view);
+        }
+    }
+
+    private void init() {
+        ClusterMap.Builder b = ClusterMap.newBuilder().setClusterId(UUID.randomUUID().toString())
+                .setFactor(config.replicationFactor());
+        long now = System.currentTimeMillis();
+        for (String p : config.cluster().peers()) {
+            b.addNodes(NodeRecord.newBuilder().setEndpoint(p).setState(NodeState.UP).setSinceMs(now));
+        }
+        group.propose(MetaCommand.newBuilder().setInit(b).build()).whenComplete((m, e) -> {
+            if (e == null) {
+                LOG.info("cluster map made: cluster {} of {}, replication.factor {}", m.getClusterId(),
+                        endpoints(m), m.getFactor());
+            }
+        });
+    }
+
+    /** Every node not removed is a learner of the map or one of its voters; the voters stay on live UP nodes. */
+    /** @return false when this node hands its leadership of the map to another voter */
+    private boolean metaReplicas(ClusterMap map, Placement.View view) {
+        if (metaChanging) {
+            return true;
+        }
+        Node node = group.node();
+        List<String> voters = group.voters();
+        List<String> learners = group.learners();
+        List<PeerId> add = new ArrayList<>();
+        List<PeerId> drop = new ArrayList<>();
+        Set<String> members = new HashSet<>();
+        for (NodeRecord n : map.getNodesList()) {
+            if (n.getState() != NodeState.REMOVED) {
+                members.add(n.getEndpoint());
+                if (!voters.contains(n.getEndpoint()) && !learners.contains(n.getEndpoint())) {
+                    add.add(PeerId.parsePeer(n.getEndpoint()));
+                }
+            }
+        }
+        for (String l : learners) {
+            if (!members.contains(l)) {
+                drop.add(PeerId.parsePeer(l));
+            }
+        }
+        if (!add.isEmpty() || !drop.isEmpty()) {
+            metaChanging = true;
+            CompletableFuture<Status> f = add.isEmpty() ? done(Status.OK())
+                    : MetaGroup.confChange(d -> node.addLearners(add, d));
+            f.thenCompose(st -> drop.isEmpty() || !st.isOk() ? done(st) : MetaGroup.confChange(d -> node.removeLearners(drop, d)))
+                    .whenComplete((st, e) -> {
+                        metaChanging = false;
+                        LOG.info("cluster map: learners {}{}: {}", add.isEmpty() ? "" : "+" + add,
+                                drop.isEmpty() ? "" : " -" + drop, e != null ? e.toString() : st.isOk() ? "done"
+                                        : st.getErrorMsg());
+                    });
+            return true;
+        }
+        Optional<Placement.MetaChange> change = Placement.metaVoters(map, voters, view.live(), view.down());
+        if (change.isEmpty()) {
+            return true;
+        }
+        Placement.MetaChange c = change.get();
+        if (config.endpoint().equals(c.remove())) {
+            // this node leaves the voters: another one leads the change
+            for (String v : voters) {
+                if (!v.equals(config.endpoint()) && view.live().contains(v)) {
+                    Status st = node.transferLeadershipTo(PeerId.parsePeer(v));
+                    LOG.info("cluster map: this node's voter moves to {}; leadership handed to {}: {}", c.add(), v,
+                            st.isOk() ? "started" : st.getErrorMsg());
+                    return false;
+                }
+            }
+            return true;
+        }
+        metaChanging = true;
+        PeerId in = PeerId.parsePeer(c.add());
+        CompletableFuture<Status> f = learners.contains(c.add())
+                ? MetaGroup.confChange(d -> node.removeLearners(List.of(in), d)) : done(Status.OK());
+        f.thenCompose(st -> st.isOk() ? MetaGroup.confChange(d -> node.addPeer(in, d)) : done(st))
+                .thenCompose(st -> st.isOk() && c.remove() != null
+                        ? MetaGroup.confChange(d -> node.removePeer(PeerId.parsePeer(c.remove()), d)) : done(st))
+                .whenComplete((st, e) -> {
+                    metaChanging = false;
+                    LOG.info("cluster map: voter {}{}: {}", c.add(), c.remove() == null ? "" : " in place of " + c.remove(),
+                            e != null ? e.toString() : st.isOk() ? "done" : st.getErrorMsg());
+                });
+        return true;
+    }
+
+    private void place(ClusterMap map, Placement.View view) {
+        if (running != null) {
+            return;
+        }
+        for (String n : view.live()) {
+            Report r = reports.get(n);
+            if (r == null || r.atNanos() - settledAfter < 0) {
+                return; // a report from before the last move's end would show its region as it was
+            }
+        }
+        long now = System.nanoTime();
+        if (now - leaderSinceNanos < 3 * intervalNanos) {
+            return; // a new leader waits for every node's report (and for a move its predecessor started to end)
+        }
+        retryAt.values().removeIf(t -> t - now < 0);
+        Optional<Placement.Move> next = Placement.next(map, view, covers(view), retryAt.keySet());
+        if (next.isEmpty()) {
+            return;
+        }
+        Placement.Move m = next.get();
+        Running run = new Running(m, now);
+        running = run;
+        LOG.info("placement: region {}: {} -> {} ({})", m.regionId(), m.from(), m.to(), m.reason());
+        CompletableFuture<RegionInfo> f;
+        try {
+            f = mover.get().move(m.regionId(), m.from(), m.to());
+        } catch (RuntimeException e) {
+            f = CompletableFuture.failedFuture(e);
+        }
+        f.whenComplete((r, e) -> {
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - run.startNanos());
+            if (e == null) {
+                movesDone.incrementAndGet();
+                LOG.info("placement: region {}: {} -> {} done in {} ms; replicas on {}", m.regionId(), m.from(), m.to(),
+                        ms, r.getPeersList());
+            } else {
+                retryAt.put(m.regionId(), System.nanoTime() + RETRY_AFTER_NANOS);
+                LOG.warn("placement: region {}: {} -> {} failed after {} ms: {}", m.regionId(), m.from(), m.to(), ms,
+                        KvException.unwrap(e).getMessage());
+            }
+            settledAfter = System.nanoTime();
+            running = null;
+        });
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        group.close();
+    }
+}

@@ -1,0 +1,147 @@
+package io.kvraft.server.meta;
+
+import com.alipay.sofa.jraft.Closure;
+import com.alipay.sofa.jraft.Iterator;
+import com.alipay.sofa.jraft.Status;
+import com.alipay.sofa.jraft.core.StateMachineAdapter;
+import com.alipay.sofa.jraft.error.RaftError;
+import com.alipay.sofa.jraft.storage.snapshot.SnapshotReader;
+import com.alipay.sofa.jraft.storage.snapshot.SnapshotWriter;
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.kvraft.client.proto.KvProto.ClusterMap;
+import io.kvraft.client.proto.KvProto.MetaCommand;
+import io.kvraft.client.proto.KvProto.NodeRecord;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.function.Consumer;
+
+/**
+ * The cluster map's state machine: the map is small (one record per node), so it is kept whole in memory and a
+ * snapshot is its protobuf bytes in one file. Every replica (voter or learner) applies the same commands in log order;
+ * the checks that can refuse a command run on the leader before it proposes one, so applying never fails.
+ */
+final class MetaStateMachine extends StateMachineAdapter {
+
+    private static final Logger LOG = LoggerFactory.getLogger(MetaStateMachine.class);
+    static final String SNAPSHOT_FILE = "cluster-map.pb";
+
+    private volatile ClusterMap map = ClusterMap.getDefaultInstance();
+    private volatile long leaderTerm = -1;
+    private final Consumer<ClusterMap> onChange;
+    private final Runnable onLeaderChange;
+
+    MetaStateMachine(Consumer<ClusterMap> onChange, Runnable onLeaderChange) {
+        this.onChange = onChange;
+        this.onLeaderChange = onLeaderChange;
+    }
+
+    ClusterMap map() {
+        return map;
+    }
+
+    boolean isLeader() {
+        return leaderTerm > 0;
+    }
+
+    @Override
+    public void onApply(Iterator iter) {
+        while (iter.hasNext()) {
+            Closure done = iter.done();
+            try {
+                MetaCommand cmd = MetaCommand.parseFrom(iter.getData());
+                map = apply(map, cmd, iter.getIndex());
+                onChange.accept(map);
+                if (done != null) {
+                    done.run(Status.OK());
+                }
+            } catch (InvalidProtocolBufferException e) {
+                // a command this version cannot read: skipping it would let replicas differ; stop the group instead
+                iter.setErrorAndRollback(1, new Status(RaftError.EINVAL, "cluster map entry %d unreadable: %s",
+                        iter.getIndex(), e.getMessage()));
+                return;
+            }
+            iter.next();
+        }
+    }
+
+    /** The map after {@code cmd}; a pure function of the two, so every replica reaches the same map. */
+    static ClusterMap apply(ClusterMap map, MetaCommand cmd, long index) {
+        switch (cmd.getOpCase()) {
+            case INIT -> {
+                if (!map.getClusterId().isEmpty()) {
+                    return map; // two first leaders each proposed one: the first applied wins
+                }
+                return cmd.getInit().toBuilder().setVersion(1).build();
+            }
+            case JOIN, SET_STATE -> {
+                NodeRecord rec = cmd.getOpCase() == MetaCommand.OpCase.JOIN ? cmd.getJoin() : cmd.getSetState();
+                ClusterMap.Builder b = map.toBuilder().setVersion(map.getVersion() + 1);
+                for (int i = 0; i < b.getNodesCount(); i++) {
+                    NodeRecord n = b.getNodes(i);
+                    if (n.getEndpoint().equals(rec.getEndpoint())) {
+                        NodeRecord.Builder nb = n.toBuilder().setState(rec.getState()).setSinceMs(rec.getSinceMs());
+                        if (cmd.getOpCase() == MetaCommand.OpCase.JOIN) {
+                            nb.setNodeId(rec.getNodeId());
+                        }
+                        b.setNodes(i, nb);
+                        return b.build();
+                    }
+                }
+                if (cmd.getOpCase() == MetaCommand.OpCase.SET_STATE) {
+                    return map; // checked on the leader: not reached
+                }
+                return b.addNodes(rec).build();
+            }
+            default -> {
+                LOG.warn("cluster map entry {} has no command this version knows ({}); skipped", index, cmd.getOpCase());
+                return map;
+            }
+        }
+    }
+
+    @Override
+    public void onSnapshotSave(SnapshotWriter writer, Closure done) {
+        try {
+            Files.write(Path.of(writer.getPath(), SNAPSHOT_FILE), map.toByteArray());
+            done.run(writer.addFile(SNAPSHOT_FILE) ? Status.OK()
+                    : new Status(RaftError.EIO, "cannot add %s to the cluster map's snapshot", SNAPSHOT_FILE));
+        } catch (IOException e) {
+            done.run(new Status(RaftError.EIO, "cannot write the cluster map's snapshot: %s", e.getMessage()));
+        }
+    }
+
+    @Override
+    public boolean onSnapshotLoad(SnapshotReader reader) {
+        try {
+            map = ClusterMap.parseFrom(Files.readAllBytes(Path.of(reader.getPath(), SNAPSHOT_FILE)));
+            onChange.accept(map);
+            return true;
+        } catch (IOException e) {
+            LOG.error("cluster map snapshot in {} unreadable: {}", reader.getPath(), e.toString());
+            return false;
+        }
+    }
+
+    @Override
+    public void onLeaderStart(long term) {
+        leaderTerm = term;
+        LOG.info("cluster map: leader now, term {}", term);
+        onLeaderChange.run();
+    }
+
+    @Override
+    public void onLeaderStop(Status status) {
+        leaderTerm = -1;
+        LOG.info("cluster map: no longer leader: {}", status.getErrorMsg());
+        onLeaderChange.run();
+    }
+
+    @Override
+    public void onStartFollowing(com.alipay.sofa.jraft.entity.LeaderChangeContext ctx) {
+        onLeaderChange.run();
+    }
+}

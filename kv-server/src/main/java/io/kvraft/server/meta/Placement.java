@@ -1,0 +1,144 @@
+package io.kvraft.server.meta;
+
+import io.kvraft.client.proto.KvProto.ClusterMap;
+import io.kvraft.client.proto.KvProto.NodeRecord;
+import io.kvraft.client.proto.KvProto.NodeState;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+
+/**
+ * Where replicas should go, decided from the cluster map and the nodes' latest reports; a pure function, so that it
+ * can be tested without a cluster. One move at a time: the first region with a replica on a node that is removed,
+ * draining or down goes to the live UP node without one that holds fewest; when there is none, a replica goes from the
+ * UP node that holds most to the one that holds fewest, until they differ by at most one.
+ */
+public final class Placement {
+
+    /** A replica to move. */
+    public record Move(int regionId, String from, String to, String reason) {
+    }
+
+    /** What the nodes reported: every region's latest view, and which nodes are live or down. */
+    public record View(List<RegionInfo> regions, Set<String> live, Set<String> down) {
+    }
+
+    private Placement() {
+    }
+
+    /** Replicas per node, over the given regions (nodes holding none are left out). */
+    public static Map<String, Integer> replicaCounts(List<RegionInfo> regions) {
+        Map<String, Integer> counts = new TreeMap<>();
+        for (RegionInfo r : regions) {
+            for (String p : r.getPeersList()) {
+                counts.merge(p, 1, Integer::sum);
+            }
+        }
+        return counts;
+    }
+
+    static NodeState stateOf(ClusterMap map, String endpoint) {
+        for (NodeRecord n : map.getNodesList()) {
+            if (n.getEndpoint().equals(endpoint)) {
+                return n.getState();
+            }
+        }
+        return null;
+    }
+
+    /**
+     * The next move, or empty when every replica is where it should be (or no move can be made now).
+     *
+     * @param covered whether the view lists every region of the key space (balancing waits for it)
+     * @param skip    regions not to move now (a move of theirs failed a moment ago)
+     */
+    public static Optional<Move> next(ClusterMap map, View view, boolean covered, Set<Integer> skip) {
+        List<String> up = new ArrayList<>();
+        for (NodeRecord n : map.getNodesList()) {
+            if (n.getState() == NodeState.UP && view.live().contains(n.getEndpoint())) {
+                up.add(n.getEndpoint());
+            }
+        }
+        Map<String, Integer> counts = new HashMap<>(replicaCounts(view.regions()));
+        up.forEach(n -> counts.putIfAbsent(n, 0));
+        // 1. off nodes that are removed, draining or down
+        for (RegionInfo r : view.regions()) {
+            if (skip.contains(r.getId()) || r.getMergingInto() != 0) {
+                continue;
+            }
+            for (String v : r.getPeersList()) {
+                NodeState s = stateOf(map, v);
+                String reason = s == NodeState.REMOVED ? "removed" : s == NodeState.DRAINING ? "drain"
+                        : view.down().contains(v) ? "down" : null;
+                if (reason == null) {
+                    continue;
+                }
+                Optional<String> to = up.stream().filter(n -> !r.getPeersList().contains(n))
+                        .min(Comparator.comparing((String n) -> counts.get(n)).thenComparing(n -> n));
+                if (to.isPresent()) {
+                    return Optional.of(new Move(r.getId(), v, to.get(), reason));
+                }
+            }
+        }
+        // 2. even out the UP nodes that are live
+        if (!covered || up.size() < 2) {
+            return Optional.empty();
+        }
+        List<String> byCount = new ArrayList<>(up);
+        byCount.sort(Comparator.comparing((String n) -> counts.get(n)).thenComparing(n -> n));
+        String least = byCount.get(0);
+        for (int i = byCount.size() - 1; i > 0; i--) {
+            String most = byCount.get(i);
+            if (counts.get(most) - counts.get(least) <= 1) {
+                break;
+            }
+            for (RegionInfo r : view.regions()) {
+                if (!skip.contains(r.getId()) && r.getMergingInto() == 0 && r.getPeersList().contains(most)
+                        && !r.getPeersList().contains(least)) {
+                    return Optional.of(new Move(r.getId(), most, least, "balance"));
+                }
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** A change to the map's own group: {@code add} becomes a voter, {@code remove} (may be null) stops being one. */
+    public record MetaChange(String add, String remove) {
+    }
+
+    /**
+     * How the map's own voters should change, or empty: a voter on a node that is removed, draining or down gives its
+     * place to a live UP node; with fewer than three voters, a live UP node joins them.
+     */
+    public static Optional<MetaChange> metaVoters(ClusterMap map, List<String> voters, Set<String> live,
+                                                  Set<String> down) {
+        Set<String> candidates = new LinkedHashSet<>();
+        for (NodeRecord n : map.getNodesList()) {
+            if (n.getState() == NodeState.UP && live.contains(n.getEndpoint()) && !voters.contains(n.getEndpoint())) {
+                candidates.add(n.getEndpoint());
+            }
+        }
+        if (candidates.isEmpty()) {
+            return Optional.empty();
+        }
+        String add = candidates.iterator().next();
+        for (String v : voters) {
+            NodeState s = stateOf(map, v);
+            if (s == NodeState.REMOVED || s == NodeState.DRAINING || down.contains(v)) {
+                return Optional.of(new MetaChange(add, v));
+            }
+        }
+        if (voters.size() < 3) {
+            return Optional.of(new MetaChange(add, null));
+        }
+        return Optional.empty();
+    }
+}

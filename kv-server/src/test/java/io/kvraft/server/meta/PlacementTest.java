@@ -1,0 +1,92 @@
+package io.kvraft.server.meta;
+
+import com.google.protobuf.ByteString;
+import io.kvraft.client.proto.KvProto.ClusterMap;
+import io.kvraft.client.proto.KvProto.NodeRecord;
+import io.kvraft.client.proto.KvProto.NodeState;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+class PlacementTest {
+
+    private static ClusterMap map(Map<String, NodeState> nodes) {
+        ClusterMap.Builder b = ClusterMap.newBuilder().setClusterId("c").setFactor(3);
+        nodes.forEach((n, s) -> b.addNodes(NodeRecord.newBuilder().setEndpoint(n).setState(s)));
+        return b.build();
+    }
+
+    /** Regions 1..n, region i of [i, i+1) on the given nodes. */
+    private static List<RegionInfo> regions(List<List<String>> peers) {
+        List<RegionInfo> out = new ArrayList<>();
+        for (int i = 0; i < peers.size(); i++) {
+            out.add(RegionInfo.newBuilder().setId(i + 1).setStartKey(i == 0 ? ByteString.EMPTY : ByteString.copyFrom(new byte[]{(byte) i}))
+                    .setEndKey(i == peers.size() - 1 ? ByteString.EMPTY : ByteString.copyFrom(new byte[]{(byte) (i + 1)}))
+                    .setEpoch(1).addAllPeers(peers.get(i)).build());
+        }
+        return out;
+    }
+
+    private static final List<String> ABC = List.of("a", "b", "c");
+
+    @Test
+    void aNewNodeGetsReplicasUntilCountsAreEven() {
+        ClusterMap m = map(Map.of("a", NodeState.UP, "b", NodeState.UP, "c", NodeState.UP, "d", NodeState.UP));
+        List<RegionInfo> rs = regions(List.of(ABC, ABC, ABC, ABC));
+        Optional<Placement.Move> move = Placement.next(m, new Placement.View(rs, Set.of("a", "b", "c", "d"), Set.of()),
+                true, Set.of());
+        assertThat(move).isPresent();
+        assertThat(move.get().to()).isEqualTo("d");
+        assertThat(move.get().reason()).isEqualTo("balance");
+        // 12 replicas on 4 nodes, 3 each: nothing to do
+        List<RegionInfo> even = regions(List.of(List.of("a", "b", "c"), List.of("a", "b", "d"), List.of("a", "c", "d"),
+                List.of("b", "c", "d")));
+        assertThat(Placement.next(m, new Placement.View(even, Set.of("a", "b", "c", "d"), Set.of()), true, Set.of()))
+                .isEmpty();
+    }
+
+    @Test
+    void balancingWaitsForTheWholeKeySpaceAndSkipsRegionsAsked() {
+        ClusterMap m = map(Map.of("a", NodeState.UP, "b", NodeState.UP, "c", NodeState.UP, "d", NodeState.UP));
+        List<RegionInfo> rs = regions(List.of(ABC, ABC));
+        Placement.View v = new Placement.View(rs, Set.of("a", "b", "c", "d"), Set.of());
+        assertThat(Placement.next(m, v, false, Set.of())).isEmpty();
+        assertThat(Placement.next(m, v, true, Set.of(1)).map(Placement.Move::regionId)).contains(2);
+        assertThat(Placement.next(m, v, true, Set.of(1, 2))).isEmpty();
+    }
+
+    @Test
+    void replicasLeaveDrainingRemovedAndDownNodesForLiveUpOnes() {
+        ClusterMap m = map(Map.of("a", NodeState.DRAINING, "b", NodeState.UP, "c", NodeState.UP, "d", NodeState.UP,
+                "e", NodeState.UP));
+        List<RegionInfo> rs = regions(List.of(List.of("b", "c", "d"), List.of("a", "b", "c")));
+        Placement.Move move = Placement.next(m, new Placement.View(rs, Set.of("a", "b", "c", "d", "e"), Set.of()), true,
+                Set.of()).orElseThrow();
+        assertThat(move).isEqualTo(new Placement.Move(2, "a", "e", "drain")); // e holds fewest
+        // a down node's replicas go too, but never to a node that is not live
+        ClusterMap up = map(Map.of("a", NodeState.UP, "b", NodeState.UP, "c", NodeState.UP, "d", NodeState.UP));
+        Placement.Move down = Placement.next(up, new Placement.View(regions(List.of(ABC)), Set.of("b", "c", "d"),
+                Set.of("a")), true, Set.of()).orElseThrow();
+        assertThat(down).isEqualTo(new Placement.Move(1, "a", "d", "down"));
+        assertThat(Placement.next(up, new Placement.View(regions(List.of(ABC)), Set.of("b", "c"), Set.of("a")), true,
+                Set.of())).isEmpty(); // d not live: nowhere to go
+    }
+
+    @Test
+    void theMapsVotersLeaveDrainingNodesAndGrowToThree() {
+        ClusterMap m = map(Map.of("a", NodeState.DRAINING, "b", NodeState.UP, "c", NodeState.UP, "d", NodeState.UP));
+        assertThat(Placement.metaVoters(m, List.of("a", "b", "c"), Set.of("a", "b", "c", "d"), Set.of()))
+                .contains(new Placement.MetaChange("d", "a"));
+        ClusterMap up = map(Map.of("a", NodeState.UP, "b", NodeState.UP));
+        assertThat(Placement.metaVoters(up, List.of("a"), Set.of("a", "b"), Set.of()))
+                .contains(new Placement.MetaChange("b", null));
+        assertThat(Placement.metaVoters(m, List.of("b", "c", "d"), Set.of("a", "b", "c", "d"), Set.of())).isEmpty();
+    }
+}
