@@ -5,7 +5,10 @@
 #                                    server file, e.g. a split: section
 #   kv_cluster_start [JVM ARGS...]   starts the nodes (their PIDs in the array pids, by node), logs in $work
 #   kv_cluster_await_health          waits until every region has a leader (kv-client health)
-#   kvc ARGS...                      the admin CLI against the cluster
+#   kv_join_node I SEEDS [JVM ARGS...]  writes server-I.yaml for a new node on a free port that joins the cluster through
+#                                    SEEDS (host:port,...), with the settings of server-1.yaml after its cluster: section,
+#                                    and starts it; nodes[I-1] and pids[I-1] name it
+#   kvc ARGS...                      the admin CLI against the cluster ($servers)
 # The caller's EXIT trap must run kv_cluster_cleanup, which kills only the PIDs started here.
 # Bash only; written by hand because it is glue between our own jars, nothing a library does.
 
@@ -51,6 +54,23 @@ kv_cluster_start() {
 kv_node_start() {
   local i=$1
   shift
+  java "$@" -jar kv-server/target/kv-server.jar --config "$work/server-$i.yaml" >>"$work/node-$i.log" 2>&1 &
+  pids[$((i - 1))]=$!
+}
+
+kv_join_node() {
+  local i=$1 seeds=$2 port
+  shift 2
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  nodes[$((i - 1))]="127.0.0.1:$port"
+  {
+    echo "endpoint: 127.0.0.1:$port"
+    echo "dataDir: $work/data-$i"
+    echo "cluster:"
+    echo "  join: [${seeds//,/, }]"
+    # everything of node 1's file from its store: section on (the same engine, placement, split settings)
+    sed -n '/^store:/,$p' "$work/server-1.yaml"
+  } >"$work/server-$i.yaml"
   java "$@" -jar kv-server/target/kv-server.jar --config "$work/server-$i.yaml" >>"$work/node-$i.log" 2>&1 &
   pids[$((i - 1))]=$!
 }
