@@ -239,6 +239,26 @@ public interface KvClient extends AutoCloseable {
                 "this client cannot move replicas"));
     }
 
+    /**
+     * Rebuilds region {@code regionId}'s replica on {@code node}, a voter of the region whose node lost its data (a
+     * wiped disk started again at the same address): that voter is taken out of the region's configuration, then it
+     * joins again by the steps of {@link #moveReplica}. Refused with INVALID_ARGUMENT when {@code node} is no voter of
+     * the region or still holds a replica of it, UNAVAILABLE when the others are not a majority on their own.
+     */
+    default CompletableFuture<RegionInfo> rebuildReplica(int regionId, String node) {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+                "this client cannot rebuild replicas"));
+    }
+
+    /**
+     * Adds a replica of region {@code regionId} on node {@code to} by the steps of {@link #moveReplica}, dropping none:
+     * for a region left with fewer replicas than {@code replication.factor}.
+     */
+    default CompletableFuture<RegionInfo> addReplica(int regionId, String to) {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+                "this client cannot add replicas"));
+    }
+
     /** Each reachable node's store id (the random id of its data directory), by host:port. */
     default CompletableFuture<java.util.Map<String, String>> storeIds() {
         return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,

@@ -76,6 +76,31 @@ final class RegionAdmin {
                 .thenApply(io.kvraft.client.proto.KvProto.MoveReplicaResponse::getRegion);
     }
 
+    /** See {@link KvClient#rebuildReplica}. */
+    CompletableFuture<RegionInfo> rebuildReplica(int regionId, String node) {
+        return replicaChange(regionId, node, io.kvraft.client.proto.KvProto.MoveReplicaRequest.newBuilder()
+                .setRegionId(regionId).setFrom(node).setTo(node).setRebuild(true).build());
+    }
+
+    /** See {@link KvClient#addReplica}. */
+    CompletableFuture<RegionInfo> addReplica(int regionId, String to) {
+        return replicaChange(regionId, to, io.kvraft.client.proto.KvProto.MoveReplicaRequest.newBuilder()
+                .setRegionId(regionId).setTo(to).build());
+    }
+
+    private CompletableFuture<RegionInfo> replicaChange(int regionId, String node,
+                                                        io.kvraft.client.proto.KvProto.MoveReplicaRequest request) {
+        try {
+            io.kvraft.client.config.HostPort.parse(node);
+        } catch (IllegalArgumentException e) {
+            return CompletableFuture.failedFuture(new KvException(ErrorCode.INVALID_ARGUMENT, e.getMessage()));
+        }
+        return this.<io.kvraft.client.proto.KvProto.MoveReplicaResponse>call(regionId, request,
+                io.kvraft.client.proto.KvProto.MoveReplicaResponse::hasError,
+                io.kvraft.client.proto.KvProto.MoveReplicaResponse::getError, MOVE_TIMEOUT_MS)
+                .thenApply(io.kvraft.client.proto.KvProto.MoveReplicaResponse::getRegion);
+    }
+
     /** Sends {@code request} to the leader of region {@code regionId}, following leader hints until the deadline. */
     private <R extends Message> CompletableFuture<R> call(int regionId, Message request, Predicate<R> hasError,
                                                           Function<R, io.kvraft.client.proto.KvProto.Error> error) {

@@ -440,6 +440,16 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
     }
 
     @Override
+    public CompletableFuture<RegionInfo> rebuildReplica(int regionId, String node) {
+        return new RegionAdmin(root).rebuildReplica(regionId, node);
+    }
+
+    @Override
+    public CompletableFuture<RegionInfo> addReplica(int regionId, String to) {
+        return new RegionAdmin(root).addReplica(regionId, to);
+    }
+
+    @Override
     public CompletableFuture<io.kvraft.client.proto.KvProto.ClusterResponse> cluster() {
         return clusterAdmin.cluster();
     }

@@ -120,7 +120,23 @@ public final class KvServer implements AutoCloseable {
         });
         handlers.mover(new io.kvraft.server.region.ReplicaMover(host, peerProbe, moveWork, MOVE_CATCH_UP_MS));
         this.meta = new io.kvraft.server.meta.MetaService(config, host, host.rpcServer(), peerProbe,
-                () -> (region, from, to) -> internalClient().moveReplica(region, from, to), housekeeping, storeId,
+                () -> new io.kvraft.server.meta.MetaService.Mover() {
+                    @Override
+                    public CompletableFuture<io.kvraft.client.proto.KvProto.RegionInfo> move(int region, String from,
+                                                                                            String to) {
+                        return internalClient().moveReplica(region, from, to);
+                    }
+
+                    @Override
+                    public CompletableFuture<io.kvraft.client.proto.KvProto.RegionInfo> rebuild(int region, String node) {
+                        return internalClient().rebuildReplica(region, node);
+                    }
+
+                    @Override
+                    public CompletableFuture<io.kvraft.client.proto.KvProto.RegionInfo> add(int region, String to) {
+                        return internalClient().addReplica(region, to);
+                    }
+                }, housekeeping, storeId,
                 why -> onRefused.accept(why));
         metrics.bind(host, handlers::inFlight);
     }
@@ -174,7 +190,7 @@ public final class KvServer implements AutoCloseable {
         }
         if (internalClient == null) {
             internalClient = io.kvraft.client.KvClients.connect(new io.kvraft.client.config.ClientConfig(
-                    config.cluster().peers(), null, null, null, null, config.tls()));
+                    host.peers(), null, null, null, null, config.tls())); // the members the map knows now
         }
         return internalClient;
     }

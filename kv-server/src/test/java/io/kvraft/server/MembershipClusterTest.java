@@ -274,4 +274,45 @@ class MembershipClusterTest {
             }
         }
     }
+
+    /**
+     * A member's disk wiped and the node started again at its address: it does not take its old place as a voter with an
+     * empty log; it starts with no region and each replica is rebuilt on it (the voter out, then back as a learner).
+     */
+    @Test
+    void aWipedNodeAtItsOwnAddressIsRebuiltNotTrusted() throws Exception {
+        try (InProcessCluster cluster = InProcessCluster.start(3, REGIONS, dir, "memory",
+                ServerConfig.RaftConfig.LOG_SHARED, MembershipClusterTest::tune)) {
+            try {
+                await().atMost(60, SECONDS).until(cluster::allRegionsLed);
+                await().atMost(60, SECONDS).until(() -> all(cluster).stream().allMatch(s -> s.meta().registered()));
+                KvClient client = cluster.client();
+                List<CompletableFuture<Void>> puts = new ArrayList<>();
+                for (int i = 0; i < KEYS; i++) {
+                    puts.add(IdempotentWrites.put(client, key(i), value(i)));
+                }
+                puts.forEach(KvClient::sync);
+                String storeIdBefore = cluster.node(2).meta().clusterId();
+                cluster.stopNode(2);
+                RaftTestSupport.deleteTree(cluster.dataDir(2));
+                cluster.startNode(2);
+                KvServer wiped = cluster.node(2);
+                await().atMost(60, SECONDS).until(() -> wiped.meta().registered());
+                assertThat(wiped.meta().clusterId()).isEqualTo(storeIdBefore);
+                await().atMost(180, SECONDS).until(() -> wiped.host().regions().size() == REGIONS
+                        && threeReplicasEach(cluster));
+                await().atMost(60, SECONDS).untilAsserted(() -> {
+                    for (int i = 0; i < KEYS; i++) {
+                        assertThat(wiped.store().get(key(i))).as("key %d on the rebuilt node", i).isEqualTo(value(i));
+                    }
+                });
+                for (int i = 0; i < KEYS; i++) {
+                    assertThat(sync(client.get(key(i)))).as("key %d", i).isEqualTo(value(i));
+                }
+            } catch (AssertionError | RuntimeException e) {
+                System.err.println(cluster.describe());
+                throw e;
+            }
+        }
+    }
 }

@@ -75,6 +75,12 @@ public final class MetaService implements AutoCloseable {
     /** Moves replicas: the cluster's own client API (region leader found and retried there). */
     public interface Mover {
         CompletableFuture<RegionInfo> move(int regionId, String from, String to);
+
+        /** Rebuilds {@code node}'s replica of the region in place (its data is gone). */
+        CompletableFuture<RegionInfo> rebuild(int regionId, String node);
+
+        /** Adds a replica of the region on {@code to}. */
+        CompletableFuture<RegionInfo> add(int regionId, String to);
     }
 
     private record Report(NodeReport report, long atNanos) {
@@ -115,6 +121,10 @@ public final class MetaService implements AutoCloseable {
     private volatile boolean metaChanging;
     private final Map<Integer, Long> retryAt = new ConcurrentHashMap<>();
     private final AtomicLong movesDone = new AtomicLong();
+    /** Voters whose live node reports no replica of their region, since when (nanoTime). */
+    private final Map<String, Long> missingSince = new ConcurrentHashMap<>();
+    /** How long a voter's replica must stay missing from its node's reports before it is rebuilt. */
+    private static final long MISSING_CONFIRM_NANOS = TimeUnit.SECONDS.toNanos(10);
 
     /**
      * @param fatal called once when the cluster refuses this node for good (removed, or another cluster's): the node
@@ -175,11 +185,16 @@ public final class MetaService implements AutoCloseable {
 
     private void mapChanged(ClusterMap map) {
         List<String> members = new ArrayList<>();
+        Set<String> draining = new HashSet<>();
         for (NodeRecord n : map.getNodesList()) {
             if (n.getState() != NodeState.REMOVED) {
                 members.add(n.getEndpoint());
             }
+            if (n.getState() == NodeState.DRAINING) {
+                draining.add(n.getEndpoint());
+            }
         }
+        host.draining(draining);
         if (!members.isEmpty()) {
             host.members(members);
         }
@@ -190,6 +205,7 @@ public final class MetaService implements AutoCloseable {
         leaderSinceNanos = System.nanoTime();
         reports.clear();
         retryAt.clear();
+        missingSince.clear();
         housekeeping.execute(group::leaderSeen);
     }
 
@@ -274,6 +290,7 @@ public final class MetaService implements AutoCloseable {
             }
             clusterId = id;
         }
+        host.adoptLayout(resp.getStartEmpty());
         registered = true;
         LOG.info("node {} ({}) is a member of cluster {} ({} nodes){}", config.endpoint(), nodeId, id,
                 resp.getMap().getNodesCount(), config.cluster().joining() ? ": joined; replicas move here" : "");
@@ -417,9 +434,12 @@ public final class MetaService implements AutoCloseable {
             return done(JoinResponse.newBuilder().setMap(map).build()); // a member starting again
         }
         NodeState state = rec == null || rec.getState() == NodeState.REMOVED ? NodeState.UP : rec.getState();
-        if (rec != null && !rec.getNodeId().isEmpty()) {
-            LOG.warn("cluster map: node {} comes back with another data directory (node id {}, was {}): its replicas"
-                    + " catch up from their leaders", req.getEndpoint(), req.getNodeId(), rec.getNodeId());
+        // a member's address with another data directory: its disk was wiped. It must not vote in its old regions
+        // with an empty log; it starts with none, and placement rebuilds each replica (the voter out, then a learner)
+        boolean wiped = rec != null && rec.getState() != NodeState.REMOVED && !rec.getNodeId().isEmpty();
+        if (wiped) {
+            LOG.warn("cluster map: node {} comes back with another data directory (node id {}, was {}): it starts"
+                    + " empty and its replicas are rebuilt", req.getEndpoint(), req.getNodeId(), rec.getNodeId());
         }
         NodeRecord joined = NodeRecord.newBuilder().setEndpoint(req.getEndpoint()).setNodeId(req.getNodeId())
                 .setState(state).setSinceMs(rec != null && rec.getState() == state ? rec.getSinceMs()
@@ -432,7 +452,7 @@ public final class MetaService implements AutoCloseable {
             if (rec == null || rec.getState() == NodeState.REMOVED) {
                 LOG.info("cluster map: node {} ({}) joined", req.getEndpoint(), req.getNodeId());
             }
-            return JoinResponse.newBuilder().setMap(m).build();
+            return JoinResponse.newBuilder().setMap(m).setStartEmpty(wiped).build();
         });
     }
 
@@ -474,17 +494,42 @@ public final class MetaService implements AutoCloseable {
         for (Map.Entry<String, Report> e : reports.entrySet()) {
             views.add(e.getValue().report().getRegionsList());
         }
+        Map<String, Set<Integer>> held = new java.util.HashMap<>();
         for (NodeRecord n : group.map().getNodesList()) {
             Report r = reports.get(n.getEndpoint());
             long age = r == null ? now - leaderSinceNanos : now - r.atNanos();
             if (r != null && age < liveNanos) {
                 live.add(n.getEndpoint());
+                Set<Integer> ids = new HashSet<>();
+                r.report().getRegionsList().forEach(x -> ids.add(x.getId()));
+                held.put(n.getEndpoint(), ids);
             }
             if (age >= downAfterNanos && n.getState() != NodeState.REMOVED) {
                 down.add(n.getEndpoint());
             }
         }
-        return new Placement.View(views.regions(), live, down);
+        List<RegionInfo> regions = views.regions();
+        // a voter on a live node that reports no replica of its region: missing, once it stays so for a while (a
+        // replica that has not applied its region's split yet lacks the new region for a moment)
+        Set<String> seen = new HashSet<>();
+        for (RegionInfo r : regions) {
+            for (String v : r.getPeersList()) {
+                Set<Integer> ids = held.get(v);
+                if (ids != null && !ids.contains(r.getId())) {
+                    String key = Placement.missingKey(r.getId(), v);
+                    seen.add(key);
+                    missingSince.putIfAbsent(key, now);
+                }
+            }
+        }
+        missingSince.keySet().retainAll(seen);
+        Set<String> missing = new HashSet<>();
+        missingSince.forEach((k, t) -> {
+            if (now - t >= MISSING_CONFIRM_NANOS) {
+                missing.add(k);
+            }
+        });
+        return new Placement.View(regions, live, down, missing);
     }
 
     private boolean covers(Placement.View view) {
@@ -719,7 +764,9 @@ public final class MetaService implements AutoCloseable {
         LOG.info("placement: region {}: {} -> {} ({})", m.regionId(), m.from(), m.to(), m.reason());
         CompletableFuture<RegionInfo> f;
         try {
-            f = mover.get().move(m.regionId(), m.from(), m.to());
+            f = m.from().isEmpty() ? mover.get().add(m.regionId(), m.to())
+                    : m.from().equals(m.to()) ? mover.get().rebuild(m.regionId(), m.to())
+                    : mover.get().move(m.regionId(), m.from(), m.to());
         } catch (RuntimeException e) {
             f = CompletableFuture.failedFuture(e);
         }

@@ -17,9 +17,10 @@ import java.util.TreeMap;
 
 /**
  * Where replicas should go, decided from the cluster map and the nodes' latest reports; a pure function, so that it
- * can be tested without a cluster. One move at a time: the first region with a replica on a node that is removed,
- * draining or down goes to the live UP node without one that holds fewest; when there is none, a replica goes from the
- * UP node that holds most to the one that holds fewest, until they differ by at most one.
+ * can be tested without a cluster. One move at a time, the first of: a replica on a node that is removed, draining or
+ * down goes to the live UP node without one that holds fewest; a voter whose node holds no replica of its region any
+ * more (a wiped disk) is rebuilt in place; a region with fewer replicas than the factor gets one more; a replica goes
+ * from the UP node that holds most to the one that holds fewest, until they differ by at most one.
  */
 public final class Placement {
 
@@ -27,8 +28,19 @@ public final class Placement {
     public record Move(int regionId, String from, String to, String reason) {
     }
 
-    /** What the nodes reported: every region's latest view, and which nodes are live or down. */
-    public record View(List<RegionInfo> regions, Set<String> live, Set<String> down) {
+    /**
+     * What the nodes reported: every region's latest view, which nodes are live or down, and the voters whose node
+     * reports no replica of their region for a while ({@code regionId + "@" + node}: a wiped disk at a member's address).
+     */
+    public record View(List<RegionInfo> regions, Set<String> live, Set<String> down, Set<String> missing) {
+        public View(List<RegionInfo> regions, Set<String> live, Set<String> down) {
+            this(regions, live, down, Set.of());
+        }
+    }
+
+    /** The key of a voter whose replica is missing, in {@link View#missing}. */
+    public static String missingKey(int regionId, String node) {
+        return regionId + "@" + node;
     }
 
     private Placement() {
@@ -88,7 +100,29 @@ public final class Placement {
                 }
             }
         }
-        // 2. even out the UP nodes that are live
+        // 2. a voter whose node lost its replica (wiped): rebuilt in place, the voter taken out first
+        for (RegionInfo r : view.regions()) {
+            if (skip.contains(r.getId()) || r.getMergingInto() != 0) {
+                continue;
+            }
+            for (String v : r.getPeersList()) {
+                if (view.missing().contains(missingKey(r.getId(), v)) && view.live().contains(v)) {
+                    return Optional.of(new Move(r.getId(), v, v, "rebuild"));
+                }
+            }
+        }
+        // 3. a region with fewer replicas than the factor (a rebuild cut short): one more on the UP node holding fewest
+        for (RegionInfo r : view.regions()) {
+            if (skip.contains(r.getId()) || r.getMergingInto() != 0 || r.getPeersCount() >= map.getFactor()) {
+                continue;
+            }
+            Optional<String> to = up.stream().filter(n -> !r.getPeersList().contains(n))
+                    .min(Comparator.comparing((String n) -> counts.get(n)).thenComparing(n -> n));
+            if (to.isPresent()) {
+                return Optional.of(new Move(r.getId(), "", to.get(), "add"));
+            }
+        }
+        // 4. even out the UP nodes that are live
         if (!covered || up.size() < 2) {
             return Optional.empty();
         }

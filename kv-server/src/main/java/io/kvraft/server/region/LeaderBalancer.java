@@ -126,7 +126,7 @@ public final class LeaderBalancer implements Runnable {
             for (PeerId p : alive) {
                 String ep = p.getEndpoint().toString();
                 int c = counts.getOrDefault(ep, 0);
-                if (!ep.equals(host.endpoint()) && c < least) {
+                if (!ep.equals(host.endpoint()) && c < least && !host.draining().contains(ep)) { // its replicas leave
                     least = c;
                     target = ep;
                 }

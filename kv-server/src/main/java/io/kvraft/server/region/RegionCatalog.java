@@ -163,6 +163,31 @@ public final class RegionCatalog {
         return catalog;
     }
 
+    /**
+     * A catalog of a new data directory whose regions are not known yet (the cluster map says whether this node starts
+     * the initial layout or rebuilds): nothing is written until {@link #addAll} or {@link #add}.
+     */
+    public static RegionCatalog pending(Path raftRoot, List<String> nodes, int factor) {
+        RegionCatalog catalog = new RegionCatalog(raftRoot.resolve(FILE));
+        catalog.nodes = List.copyOf(nodes);
+        catalog.factor = factor;
+        return catalog;
+    }
+
+    /** Adds every entry not listed yet and writes the catalog (also when that adds none) before returning. */
+    public synchronized void addAll(List<Entry> added) {
+        Map<Integer, Entry> before = new LinkedHashMap<>(entries);
+        added.forEach(e -> entries.putIfAbsent(e.id(), e));
+        try {
+            Files.createDirectories(file.getParent());
+            write();
+        } catch (IOException e) {
+            entries.clear();
+            entries.putAll(before);
+            throw new UncheckedIOException("cannot write " + file, e);
+        }
+    }
+
     public synchronized List<Entry> entries() {
         return List.copyOf(entries.values());
     }

@@ -70,6 +70,9 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
     private final Map<Integer, Region> regions = new ConcurrentSkipListMap<>();
     /** Every node of the cluster not removed from it (the cluster map's); a region's replicas are on some of them. */
     private volatile List<String> peers;
+    private volatile java.util.Set<String> draining = java.util.Set.of();
+    /** The initial layout's regions of this node, until the cluster map says to make them ({@link #adoptLayout}). */
+    private volatile List<RegionLayout.RegionSpec> pendingLayout;
     private final PeerId self;
     private final Path raftRoot;
     private final RegionCatalog catalog;
@@ -105,9 +108,21 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         boolean shared = config.raft().logStorage().equals(RaftConfig.LOG_SHARED);
         RaftDirs.checkLogLayout(raftRoot, shared);
         int factor = config.replicationFactor();
-        // a node that joins a running cluster starts with no region: the cluster moves replicas onto it
-        this.catalog = RegionCatalog.open(raftRoot, config.cluster().joining() ? List.of()
-                : RegionLayout.of(config.cluster(), factor), config.endpoint(), peers, factor);
+        // A node that joins a running cluster starts with no region: the cluster moves replicas onto it. One of the
+        // cluster's first nodes on a new data directory waits for the cluster map before it makes its regions
+        // ({@link #adoptLayout}): a disk wiped and started again at a member's address must not vote in its old
+        // regions with an empty log (it could elect a replica that lacks acknowledged writes); its replicas are
+        // rebuilt instead.
+        boolean fresh = !Files.exists(raftRoot.resolve(RegionCatalog.FILE));
+        if (fresh && !config.cluster().joining()) {
+            this.pendingLayout = RegionLayout.of(config.cluster(), factor).stream()
+                    .filter(spec -> spec.peers().contains(config.endpoint())).toList();
+            this.catalog = RegionCatalog.pending(raftRoot, peers, factor);
+        } else {
+            this.pendingLayout = null;
+            this.catalog = RegionCatalog.open(raftRoot, config.cluster().joining() ? List.of()
+                    : RegionLayout.of(config.cluster(), factor), config.endpoint(), peers, factor);
+        }
         this.sharedLog = shared ? new SharedRaftLog(raftRoot.resolve(RaftDirs.SHARED_LOG_DIR), config.raft().sync()) : null;
         this.starter = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "kv-region-start");
@@ -649,6 +664,47 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
     /** Every node of the cluster (each region's replicas are on {@link Region#peers()} of them). */
     public List<String> peers() {
         return peers;
+    }
+
+    /** Whether this node waits for the cluster map before it makes its regions (a new data directory). */
+    public boolean layoutPending() {
+        return pendingLayout != null;
+    }
+
+    /**
+     * Once the cluster map has answered this node's registration: makes and starts the initial layout's regions of a new
+     * data directory, or, when the map knew this node's address with another data directory ({@code startEmpty}: its
+     * disk was wiped), starts none (the cluster rebuilds its replicas, each as a learner first). Either way the catalog
+     * is written, so a restart does not ask again.
+     */
+    public synchronized void adoptLayout(boolean startEmpty) {
+        List<RegionLayout.RegionSpec> layout = pendingLayout;
+        if (layout == null || closed) {
+            return;
+        }
+        if (startEmpty) {
+            catalog.addAll(List.of());
+            LOG.warn("node {}: the cluster knew this address with another data directory: this one starts with no"
+                    + " region, and the cluster rebuilds its {} replicas here from the others", config.endpoint(),
+                    layout.size());
+        } else {
+            catalog.addAll(layout.stream().map(spec -> RegionCatalog.Entry.of(spec.id(), spec.range(), 1, 0, 0, false,
+                    spec.peers())).toList());
+            for (RegionLayout.RegionSpec spec : layout) {
+                startListed(spec.id());
+            }
+            LOG.info("node {}: the initial layout's {} regions made", config.endpoint(), layout.size());
+        }
+        pendingLayout = null;
+    }
+
+    /** Nodes being drained (the cluster map's): their replicas move away, so they take no region's leadership. */
+    public java.util.Set<String> draining() {
+        return draining;
+    }
+
+    public void draining(java.util.Set<String> nodes) {
+        draining = java.util.Set.copyOf(nodes);
     }
 
     /** The cluster's nodes now, as the cluster map says (those not removed). */

@@ -97,17 +97,19 @@ public final class ReplicaMover {
             return failed(hint.isEmpty() ? ErrorCode.NO_LEADER : ErrorCode.NOT_LEADER, hint,
                     "this node does not lead region " + id);
         }
-        String invalid = invalid(region, from, to);
+        boolean rebuild = req.getRebuild();
+        String invalid = rebuild ? invalidRebuild(region, from, to) : from.isEmpty() ? invalidAdd(region, to)
+                : invalid(region, from, to);
         if (invalid != null) {
             return failed(ErrorCode.INVALID_ARGUMENT, "", invalid);
         }
         if (region.mergingInto() != 0 || region.leaderPinned() || region.moving()) {
             return failed(ErrorCode.BUSY, "", "region " + id + " is in a merge or another replica move");
         }
-        if (from.equals(host.endpoint())) {
+        if (!rebuild && from.equals(host.endpoint())) {
             return handOff(region, node, from, to);
         }
-        String noQuorum = quorumProblem(region, node, from);
+        String noQuorum = rebuild ? rebuildQuorumProblem(region, node, to) : quorumProblem(region, node, from);
         if (noQuorum != null) {
             return failed(ErrorCode.UNAVAILABLE, "", noQuorum);
         }
@@ -115,6 +117,16 @@ public final class ReplicaMover {
         region.pinLeader(true);
         long began = System.nanoTime();
         try {
+            if (rebuild) {
+                // 0. the voter that lost its data leaves the configuration: an empty replica must never vote as one
+                Status out = await(done -> node.removePeer(PeerId.parsePeer(to), done::complete));
+                LOG.info("region {}: rebuilding the replica on {}: taken out of the voters first: {}", id, to, out);
+                if (!out.isOk()) {
+                    return failed(codeOf(out), region.leaderHint(), "region " + id + ": " + to + " not taken out of the"
+                            + " voters for its rebuild: " + out.getErrorMsg());
+                }
+                return run(region, node, "", to, began);
+            }
             return run(region, node, from, to, began);
         } finally {
             region.pinLeader(false);
@@ -135,6 +147,63 @@ public final class ReplicaMover {
         if (!voters.contains(from)) {
             return "node " + from + " holds no replica of region " + region.id() + " (its replicas are on " + voters + ")";
         }
+        if (voters.contains(to)) {
+            return "node " + to + " holds a replica of region " + region.id() + " already (its replicas are on " + voters
+                    + ")";
+        }
+        if (!host.peers().contains(to)) {
+            return "node " + to + " is not a node of the cluster " + host.peers();
+        }
+        return null;
+    }
+
+    /** Why a rebuild of {@code to}'s replica cannot be asked, or null. */
+    private String invalidRebuild(Region region, String from, String to) {
+        try {
+            HostPort.parse(to);
+        } catch (IllegalArgumentException e) {
+            return e.getMessage();
+        }
+        if (!from.equals(to)) {
+            return "a rebuild names one node, as from and to (" + from + ", " + to + ")";
+        }
+        List<String> voters = region.peers();
+        if (!voters.contains(to)) {
+            return "node " + to + " is no voter of region " + region.id() + " (its replicas are on " + voters
+                    + "): nothing to rebuild; add a replica instead";
+        }
+        if (to.equals(host.endpoint())) {
+            return "node " + to + " leads region " + region.id() + ": its replica is there";
+        }
+        String held = holds(to, region.id());
+        return held;
+    }
+
+    /** Null when {@code node} answers that it holds no replica of region {@code id}, else why not to rebuild it. */
+    private String holds(String node, int id) {
+        try {
+            RegionsResponse resp = peers.<RegionsResponse>call(node, RegionsRequest.getDefaultInstance(), RPC_TIMEOUT_MS)
+                    .get(RPC_TIMEOUT_MS + 1000, TimeUnit.MILLISECONDS);
+            for (RegionInfo r : resp.getRegionsList()) {
+                if (r.getId() == id) {
+                    return "node " + node + " holds a replica of region " + id + " (applied index " + r.getAppliedIndex()
+                            + "): nothing to rebuild";
+                }
+            }
+            return null;
+        } catch (Exception e) {
+            return "node " + node + " did not say which regions it holds: " + e.getMessage();
+        }
+    }
+
+    /** Why adding a replica on {@code to} cannot be asked, or null. */
+    private String invalidAdd(Region region, String to) {
+        try {
+            HostPort.parse(to);
+        } catch (IllegalArgumentException e) {
+            return e.getMessage();
+        }
+        List<String> voters = region.peers();
         if (voters.contains(to)) {
             return "node " + to + " holds a replica of region " + region.id() + " already (its replicas are on " + voters
                     + ")";
@@ -182,9 +251,28 @@ public final class ReplicaMover {
         return null;
     }
 
+    /** Null when the voters other than {@code lost} are all alive: without it they must be a majority on their own. */
+    private static String rebuildQuorumProblem(Region region, Node node, String lost) {
+        List<String> others = new ArrayList<>(region.peers());
+        others.remove(lost);
+        Set<String> alive = new HashSet<>();
+        for (PeerId p : node.listAlivePeers()) {
+            alive.add(p.getEndpoint().toString());
+        }
+        alive.retainAll(others);
+        if (alive.size() < others.size() / 2 + 1) {
+            return "rebuilding region " + region.id() + "'s replica on " + lost + " would leave it without a majority: "
+                    + alive.size() + " of the other replicas " + others + " are alive (" + alive + ")";
+        }
+        return null;
+    }
+
     private MoveReplicaResponse run(Region region, Node node, String from, String to, long began) {
         int id = region.id();
-        List<String> before = region.peers();
+        List<String> before = new ArrayList<>(region.peers());
+        if (from.isEmpty()) {
+            before.remove(to); // a rebuild: taken out in step 0 (its configuration may not have reached peers() yet)
+        }
         PeerId learner = PeerId.parsePeer(to);
         // 1. an empty replica on the target
         String added = ask(to, ReplicaRequest.newBuilder().setOp(ReplicaRequest.Op.ADD).setRegion(region.info()).build());
@@ -216,7 +304,7 @@ public final class ReplicaMover {
         // and new configurations name one node as learner and as voter, so the learner leaves the learners first: its
         // replica keeps what it has, and the change catches it up the last few entries before it counts.
         List<String> after = new ArrayList<>(before);
-        after.remove(from);
+        after.remove(from); // from empty: a replica added (or rebuilt), none taken out
         after.add(to);
         // a source that is down (its disk died) is tried once at the end, not a few times
         boolean sourceAlive = node.listAlivePeers().stream().anyMatch(p -> p.getEndpoint().toString().equals(from));
@@ -250,7 +338,7 @@ public final class ReplicaMover {
         // 5. the source drops its replica (the configuration without it has committed)
         RegionInfo now = region.info().toBuilder().clearPeers().addAllPeers(after).build();
         String dropped = null;
-        for (int i = 0; i < (sourceAlive ? DROP_ATTEMPTS : 1); i++) {
+        for (int i = 0; !from.isEmpty() && i < (sourceAlive ? DROP_ATTEMPTS : 1); i++) {
             dropped = ask(from, ReplicaRequest.newBuilder().setOp(ReplicaRequest.Op.DROP).setRegion(now).build());
             if (dropped == null) {
                 break;
