@@ -3,7 +3,12 @@
 # Starts its own dockerd (own data root, exec root and socket in a temp dir, stopped by PID), builds
 # the image on a Debian base made with debootstrap (no registry needed), runs a short light benchmark
 # on 8 clients, merges their results and checks: 8 clients, zero errors, non-zero throughput; then the
-# README's backup commands from the stack (kvctl backup onto the backups volume, backup verify, tar off it).
+# README's backup commands from the stack (kvctl backup onto the backups volume, backup verify, tar off it); then
+# grows the cluster from 3 to 5 servers (kv4, kv5 of profile "grow" join) and waits, up to 6 minutes, until all 5
+# are live and hold as many replicas as each other (within 1) with no move running; drains and removes kv5 and kv4
+# (node drain, node remove), stops them, and checks that the 3 left are healthy. After the grow and after the
+# shrink, a scan of the whole key space must equal the one before the grow, and 100 marker keys must read back.
+# Prints the time until balanced and each drain's time.
 # Everything is torn down on exit, failure included. Needs root. Run from anywhere:
 #   docker/ci-compose-test.sh
 # Tunables (environment): BENCH_ARGS (the workload of each client), KV_DOCKER_CACHE (where the
@@ -48,7 +53,7 @@ cleanup() {
   set +e
   if [ -n "$DPID" ]; then
     log "tearing down"
-    "${DC[@]}" --profile tools down -v -t 2 >/dev/null 2>&1
+    "${DC[@]}" --profile tools --profile grow down -v -t 2 >/dev/null 2>&1
     kill "$DPID" 2>/dev/null
     for _ in $(seq 60); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.5; done
     kill -9 "$DPID" 2>/dev/null
@@ -134,6 +139,97 @@ log "$(grep '^backup ' <<<"$out" | tail -1)"
 listing=$(tar -tf "$W/ci.tar") || { log "FAILED: the tar off the volume does not list"; exit 1; }
 grep -qx 'ci/manifest.json' <<<"$listing" || { log "FAILED: the tar off the volume has no manifest.json"; exit 1; }
 
+# ---- grow from 3 to 5 servers (kv4, kv5 join), then shrink back (drain, remove): no key may change --------
+# The CLI runs in kv1's container (which stays in the cluster throughout), asking the three first servers.
+SEEDS=kv1:8181,kv2:8181,kv3:8181
+KV1=$("${DC[@]}" ps -q kv1)
+kvc() { $DOCKER exec "$KV1" kv-client --servers "$SEEDS" "$@"; }
+kvc_stdin() { $DOCKER exec -i "$KV1" kv-client --servers "$SEEDS" "$@"; } # commands on stdin: batch
+# 0 when `node list` shows exactly the nodes given (removed ones aside), each up and live, holding as many replicas
+# as each other within 1, and no replica move running. Leaves the listing in $list.
+list=
+balanced() { # NODE...
+  list=$(kvc node list 2>&1) || return 1 # exit 1: some node not removed is not live
+  awk -v want="$*" '
+    BEGIN { n = split(want, w, " "); for (i = 1; i <= n; i++) need[w[i]] = 1 }
+    /^moving / { bad = 1 }
+    $1 ~ /^[^ ]+:[0-9]+$/ && $2 != "removed" {
+      if (!($1 in need) || $2 != "up" || $3 != "yes") bad = 1
+      seen[$1] = 1; r = $4 + 0; if (cnt == 0 || r < lo) lo = r; if (cnt == 0 || r > hi) hi = r; cnt++
+    }
+    END { for (k in need) if (!(k in seen)) bad = 1; exit !(!bad && cnt == n && hi - lo <= 1) }' <<<"$list"
+}
+# one line for the log: each node's state and replicas, and the moves running
+brief() { awk '$1 ~ /:[0-9]+$/ { printf "%s %s/%s/%s  ", $1, $2, $3, $4 } /^moving / { m++ } END { printf "moves running: %d", m }' <<<"$list"; }
+wait_balanced() { # LIMIT_S WHAT NODE...: polls every 2 s, logs progress every 30 s
+  local limit=$1 what=$2 t0=$SECONDS next=$((SECONDS + 30))
+  shift 2
+  until balanced "$@"; do
+    if [ $((SECONDS - t0)) -ge "$limit" ]; then
+      echo "$list"; log "FAILED: $what: not reached in $limit s"; exit 1
+    fi
+    if [ "$SECONDS" -ge "$next" ]; then log "  ... $(brief)"; next=$((SECONDS + 30)); fi
+    sleep 2
+  done
+}
+# every key as it was: the whole key space, scanned (linearizable reads), equal to the scan before the grow; and the
+# marker keys read back one by one (each a linearizable get on its region's leader)
+check_keys() { # WHEN
+  local got
+  kvc --hex scan "" >"$W/scan.txt" 2>"$W/scan.err" || { cat "$W/scan.err"; log "FAILED: scan $1"; exit 1; }
+  if ! cmp -s "$W/scan-before.txt" "$W/scan.txt"; then
+    diff "$W/scan-before.txt" "$W/scan.txt" | head -10
+    log "FAILED: $1, the key space differs from before the grow: $(wc -l <"$W/scan.txt") pairs now," \
+        "$(wc -l <"$W/scan-before.txt") before"; exit 1
+  fi
+  got=$(sed 's/^put \([^ ]*\) .*/get \1/' "$W/markers.txt" | kvc_stdin batch --stop-on-error 2>"$W/get.err") \
+    || { echo "$got" | tail -3; cat "$W/get.err"; log "FAILED: reading the marker keys back $1"; exit 1; }
+  [ "$got" = "$(cut -d' ' -f3 "$W/markers.txt")" ] || { echo "$got" | head -5; log "FAILED: marker keys $1 differ"; exit 1; }
+  log "$1: all $(wc -l <"$W/scan.txt") pairs as before the grow; $(wc -l <"$W/markers.txt") marker keys read back"
+}
+
+markers=100
+for i in $(seq -w 1 $markers); do echo "put ci-grow-$i v$i-$RANDOM$RANDOM"; done >"$W/markers.txt"
+out=$(kvc_stdin batch --stop-on-error <"$W/markers.txt" 2>&1) || { echo "$out" | tail -5; log "FAILED: writing marker keys"; exit 1; }
+kvc --hex scan "" >"$W/scan-before.txt" 2>"$W/scan.err" || { cat "$W/scan.err"; log "FAILED: scan before the grow"; exit 1; }
+pairs=$(wc -l <"$W/scan-before.txt")
+[ "$pairs" -gt "$markers" ] || { log "FAILED: the scan before the grow holds $pairs pairs (the benchmark's keys missing?)"; exit 1; }
+wait_balanced 60 "3 nodes live and balanced before the grow" kv1:8181 kv2:8181 kv3:8181
+log "before the grow: $pairs pairs (with $markers marker keys); $(brief)"
+
+log "growing: up -d kv4 kv5 (they join through $SEEDS)"
+t_grow=$SECONDS
+"${DC[@]}" up -d kv4 kv5 || { log "FAILED: docker-compose up -d kv4 kv5"; exit 1; }
+wait_balanced 360 "5 nodes live and balanced" kv1:8181 kv2:8181 kv3:8181 kv4:8181 kv5:8181
+grow_s=$((SECONDS - t_grow))
+echo "$list"
+log "grow: 5 nodes live and balanced, no move running, $grow_s s after up -d kv4 kv5"
+check_keys "after the grow"
+
+drain_s=()
+for n in kv5 kv4; do
+  t_drain=$SECONDS
+  out=$(kvc node drain "$n:8181" --timeout-s 600 2>&1) || { echo "$out"; kvc node list || true; log "FAILED: node drain $n:8181"; exit 1; }
+  drain_s+=("$n $((SECONDS - t_drain)) s")
+  log "drain: $(tail -1 <<<"$out") ($((SECONDS - t_drain)) s with the CLI)"
+  out=$(kvc node remove "$n:8181" 2>&1) || { echo "$out"; log "FAILED: node remove $n:8181"; exit 1; }
+  log "remove: $out"
+  # a removed node is refused by the cluster at its next report and exits with code 4; stop it if it has not
+  cid=$("${DC[@]}" ps -q "$n")
+  if code=$(timeout 20 $DOCKER wait "$cid" 2>/dev/null); then
+    log "$n exited by itself with code $code (4: refused, it was removed)"
+  else
+    log "$n still running 20 s after its removal: stopping it"
+  fi
+  "${DC[@]}" stop -t 20 "$n" >/dev/null 2>&1 || { log "FAILED: docker-compose stop $n"; exit 1; }
+done
+wait_balanced 120 "3 nodes live and balanced after the shrink" kv1:8181 kv2:8181 kv3:8181
+echo "$list"
+out=$(kvc health 2>&1) || { echo "$out"; log "FAILED: health after the shrink"; exit 1; }
+log "after the shrink: $out"
+check_keys "after the shrink"
+log "grow/shrink: balanced on 5 nodes after $grow_s s; drained ${drain_s[0]}, ${drain_s[1]}"
+
 size=$($DOCKER image inspect "$KV_IMAGE" --format '{{.Size}}')
 log "OK: $clients clients, $opsps ops/s, p99 $p99 ms, $errors errors; image $KV_IMAGE $((size / 1024 / 1024)) MiB;" \
-    "took $((SECONDS - START)) s"
+    "grow 3 -> 5 balanced in $grow_s s, drained ${drain_s[0]}, ${drain_s[1]}; took $((SECONDS - START)) s"
