@@ -31,6 +31,7 @@ import java.util.concurrent.CompletableFuture;
 import static io.kvraft.client.KvClient.sync;
 import static java.util.concurrent.TimeUnit.SECONDS;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -292,6 +293,12 @@ class MembershipClusterTest {
                     puts.add(IdempotentWrites.put(client, key(i), value(i)));
                 }
                 puts.forEach(KvClient::sync);
+                // by hand, on a healthy replica: refused, nothing changes
+                String third = cluster.endpoints().get(2);
+                assertThatThrownBy(() -> sync(client.rebuildReplica(1, third)))
+                        .hasMessageContaining("INVALID_ARGUMENT").hasMessageContaining("nothing to rebuild");
+                assertThatThrownBy(() -> sync(client.addReplica(1, third)))
+                        .hasMessageContaining("INVALID_ARGUMENT").hasMessageContaining("already");
                 String storeIdBefore = cluster.node(2).meta().clusterId();
                 cluster.stopNode(2);
                 RaftTestSupport.deleteTree(cluster.dataDir(2));

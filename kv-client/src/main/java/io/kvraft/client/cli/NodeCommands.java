@@ -176,14 +176,33 @@ final class NodeCommands {
     /**
      * Polls the map every {@link #POLL_MS} until {@code node} is {@link #drained}, printing a line whenever its replica
      * count changes; 0 then, 1 when {@code timeoutNanos} ran out or the node is no longer draining (undrained
-     * meanwhile). A failed poll fails the whole wait (the map's leader was retried until the client's deadline).
+     * meanwhile). A poll that fails (the map's leader retried until the client's deadline: a leader change under load)
+     * is asked again until the timeout.
      */
     static int watchDrain(String node, Supplier<ClusterResponse> poll, long timeoutNanos, LongSupplier clock,
                           Pause pause, PrintWriter out, PrintWriter err) {
         long start = clock.getAsLong();
         String shown = null;
         while (true) {
-            ClusterResponse c = poll.get();
+            ClusterResponse c;
+            try {
+                c = poll.get();
+            } catch (io.kvraft.client.KvException e) {
+                // the map's leader changed or the cluster is busy: the drain goes on on the servers; ask again
+                if (clock.getAsLong() - start >= timeoutNanos) {
+                    err.println("error: node " + node + ": no answer from the cluster map at the end of the wait ("
+                            + e.getMessage() + "); it keeps draining: watch it with node list");
+                    return 1;
+                }
+                out.println("node " + node + ": the cluster map did not answer (" + e.code() + "); asking again");
+                try {
+                    pause.pause(POLL_MS);
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    return 1;
+                }
+                continue;
+            }
             int left = replicas(c, node);
             boolean voter = c.getMetaVotersList().contains(node);
             String progress = "node " + node + ": " + left + " replicas left (moves done: " + c.getMovesDone() + ")"
