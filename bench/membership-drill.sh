@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
 done
 case "$engine" in memory|rocksdb) ;; *) echo "--engine must be memory or rocksdb" >&2; exit 2 ;; esac
 # the benchmark must outlast the membership steps: they end well inside this on 2 cores
-if [ "$short" = 1 ]; then regions=12; warmup=10; duration=300; else regions=24; warmup=20; duration=900; fi
+if [ "$short" = 1 ]; then regions=12; warmup=10; duration=240; else regions=24; warmup=20; duration=900; fi
 
 . bench/lib/local-cluster.sh
 kv_build_jars
@@ -95,7 +95,9 @@ split:
 placement:
   intervalMs: 1000
   downAfterMs: 15000"
-jvm=(-Xms256m -Xmx768m -XX:+UseParallelGC ${SERVER_JVM_EXTRA:-})
+# every put of the benchmark writes a new key (--record-acked): millions of keys by the end, and a 768 MiB heap
+# spent seconds in GC, long enough for leaders to lose their lease
+jvm=(-Xms256m -Xmx2g -XX:+UseParallelGC ${SERVER_JVM_EXTRA:-})
 kv_cluster_start "${jvm[@]}"
 kv_cluster_await_health || fail "cluster not healthy; logs in $work"
 seeds=$servers

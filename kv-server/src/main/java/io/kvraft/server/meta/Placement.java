@@ -122,9 +122,15 @@ public final class Placement {
                 return Optional.of(new Move(r.getId(), "", to.get(), "add"));
             }
         }
-        // 4. even out the UP nodes that are live
+        // 4. even out the UP nodes that are live, once no replica is on a node that is not (moving a replica while
+        // another of its region is on a node that does not answer leaves the region fewer live replicas)
         if (!covered || up.size() < 2) {
             return Optional.empty();
+        }
+        for (String n : counts.keySet()) {
+            if (!view.live().contains(n) && counts.get(n) > 0) {
+                return Optional.empty();
+            }
         }
         List<String> byCount = new ArrayList<>(up);
         byCount.sort(Comparator.comparing((String n) -> counts.get(n)).thenComparing(n -> n));

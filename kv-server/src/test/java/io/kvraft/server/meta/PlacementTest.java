@@ -53,6 +53,23 @@ class PlacementTest {
     }
 
     @Test
+    void balancingWaitsWhileANodeHoldingReplicasDoesNotAnswer() {
+        ClusterMap m = map(Map.of("a", NodeState.UP, "b", NodeState.UP, "c", NodeState.UP, "d", NodeState.UP));
+        List<RegionInfo> rs = regions(List.of(ABC, ABC, ABC, ABC));
+        assertThat(Placement.next(m, new Placement.View(rs, Set.of("b", "c", "d"), Set.of()), true, Set.of())).isEmpty();
+    }
+
+    @Test
+    void aMissingReplicaIsRebuiltInPlaceAndAShortRegionGetsOneMore() {
+        ClusterMap m = map(Map.of("a", NodeState.UP, "b", NodeState.UP, "c", NodeState.UP));
+        Set<String> all = Set.of("a", "b", "c");
+        assertThat(Placement.next(m, new Placement.View(regions(List.of(ABC)), all, Set.of(),
+                Set.of(Placement.missingKey(1, "c"))), true, Set.of())).contains(new Placement.Move(1, "c", "c", "rebuild"));
+        assertThat(Placement.next(m, new Placement.View(regions(List.of(List.of("a", "b"))), all, Set.of()), true,
+                Set.of())).contains(new Placement.Move(1, "", "c", "add"));
+    }
+
+    @Test
     void balancingWaitsForTheWholeKeySpaceAndSkipsRegionsAsked() {
         ClusterMap m = map(Map.of("a", NodeState.UP, "b", NodeState.UP, "c", NodeState.UP, "d", NodeState.UP));
         List<RegionInfo> rs = regions(List.of(ABC, ABC));
