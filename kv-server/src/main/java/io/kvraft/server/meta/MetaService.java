@@ -143,6 +143,12 @@ public final class MetaService implements AutoCloseable {
         this.intervalNanos = TimeUnit.MILLISECONDS.toNanos(config.placement().intervalMs());
         this.downAfterNanos = TimeUnit.MILLISECONDS.toNanos(config.placement().downAfterMs());
         this.clusterId = readClusterId(dataDir);
+        // the nodes as this node last knew them: a node started again applies its replica of the map only once a leader
+        // of it answers, and finds one (or learns it was removed) by asking these; its YAML may name none that is left
+        List<String> known = readKnownNodes(dataDir);
+        if (!known.isEmpty()) {
+            host.members(known);
+        }
         this.settledAfter = System.nanoTime();
         this.group = new MetaGroup(config, rpcServer, this::mapChanged, this::leaderChanged);
         rpcServer.registerProcessor(processor(JoinRequest.class, this::join));
@@ -177,6 +183,30 @@ public final class MetaService implements AutoCloseable {
         }
     }
 
+    static final String KNOWN_NODES_FILE = "KNOWN_NODES";
+
+    private static List<String> readKnownNodes(Path dataDir) {
+        Path f = dataDir.resolve(KNOWN_NODES_FILE);
+        try {
+            return Files.exists(f) ? Files.readAllLines(f).stream().map(String::trim).filter(l -> !l.isEmpty()).toList()
+                    : List.of();
+        } catch (IOException e) {
+            LOG.warn("cannot read {}: {}", f, e.toString());
+            return List.of();
+        }
+    }
+
+    private void writeKnownNodes(List<String> nodes) {
+        Path tmp = dataDir.resolve(KNOWN_NODES_FILE + ".tmp");
+        try {
+            Files.writeString(tmp, String.join("\n", nodes) + "\n");
+            Files.move(tmp, dataDir.resolve(KNOWN_NODES_FILE), StandardCopyOption.ATOMIC_MOVE,
+                    StandardCopyOption.REPLACE_EXISTING);
+        } catch (IOException e) {
+            LOG.warn("cannot write {}: {}", dataDir.resolve(KNOWN_NODES_FILE), e.toString());
+        }
+    }
+
     private void writeClusterId(String id) throws IOException {
         Path tmp = dataDir.resolve(CLUSTER_ID_FILE + ".tmp");
         Files.writeString(tmp, id + "\n");
@@ -195,8 +225,9 @@ public final class MetaService implements AutoCloseable {
             }
         }
         host.draining(draining);
-        if (!members.isEmpty()) {
+        if (!members.isEmpty() && !members.equals(host.peers())) {
             host.members(members);
+            writeKnownNodes(members);
         }
     }
 
@@ -241,7 +272,9 @@ public final class MetaService implements AutoCloseable {
             answeredHint = ""; // once: if it is wrong, the next try goes round the known nodes
             return answered;
         }
-        List<String> known = new ArrayList<>(config.cluster().joining() ? config.cluster().join() : host.peers());
+        java.util.LinkedHashSet<String> all = new java.util.LinkedHashSet<>(host.peers());
+        all.addAll(config.cluster().joining() ? config.cluster().join() : config.cluster().peers());
+        List<String> known = new ArrayList<>(all);
         known.remove(config.endpoint());
         if (known.isEmpty()) {
             return config.endpoint();
