@@ -12,7 +12,7 @@
 # At the end: every region has exactly 3 replicas on nodes 4, 5, 6 (24 each: balanced), `verify --acked` finds every
 # acknowledged write, and a node started again with removed node 1's data directory is refused (exit code 4).
 # Client errors before the kill are printed (the bar is 0) and fail the drill with --strict.
-# --short: 12 regions and a shorter benchmark (CI); the full drill has 24 regions.
+# --short: 6 regions and a shorter benchmark (CI); the full drill has 24 regions.
 # Usage: bench/membership-drill.sh [--short] [--strict] [--engine memory|rocksdb]
 # Environment: KEEP=1 keeps the work dir (logs, benchmark output) and prints its path.
 set -euo pipefail
@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
 done
 case "$engine" in memory|rocksdb) ;; *) echo "--engine must be memory or rocksdb" >&2; exit 2 ;; esac
 # the benchmark must outlast the membership steps: they end well inside this on 2 cores
-if [ "$short" = 1 ]; then regions=12; warmup=10; duration=240; else regions=24; warmup=20; duration=900; fi
+if [ "$short" = 1 ]; then regions=6; warmup=10; duration=180; else regions=24; warmup=20; duration=900; fi
 
 . bench/lib/local-cluster.sh
 kv_build_jars

@@ -7,17 +7,25 @@
 # (one every 10 s, the last one a kill)]
 # Partition and loss need root (network namespaces); CI runs this as root. To run fewer kinds on purpose
 # (say without root), name them: NEMESIS_FAULTS=kill,pause,split,merge,clock bench/nemesis-smoke.sh
+# NEMESIS_MEMBERSHIP=1 (off by default) adds a second run per engine on 4 nodes with 3 replicas per region:
+# drain,kill,pause (NEMESIS_MEMBERSHIP_FAULTS), each drain held NEMESIS_DRAIN_HOLD (default 10s, a few replica
+# moves) before its node is undrained, so replicas move back while the kills and pauses hit; it fails like the
+# first, and also when no drain was taken or a node was left draining. NEMESIS_MEMBERSHIP_ENGINES limits it to some
+# engines (default "memory rocksdb"; CI: memory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${1:-80s}
 faults=${NEMESIS_FAULTS:-kill,pause,split,merge,partition,loss,clock}
+membership=${NEMESIS_MEMBERSHIP:-0}
+membership_faults=${NEMESIS_MEMBERSHIP_FAULTS:-drain,kill,pause}
+drain_hold=${NEMESIS_DRAIN_HOLD:-10s}
 
 fail() {
   echo "== nemesis smoke FAILED: $*" >&2
   exit 1
 }
 
-wants() { [[ ",$faults," == *",$1,"* ]]; }
+wants() { [[ ",$faults," == *",$1,"* ]] || { [ "$membership" = 1 ] && [[ ",$membership_faults," == *",$1,"* ]]; }; }
 
 if wants partition || wants loss; then
   [ "$(id -u)" = 0 ] || fail "partition and loss faults need root (network namespaces), and this is uid $(id -u);" \
@@ -52,25 +60,48 @@ if [ ! -f kv-benchmark/target/kv-benchmark.jar ]; then
 fi
 
 status=0
-for engine in memory rocksdb; do
-  out=target/nemesis-$engine
-  echo "== nemesis smoke: $engine, $duration, faults $faults (report in $out)"
-  code=0
+# one nemesis run: ENGINE OUT FAULTS [more nemesis options]; sets status=1 when it fails
+run() {
+  local engine=$1 out=$2 kinds=$3 code=0 start=$SECONDS
+  shift 3
+  echo "== nemesis smoke: $engine, $duration, faults $kinds${*:+, $*} (report in $out)"
   java -jar kv-benchmark/target/kv-benchmark.jar nemesis --duration "$duration" --engine "$engine" \
-      --faults "$faults" --out "$out" || code=$?
+      --faults "$kinds" --out "$out" "$@" || code=$?
+  echo "== nemesis smoke: $engine, faults $kinds: exit $code after $((SECONDS - start)) s"
   if [ "$code" != 0 ]; then
     echo "== nemesis smoke FAILED for $engine (exit $code: 1 = a violation, lost write, undecided key, no" \
       "recovery or differing region maps; 2 = a fault or option refused); node logs and history in $out" >&2
     status=1
-    continue
+    return
   fi
   # every kind asked for must have been injected at least once (the report's line "faults N injected: kill 2, ...")
   injected=$(grep -m1 '^faults ' "$out/report.txt" || true)
-  for kind in ${faults//,/ }; do
+  for kind in ${kinds//,/ }; do
     if [[ "$injected" != *"$kind "[1-9]* ]]; then
       echo "== nemesis smoke FAILED for $engine: no $kind fault was injected ($injected); run longer than $duration" >&2
       status=1
     fi
   done
+  # a drain must have been taken at least once (drained, or undrained with replicas left), and no node left draining:
+  # "drains          3 asked: 1 drained, 2 partly, 0 refused, ...; 9 replicas moved off the drained nodes, every node undrained"
+  if [[ ",$kinds," == *",drain,"* ]]; then
+    drains=$(grep -m1 '^drains ' "$out/report.txt" || true)
+    if [[ ! "$drains" =~ \ ([0-9]+)\ drained,\ ([0-9]+)\ partly ]] \
+        || [ $((BASH_REMATCH[1] + BASH_REMATCH[2])) = 0 ]; then
+      echo "== nemesis smoke FAILED for $engine: no drain was taken ($drains)" >&2
+      status=1
+    elif [[ "$drains" != *"every node undrained"* ]]; then
+      echo "== nemesis smoke FAILED for $engine: a node was left draining ($drains)" >&2
+      status=1
+    fi
+  fi
+}
+
+for engine in memory rocksdb; do
+  run "$engine" "target/nemesis-$engine" "$faults"
+  if [ "$membership" = 1 ] && [[ " ${NEMESIS_MEMBERSHIP_ENGINES:-memory rocksdb} " == *" $engine "* ]]; then
+    # 4 nodes, 3 replicas per region: replicas move off a drained node and back while the kills and pauses hit
+    run "$engine" "target/nemesis-membership-$engine" "$membership_faults" --nodes 4 --drain-hold "$drain_hold"
+  fi
 done
 exit $status

@@ -20,17 +20,17 @@ import java.util.concurrent.TimeoutException;
 /**
  * Injects one fault at a time into a local process cluster and heals it: kill -9 and restart of a
  * node (half the time the one leading most regions), SIGSTOP/SIGCONT, isolation of a node both ways,
- * packet loss, and a wall-clock jump; and, as events among them, a split of a region ({@link SplitEvent}) and a
- * merge of two adjacent regions ({@link MergeEvent}), which have nothing to heal. Every injection and heal is logged
- * with its time.
+ * packet loss, and a wall-clock jump; and, as events among them, a split of a region ({@link SplitEvent}), a
+ * merge of two adjacent regions ({@link MergeEvent}) and a drain of a node, undrained at its end ({@link DrainEvent}),
+ * which have nothing to heal. Every injection and heal is logged with its time.
  */
 final class Nemesis {
 
     enum Fault {
-        KILL, PAUSE, PARTITION, LOSS, CLOCK, SPLIT, MERGE;
+        KILL, PAUSE, PARTITION, LOSS, CLOCK, SPLIT, MERGE, DRAIN;
 
         /** The names --faults takes, as its help and errors list them. */
-        static final String NAMES = "kill, pause, partition, loss, clock, split, merge";
+        static final String NAMES = "kill, pause, partition, loss, clock, split, merge, drain";
 
         static Fault parse(String s) {
             try {
@@ -44,13 +44,16 @@ final class Nemesis {
             return this == PARTITION || this == LOSS;
         }
 
-        /** A split or a merge: an event at no node, with nothing to heal. */
+        /** A split, a merge or a drain: an event with nothing to heal (a drain undoes itself at its end). */
         boolean isEvent() {
-            return this == SPLIT || this == MERGE;
+            return this == SPLIT || this == MERGE || this == DRAIN;
         }
     }
 
-    /** One injected fault: what, where (-1 for a split or a merge), and when (seconds from the run's start). */
+    /**
+     * One injected fault: what, where (-1 for a split or a merge, and for a drain that picked no node), and when
+     * (seconds from the run's start).
+     */
     record Event(Fault fault, int node, String detail, double injectedAt, double healedAt) {
     }
 
@@ -64,6 +67,8 @@ final class Nemesis {
     private final long originNs;
     private final SplitEvent splits; // null without split events
     private final MergeEvent merges; // null without merge events
+    private final DrainEvent drains; // null without drain events
+    private final int nodes;
     private volatile boolean splitDuringFaults;
     private volatile long healedNs;
     final List<Event> events = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -81,14 +86,25 @@ final class Nemesis {
 
     Nemesis(ProcessCluster cluster, NetLab lab, List<Path> clockFiles, List<Fault> faults, long holdMs, Random rnd,
             PrintStream log, long originNs, SplitEvent splits, MergeEvent merges) {
+        this(cluster, lab, clockFiles, faults, holdMs, rnd, log, originNs, splits, merges, null);
+    }
+
+    /** The cluster's node count is that of {@code cluster} (3 without one, in tests). */
+    Nemesis(ProcessCluster cluster, NetLab lab, List<Path> clockFiles, List<Fault> faults, long holdMs, Random rnd,
+            PrintStream log, long originNs, SplitEvent splits, MergeEvent merges, DrainEvent drains) {
         if (faults.contains(Fault.SPLIT) && splits == null) {
             throw new IllegalArgumentException("split events need a SplitEvent");
         }
         if (faults.contains(Fault.MERGE) && merges == null) {
             throw new IllegalArgumentException("merge events need a MergeEvent");
         }
+        if (faults.contains(Fault.DRAIN) && drains == null) {
+            throw new IllegalArgumentException("drain events need a DrainEvent");
+        }
         this.splits = splits;
         this.merges = merges;
+        this.drains = drains;
+        this.nodes = cluster != null ? cluster.servers().size() : 3;
         this.cluster = cluster;
         this.lab = lab;
         this.clockFiles = clockFiles;
@@ -118,10 +134,20 @@ final class Nemesis {
         return merges;
     }
 
+    /** The drain events' outcomes; null without drain events. */
+    DrainEvent drains() {
+        return drains;
+    }
+
+    /** The nodes of the cluster. */
+    int nodes() {
+        return nodes;
+    }
+
     /**
-     * With {@code on}, every fault other than a split or a merge also splits a region while it is in force: half-way
-     * through its hold (right after a kill, while the node is down). The fault is healed on time whether or not the
-     * split has been answered; the cycle returns once it has been.
+     * With {@code on}, every fault other than a split, a merge or a drain also splits a region while it is in force:
+     * half-way through its hold (right after a kill, while the node is down). The fault is healed on time whether or not
+     * the split has been answered; the cycle returns once it has been.
      */
     Nemesis splitDuringFaults(boolean on) {
         if (on && splits == null) {
@@ -137,7 +163,7 @@ final class Nemesis {
      */
     Fault cycle(int n, boolean last) throws InterruptedException {
         Fault f = last && faults.contains(Fault.KILL) ? Fault.KILL : faults.get(n % faults.size());
-        int node = rnd.nextInt(3);
+        int node = rnd.nextInt(nodes);
         String detail;
         double at = now();
         CompletableFuture<String> during = null;
@@ -154,6 +180,13 @@ final class Nemesis {
                 current = "merge";
                 log.printf(Locale.ROOT, "[%6.1f s] fault: merge two regions%n", at);
                 detail = merges.run(); // returns when the merge is answered (or not, within its deadline)
+                log.printf(Locale.ROOT, "[%6.1f s] %s%n", now(), detail);
+            }
+            case DRAIN -> {
+                current = "drain";
+                log.printf(Locale.ROOT, "[%6.1f s] fault: drain a node%n", at);
+                detail = drains.run(); // returns once the node is undrained (drained, or after --drain-hold)
+                node = drains.index(drains.lastNode());
                 log.printf(Locale.ROOT, "[%6.1f s] %s%n", now(), detail);
             }
             case KILL -> {
@@ -255,9 +288,12 @@ final class Nemesis {
         }
     }
 
-    /** Heals anything a failed cycle may have left: resumes, clears rules, resets clocks, restarts dead nodes. */
+    /**
+     * Heals anything a failed cycle may have left: resumes, clears rules, resets clocks, restarts dead nodes, then
+     * undrains a node whose undrain failed.
+     */
     void healAll() {
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < nodes; i++) {
             if (cluster.isRunning(i)) {
                 try {
                     cluster.resume(i);
@@ -272,6 +308,12 @@ final class Nemesis {
             }
             if (!clockFiles.isEmpty()) {
                 setClock(i, 0);
+            }
+        }
+        if (drains != null) {
+            String undrained = drains.undrainAll();
+            if (!undrained.isEmpty()) {
+                log.printf(Locale.ROOT, "[%6.1f s] %s%n", now(), undrained);
             }
         }
     }

@@ -34,10 +34,11 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 
 /**
- * {@code kv-benchmark nemesis}: starts a local 3-node, 24-region cluster of real processes, runs a
- * register workload (get, put, compare-and-put with unique values, scan, range delete) while a nemesis
- * injects and heals faults and splits and merges regions, then checks the recorded history for linearizability
- * key by key, reads back every acknowledged write to a fresh key, and compares the nodes' region maps.
+ * {@code kv-benchmark nemesis}: starts a local 24-region cluster of real processes (3 nodes, or up to 5 with 3
+ * replicas per region), runs a register workload (get, put, compare-and-put with unique values, scan, range delete)
+ * while a nemesis injects and heals faults, splits and merges regions and drains nodes, then checks the recorded
+ * history for linearizability key by key, reads back every acknowledged write to a fresh key, and compares the
+ * nodes' region maps.
  */
 @Command(name = "nemesis", mixinStandardHelpOptions = true, sortOptions = false, usageHelpAutoWidth = true,
         exitCodeListHeading = "%nExit codes:%n",
@@ -46,17 +47,20 @@ import java.util.concurrent.TimeUnit;
                 "1:a violation, a lost acknowledged write, an undecided key, a malformed scan, no recovery after the"
                         + " last heal, or region maps that differ between nodes or do not tile the key space",
                 "2:bad usage, or a fault this machine cannot inject"},
-        description = {"Fault-injection run with a linearizability check, against a local 3-node cluster it starts:"
+        description = {"Fault-injection run with a linearizability check, against a local cluster it starts (--nodes):"
                 + " get, put, compare-and-put, scans and range deletes on register keys in every region, checked key by"
                 + " key, and puts to fresh keys read back at the end. Region splits and merges are events among the"
                 + " faults; at the end every node's own list of regions must be the same (id, range, epoch) and tile the"
-                + " key space.",
+                + " key space (with more nodes than replicas: every region on 3 of them, agreed on by those and tiling"
+                + " the key space together).",
                 "partition and loss need root, iproute2 and iptables (nodes run in network namespaces);"
                         + " clock needs libfaketime (Debian: faketime)."})
 public final class NemesisCommand implements Callable<Integer> {
 
     private static final Duration MIN_DURATION = Duration.ofSeconds(10);
     private static final String NODE_PORT = "7001";
+    /** Replicas per region when the cluster has more nodes than that (replication.factor). */
+    static final int FACTOR = 3;
     /** How long the nodes get after the run to agree on the region map. */
     private static final Duration REGION_MAP_WAIT = Duration.ofSeconds(60);
     /** The raft: keys the nemesis writes itself ({@link #ownRaftKeys()}), so --raft may not set them. */
@@ -73,10 +77,19 @@ public final class NemesisCommand implements Callable<Integer> {
     @Option(names = "--faults", defaultValue = "kill,pause,split,merge,partition,loss,clock", split = ",",
             paramLabel = "FAULT",
             description = "Faults to inject in turn: kill, pause, partition, loss, clock, split (a split of the"
-                    + " region holding a random register key, between two of its register keys) and merge (of two"
-                    + " adjacent regions, preferring one that holds few register keys); a split or merge has nothing to"
-                    + " heal, and one refused, failed or rolled back is counted, not a failure (default: ${DEFAULT-VALUE}).")
+                    + " region holding a random register key, between two of its register keys), merge (of two"
+                    + " adjacent regions, preferring one that holds few register keys) and drain (needs --nodes 4 or"
+                    + " more: a node UP and live is marked draining, so its replicas move to the other nodes, until it"
+                    + " holds none or --drain-hold passes, then marked UP again, so replicas move back during the faults"
+                    + " after it); a split, merge or drain has nothing to heal, and one refused, failed or rolled back"
+                    + " is counted, not a failure (default: ${DEFAULT-VALUE}).")
     List<String> faults;
+
+    @Option(names = "--nodes", defaultValue = "3", paramLabel = "N",
+            description = "Server nodes, 3 to 5 (default: ${DEFAULT-VALUE}); with more than 3, each region has "
+                    + FACTOR + " replicas (replication.factor) and the cluster map's leader moves them (placement.intervalMs"
+                    + " 1000), which drain events need.")
+    int nodes;
 
     @Option(names = "--split-during-faults",
             description = "Also split a region during every other fault: half-way through its hold, right after a kill"
@@ -92,6 +105,13 @@ public final class NemesisCommand implements Callable<Integer> {
             description = "How long a fault lasts before it is healed, at least 500ms and shorter than --interval: "
                     + DurationConverter.HELP + " (default: ${DEFAULT-VALUE}); a kill keeps the node down for half of it.")
     Duration hold;
+
+    @Option(names = "--drain-hold", paramLabel = "TIME", converter = DurationConverter.class,
+            description = "How long a drain waits for its node to hold no replica before it undrains the node, at least"
+                    + " 500ms: " + DurationConverter.HELP + " (default: --hold). Replicas move one at a time, one every"
+                    + " 1-2 s here, so a 4 s drain moves one or two; a longer one (e.g. 30s) moves most of a node's"
+                    + " replicas, and the faults after it start later, each after the usual gap.")
+    Duration drainHold;
 
     @Option(names = "--engine", defaultValue = "memory", paramLabel = "ENGINE",
             description = "Store engine of the nodes: memory or rocksdb (default: ${DEFAULT-VALUE}).")
@@ -159,6 +179,10 @@ public final class NemesisCommand implements Callable<Integer> {
         long durationNs = duration.toNanos();
         List<Nemesis.Fault> kinds = parseFaults();
         validate();
+        if (kinds.contains(Nemesis.Fault.DRAIN) && nodes <= FACTOR) {
+            throw new UsageException("--faults: drain needs --nodes 4 or more (with " + nodes + " nodes and "
+                    + FACTOR + " replicas per region no replica can move, so every drain would be refused)");
+        }
         boolean network = kinds.stream().anyMatch(Nemesis.Fault::needsNetwork);
         boolean clock = kinds.contains(Nemesis.Fault.CLOCK);
         String why = network ? NetLab.unavailableReason() : null;
@@ -169,26 +193,27 @@ public final class NemesisCommand implements Callable<Integer> {
         long s = seed != null ? seed : System.currentTimeMillis();
         Files.createDirectories(out);
         Path dataRoot = Files.createTempDirectory("kv-nemesis-");
-        log.printf(Locale.ROOT, "nemesis: %s of %s%s, engine %s, reads %s%s, seed %d, data in %s%n", DurationConverter.text(duration),
+        log.printf(Locale.ROOT, "nemesis: %s of %s%s, %d nodes, engine %s, reads %s%s, seed %d, data in %s%n",
+                DurationConverter.text(duration),
                 String.join(",", kinds.stream().map(k -> k.name().toLowerCase(Locale.ROOT)).toList()),
-                splitDuringFaults ? " (and a split during each)" : "", engine, readMode,
+                splitDuringFaults ? " (and a split during each)" : "", nodes, engine, readMode,
                 raftKeys.isEmpty() ? "" : ", raft " + String.join(" ", raftKeys), s, dataRoot);
         NetLab lab = null;
         ProcessCluster cluster = null;
         KvClient client = null;
         try {
-            lab = network ? NetLab.create(3) : null;
+            lab = network ? NetLab.create(nodes) : null;
             List<String> endpoints = new ArrayList<>();
-            List<Integer> ports = LocalClusterConfigs.freePorts(3);
-            for (int i = 0; i < 3; i++) {
+            List<Integer> ports = LocalClusterConfigs.freePorts(nodes);
+            for (int i = 0; i < nodes; i++) {
                 endpoints.add(lab != null ? lab.nodeIp(i) + ":" + NODE_PORT : "127.0.0.1:" + ports.get(i));
             }
             List<Path> files = LocalClusterConfigs.write(dataRoot.resolve("conf"), endpoints, engine,
                     raftYaml(),
                     // a merge a fault holds up is rolled back well inside this client's 8 s deadline, so its outcome is known
-                    "intervalMs: 1000", "merge:\n  timeoutMs: 4000\n");
+                    "intervalMs: 1000", "merge:\n  timeoutMs: 4000\n" + membershipYaml());
             List<Path> clockFiles = new ArrayList<>();
-            for (int i = 0; clock && i < 3; i++) {
+            for (int i = 0; clock && i < nodes; i++) {
                 Path f = dataRoot.resolve("clock-" + (i + 1));
                 Files.writeString(f, "+0\n");
                 clockFiles.add(f);
@@ -201,7 +226,7 @@ public final class NemesisCommand implements Callable<Integer> {
                             "FAKETIME_DONT_FAKE_MONOTONIC", "1", "FAKETIME_CACHE_DURATION", "1",
                             // the fix libfaketime turns on for this glibc makes timed waits misfire: a node took 90 s to start
                             "FAKETIME_FORCE_MONOTONIC_FIX", "0"));
-            log.println("starting 3 nodes at " + String.join(", ", endpoints));
+            log.println("starting " + nodes + " nodes at " + String.join(", ", endpoints));
             cluster = ProcessCluster.start(files, dataRoot, serverJvmArgs, Duration.ofSeconds(120), launch);
             client = parent.connector().apply(new ClientConfig(endpoints, 2_000L, 8_000L, readMode, null, null));
             List<RegionInfo> regions = client.regions().join();
@@ -215,8 +240,11 @@ public final class NemesisCommand implements Callable<Integer> {
                     ? new SplitEvent(SplitEvent.Admin.of(client), keys, new Random(s + 1)) : null;
             MergeEvent merges = kinds.contains(Nemesis.Fault.MERGE)
                     ? new MergeEvent(MergeEvent.Admin.of(client), keys, new Random(s + 2)) : null;
+            DrainEvent drains = kinds.contains(Nemesis.Fault.DRAIN)
+                    ? new DrainEvent(DrainEvent.Admin.of(client), endpoints, drainHold().toMillis(), new Random(s + 3))
+                    : null;
             Nemesis nemesis = new Nemesis(cluster, lab, clockFiles, kinds, hold.toMillis(), new Random(s), log, origin,
-                    splits, merges).splitDuringFaults(splitDuringFaults);
+                    splits, merges, drains).splitDuringFaults(splitDuringFaults);
             RegisterWorkload load = new RegisterWorkload(client, keys, freshPrefixes, threads, rate, s, origin);
             log.printf(Locale.ROOT, "%d regions, %d keys, %d client threads at %.0f ops/s%n", regions.size(), keys.size(),
                     threads, rate);
@@ -237,16 +265,20 @@ public final class NemesisCommand implements Callable<Integer> {
             try {
                 int n = 0;
                 long end = origin + durationNs;
+                long base = origin; // the schedule's origin: moved on when a cycle runs past the next one's start
                 try {
-                    sleepUntil(Math.min(slot(origin, 0), end));
-                    while (System.nanoTime() < end) {
-                        boolean last = slot(origin, n + 1) >= end;
+                    sleepUntil(Math.min(slot(base, 0), end));
+                    // until the cycle taken as the last: its start is the last that is before the end
+                    boolean any = System.nanoTime() < end;
+                    while (any) {
+                        boolean last = slot(base, n + 1) >= end;
                         lastFault = nemesis.cycle(n++, last);
                         if (last) {
                             break; // the last fault's recovery is awaited below
                         }
+                        base = rebase(base, slot(base, n), System.nanoTime(), interval.toNanos() - hold.toNanos());
                         recoveries.computeIfAbsent(lastFault, k -> new ArrayList<>())
-                                .add(watchRecovery(cluster, load, nemesis.healedNs(), slot(origin, n)));
+                                .add(watchRecovery(cluster, load, nemesis.healedNs(), slot(base, n)));
                     }
                 } finally {
                     nemesis.healAll();
@@ -281,8 +313,8 @@ public final class NemesisCommand implements Callable<Integer> {
             RegionMapCheck.Result regionMap;
             try (Transport transport = new Transport(cluster.configs().get(0).tls())) {
                 List<String> servers = cluster.servers();
-                regionMap = RegionMapCheck.await(() -> RegionMapCheck.fetch(transport, servers), REGION_MAP_WAIT,
-                        Duration.ofMillis(500));
+                regionMap = RegionMapCheck.await(() -> RegionMapCheck.fetch(transport, servers),
+                        nodes > FACTOR ? FACTOR : 0, REGION_MAP_WAIT, Duration.ofMillis(500));
             }
             log.printf(Locale.ROOT, "region map: %s%n", regionMap.text());
             List<Op> history = new ArrayList<>(load.history);
@@ -303,7 +335,7 @@ public final class NemesisCommand implements Callable<Integer> {
                 client.close();
             }
             if (cluster != null) {
-                for (int i = 0; i < 3; i++) {
+                for (int i = 0; i < nodes; i++) {
                     if (cluster.isRunning(i)) {
                         try {
                             cluster.resume(i); // a paused JVM cannot handle SIGTERM
@@ -317,7 +349,7 @@ public final class NemesisCommand implements Callable<Integer> {
             if (lab != null) {
                 lab.close();
             }
-            for (int i = 1; i <= 3; i++) {
+            for (int i = 1; i <= nodes; i++) {
                 Path nodeLog = dataRoot.resolve("node" + i + ".log");
                 if (Files.isRegularFile(nodeLog)) {
                     Files.copy(nodeLog, out.resolve("node" + i + ".log"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
@@ -327,7 +359,23 @@ public final class NemesisCommand implements Callable<Integer> {
         }
     }
 
-    /** When fault n (0-based) starts: the hold ends on a multiple of --interval. */
+    /** How long a drain waits for its node to hold no replica: --drain-hold, or --hold when not given. */
+    Duration drainHold() {
+        return drainHold != null ? drainHold : hold;
+    }
+
+    /**
+     * The schedule's origin after a cycle that ended at {@code now}: unchanged when the next fault's start
+     * {@code nextSlot} is still ahead; else (a drain held longer than the interval leaves, a slow split) moved on so
+     * that the next fault starts {@code gapNanos} (the usual gap between a heal and the next fault) from now. The
+     * faults after it move with it, and the run's last fault is still a kill, if past --duration.
+     */
+    static long rebase(long base, long nextSlot, long now, long gapNanos) {
+        long late = now - nextSlot;
+        return late > 0 ? base + late + gapNanos : base;
+    }
+
+    /** When fault n (0-based) starts: the hold ends on a multiple of --interval from {@code origin}. */
     private long slot(long origin, int n) {
         return origin + interval.toNanos() * (n + 1) - hold.toNanos();
     }
@@ -428,6 +476,15 @@ public final class NemesisCommand implements Callable<Integer> {
         return List.copyOf(set);
     }
 
+    /**
+     * The nodes' replication: and placement: sections with more nodes than {@link #FACTOR}: that many replicas per region,
+     * and the map's leader looking for a replica to move every second; "" with {@link #FACTOR} nodes or fewer (every
+     * node holds every region, the servers' default).
+     */
+    String membershipYaml() {
+        return nodes > FACTOR ? "replication:\n  factor: " + FACTOR + "\nplacement:\n  intervalMs: 1000\n" : "";
+    }
+
     /** The raft: keys the nemesis sets whatever --raft says: failover quick enough to test, and snapshots during the run. */
     Map<String, String> ownRaftKeys() {
         Map<String, String> keys = new LinkedHashMap<>();
@@ -475,6 +532,12 @@ public final class NemesisCommand implements Callable<Integer> {
                 throw new UsageException("--raft: raft." + key + " is given twice");
             }
             seen.add(key);
+        }
+        if (drainHold != null && drainHold.toMillis() < 500) {
+            throw new UsageException("--drain-hold: at least 500ms, got " + DurationConverter.text(drainHold));
+        }
+        if (nodes < 3 || nodes > 5) {
+            throw new UsageException("--nodes: 3 to 5, got " + nodes);
         }
         if (!workload.equals("register") && !workload.equals("lock")) {
             throw new UsageException("--workload: register or lock, got '" + workload + "'");

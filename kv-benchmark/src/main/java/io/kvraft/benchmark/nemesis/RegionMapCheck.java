@@ -22,7 +22,11 @@ import java.util.function.Supplier;
  * The region-map check at the end of a nemesis run: every node, asked for its own regions, must list the same
  * regions (id, start key, end key, epoch), and they must tile the key space: the first starts at the empty key,
  * each next one where the one before ends, the last ends at the empty key (+inf), no gap and no overlap.
- * Nodes get a bounded time to converge (a node that was down may still be learning of a split).
+ * With more nodes than replicas per region ({@link #compare(List, int)}) each node lists only the regions it holds:
+ * then the nodes that list a region must agree on it, no node may list overlapping regions, the regions of all nodes
+ * together must tile the key space, and every region must be listed by exactly as many nodes as it has replicas.
+ * Nodes get a bounded time to converge (a node that was down may still be learning of a split, a replica moved off
+ * it may not be dropped yet, a replica move may be under way).
  */
 final class RegionMapCheck {
 
@@ -58,17 +62,23 @@ final class RegionMapCheck {
 
     /**
      * The outcome: the problems left at the end (none when it passed), the nodes asked, the regions of the
-     * map they agree on (of the first node's view when they do not), and how long they took to agree.
+     * map they agree on (of the first node's view when they do not; of all nodes' views with replicas per region),
+     * how long they took to agree, and the replicas per region checked (0: every node holds every region).
      */
-    record Result(List<String> problems, int nodes, int regions, double seconds) {
+    record Result(List<String> problems, int nodes, int regions, double seconds, int replicas) {
+        Result(List<String> problems, int nodes, int regions, double seconds) {
+            this(problems, nodes, regions, seconds, 0);
+        }
+
         boolean ok() {
             return problems.isEmpty();
         }
 
         String text() {
             if (ok()) {
-                return String.format(java.util.Locale.ROOT, "%d nodes agree on %d regions tiling the key space"
-                        + " (after %.1f s)", nodes, regions, seconds);
+                return String.format(java.util.Locale.ROOT, "%d nodes agree on %d regions tiling the key space%s"
+                        + " (after %.1f s)", nodes, regions, replicas > 0 ? ", " + replicas + " replicas each" : "",
+                        seconds);
             }
             return String.format(java.util.Locale.ROOT, "DIFFERS after %.0f s: %s", seconds, String.join("; ", problems));
         }
@@ -79,6 +89,20 @@ final class RegionMapCheck {
      * node answered, each view tiles the key space, and all views hold the same regions.
      */
     static List<String> compare(List<NodeView> views) {
+        return compare(views, 0);
+    }
+
+    /**
+     * As {@link #compare(List)} with {@code replicas} 0 (every node holds every region); with {@code replicas} > 0
+     * (each region on that many of the nodes), what is wrong with these partial views: a node that did not answer,
+     * lists a region twice or two overlapping regions; a region that two nodes list differently (range or epoch); a
+     * region listed by another number of nodes than {@code replicas}; gaps and overlaps of all the nodes' regions
+     * together.
+     */
+    static List<String> compare(List<NodeView> views, int replicas) {
+        if (replicas > 0) {
+            return comparePartial(views, replicas);
+        }
         List<String> problems = new ArrayList<>();
         Map<String, Map<Integer, Entry>> maps = new LinkedHashMap<>();
         for (NodeView v : views) {
@@ -124,16 +148,85 @@ final class RegionMapCheck {
         return problems;
     }
 
-    /** Gaps, overlaps and open ends of one node's view. */
-    static List<String> tiling(NodeView v) {
+    private static List<String> comparePartial(List<NodeView> views, int replicas) {
+        List<String> problems = new ArrayList<>();
+        // per region id: each node's entry for it, in node order
+        Map<Integer, Map<String, Entry>> byId = new TreeMap<>();
+        for (NodeView v : views) {
+            if (v.regions() == null) {
+                problems.add("node " + v.node() + ": no answer (" + v.error() + ")");
+                continue;
+            }
+            problems.addAll(overlaps(v));
+            for (RegionInfo r : v.regions()) {
+                byId.computeIfAbsent(r.getId(), id -> new LinkedHashMap<>()).putIfAbsent(v.node(), Entry.of(r));
+            }
+        }
+        if (byId.isEmpty()) {
+            problems.add("no node lists a region");
+            return problems;
+        }
+        List<RegionInfo> union = new ArrayList<>();
+        byId.forEach((id, holders) -> {
+            // the entry most holders list is the reference, so the odd node out is the one named
+            Map<Entry, Integer> votes = new LinkedHashMap<>();
+            holders.values().forEach(e -> votes.merge(e, 1, Integer::sum));
+            Entry ref = votes.entrySet().stream().max(Map.Entry.comparingByValue()).orElseThrow().getKey();
+            String refNode = holders.entrySet().stream().filter(e -> e.getValue().equals(ref)).findFirst().orElseThrow()
+                    .getKey();
+            holders.forEach((node, e) -> {
+                if (!e.equals(ref)) {
+                    problems.add("node " + node + " has " + e + " where node " + refNode + " has " + ref);
+                }
+            });
+            if (holders.size() != replicas) {
+                problems.add(ref + " is listed by " + holders.size() + " nodes " + holders.keySet() + ", not by "
+                        + replicas);
+            }
+            union.add(RegionInfo.newBuilder().setId(id).setStartKey(ref.start()).setEndKey(ref.end())
+                    .setEpoch(ref.epoch()).build());
+        });
+        problems.addAll(tiling("the nodes' regions together: ", union));
+        return problems;
+    }
+
+    /** Regions one node lists twice, and regions of it that overlap (gaps are fine: it holds some regions only). */
+    static List<String> overlaps(NodeView v) {
         List<String> problems = new ArrayList<>();
         String n = "node " + v.node() + ": ";
-        if (v.regions().isEmpty()) {
+        Comparator<ByteString> keys = (a, b) -> java.util.Arrays.compareUnsigned(a.toByteArray(), b.toByteArray());
+        List<Entry> sorted = v.regions().stream().map(Entry::of)
+                .sorted(Comparator.comparing(Entry::start, keys).thenComparing(Entry::id)).toList();
+        Set<Integer> ids = new java.util.HashSet<>();
+        for (int i = 0; i < sorted.size(); i++) {
+            Entry e = sorted.get(i);
+            if (!ids.add(e.id())) {
+                problems.add(n + "region " + e.id() + " listed twice");
+            }
+            if (i > 0) {
+                Entry prev = sorted.get(i - 1);
+                if (prev.end().isEmpty() || keys.compare(prev.end(), e.start()) > 0) {
+                    problems.add(n + "overlap of " + prev + " and " + e);
+                }
+            }
+        }
+        return problems;
+    }
+
+    /** Gaps, overlaps and open ends of one node's view. */
+    static List<String> tiling(NodeView v) {
+        return tiling("node " + v.node() + ": ", v.regions());
+    }
+
+    /** Gaps, overlaps and open ends of these regions; each problem starts with {@code n}. */
+    private static List<String> tiling(String n, List<RegionInfo> regions) {
+        List<String> problems = new ArrayList<>();
+        if (regions.isEmpty()) {
             problems.add(n + "no regions");
             return problems;
         }
         Comparator<ByteString> keys = (a, b) -> java.util.Arrays.compareUnsigned(a.toByteArray(), b.toByteArray());
-        List<Entry> sorted = v.regions().stream().map(Entry::of)
+        List<Entry> sorted = regions.stream().map(Entry::of)
                 .sorted(Comparator.comparing(Entry::start, keys).thenComparing(Entry::id)).toList();
         Set<Integer> ids = new java.util.HashSet<>();
         for (Entry e : sorted) {
@@ -169,16 +262,25 @@ final class RegionMapCheck {
      * between rounds; the result holds the last round's problems.
      */
     static Result await(Supplier<List<NodeView>> fetch, Duration limit, Duration pause) throws InterruptedException {
+        return await(fetch, 0, limit, pause);
+    }
+
+    /** As above, for views of {@code replicas} per region (0: every node holds every region); see {@link #compare(List, int)}. */
+    static Result await(Supplier<List<NodeView>> fetch, int replicas, Duration limit, Duration pause)
+            throws InterruptedException {
         long start = System.nanoTime();
         long deadline = start + limit.toNanos();
         while (true) {
             List<NodeView> views = fetch.get();
-            List<String> problems = compare(views);
+            List<String> problems = compare(views, replicas);
             double secs = (System.nanoTime() - start) / 1e9;
             if (problems.isEmpty() || System.nanoTime() - deadline >= 0) {
-                int regions = views.stream().filter(v -> v.regions() != null).findFirst()
+                int regions = replicas > 0
+                        ? (int) views.stream().filter(v -> v.regions() != null)
+                        .flatMap(v -> v.regions().stream().map(RegionInfo::getId)).distinct().count()
+                        : views.stream().filter(v -> v.regions() != null).findFirst()
                         .map(v -> v.regions().size()).orElse(0);
-                return new Result(problems, views.size(), regions, secs);
+                return new Result(problems, views.size(), regions, secs, replicas);
             }
             Thread.sleep(pause.toMillis()); // polling interval while the nodes converge
         }

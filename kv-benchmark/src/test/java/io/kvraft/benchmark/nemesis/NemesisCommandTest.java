@@ -1,6 +1,8 @@
 package io.kvraft.benchmark.nemesis;
 
 import io.kvraft.benchmark.BenchmarkMain;
+import io.kvraft.server.config.ServerConfig;
+import io.kvraft.server.launch.LocalClusterConfigs;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -26,7 +28,13 @@ class NemesisCommandTest {
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
             "--faults kill,flood              | unknown fault 'flood'",
-            "--faults merge,mrege             | (known: kill, pause, partition, loss, clock, split, merge)",
+            "--faults merge,mrege             | (known: kill, pause, partition, loss, clock, split, merge, drain)",
+            "--faults kill,drain              | --faults: drain needs --nodes 4 or more",
+            "--faults drain --nodes 3         | --faults: drain needs --nodes 4 or more",
+            "--nodes 2                        | --nodes: 3 to 5, got 2",
+            "--nodes 6 --faults kill,drain    | --nodes: 3 to 5, got 6",
+            "--nodes four                     | Invalid value for option '--nodes'",
+            "--nodes 4 --drain-hold 100ms     | --drain-hold: at least 500ms",
             "--faults ,                       | name at least one of",
             "--duration 5s                    | at least 10 s",
             "--duration ten                   | Invalid value for option '--duration': 'ten' is not a duration",
@@ -68,12 +76,48 @@ class NemesisCommandTest {
     }
 
     @Test
-    void when_noFaultsAreNamed_then_everyKindRuns_aMergeRightAfterASplit() {
+    void when_noFaultsAreNamed_then_everyKindRunsButDrain_aMergeRightAfterASplit() {
         CommandLine.Model.OptionSpec faults = new CommandLine(new NemesisCommand()).getCommandSpec().findOption("--faults");
         List<String> names = List.of(Nemesis.Fault.NAMES.split(", "));
         assertThat(faults.defaultValue()).isEqualTo("kill,pause,split,merge,partition,loss,clock");
-        assertThat(faults.defaultValue().split(",")).containsExactlyInAnyOrderElementsOf(names);
+        // drain needs more nodes than the default 3
+        assertThat(faults.defaultValue().split(",")).containsExactlyInAnyOrderElementsOf(
+                names.stream().filter(n -> !n.equals("drain")).toList());
         assertThat(String.join(" ", faults.description())).contains(names);
+    }
+
+    @Test
+    void when_aCycleRunsPastTheNextFaultsStart_then_theScheduleMovesOn_soTheNextStartsAfterTheUsualGap() {
+        long s = 1_000_000_000L;
+        // faults every 10 s held 4 s: the next one starts 6 s after a heal
+        assertThat(NemesisCommand.rebase(0, 16 * s, 10 * s, 6 * s)).as("on time").isZero();
+        assertThat(NemesisCommand.rebase(0, 16 * s, 16 * s, 6 * s)).as("just on time").isZero();
+        // a 30 s drain that started at 6 s ends at 36 s, 20 s past the next start: that one moves to 42 s
+        long base = NemesisCommand.rebase(0, 16 * s, 36 * s, 6 * s);
+        assertThat(base).isEqualTo(26 * s);
+        assertThat(base + 10 * s * 2 - 4 * s).as("the next fault's start, slot 1 from the new base").isEqualTo(42 * s);
+    }
+
+    @Test
+    void when_thereAreMoreNodesThanReplicas_then_theServersGetTheFactorAndPlacement() throws Exception {
+        NemesisCommand three = new NemesisCommand();
+        three.nodes = 3;
+        assertThat(three.membershipYaml()).isEmpty();
+        NemesisCommand four = new NemesisCommand();
+        four.nodes = 4;
+        List<String> endpoints = List.of("127.0.0.1:7101", "127.0.0.1:7102", "127.0.0.1:7103", "127.0.0.1:7104");
+        // as the nemesis writes them: the merge section, then the membership ones
+        List<Path> files = LocalClusterConfigs.write(tmp.resolve("conf"), endpoints, "memory", "electionTimeoutMs: 1000",
+                "intervalMs: 1000", "merge:\n  timeoutMs: 4000\n" + four.membershipYaml());
+        assertThat(files).hasSize(4);
+        for (Path f : files) {
+            ServerConfig c = ServerConfig.load(f);
+            assertThat(c.cluster().peers()).isEqualTo(endpoints);
+            assertThat(c.replicationFactor()).isEqualTo(3);
+            assertThat(c.placement().enabled()).isTrue();
+            assertThat(c.placement().intervalMs()).isEqualTo(1000);
+            assertThat(c.merge().timeoutMs()).isEqualTo(4000);
+        }
     }
 
 }

@@ -128,6 +128,97 @@ class RegionMapCheckTest {
         assertThat(r.text()).startsWith("3 nodes agree on 3 regions tiling the key space");
     }
 
+    // ---- more nodes than replicas: each node lists the regions it holds ----------------------------------------
+
+    /** Four regions [, d) [d, g) [g, m) [m, ) on four nodes, three replicas each: node i lacks region i (1-based). */
+    private static List<NodeView> fourNodes() {
+        List<RegionInfo> all = List.of(region(1, "", "d", 1), region(2, "d", "g", 1), region(3, "g", "m", 2),
+                region(65537, "m", "", 2));
+        List<NodeView> views = new ArrayList<>();
+        for (int n = 0; n < 4; n++) {
+            List<RegionInfo> held = new ArrayList<>(all);
+            held.remove(n);
+            views.add(NodeView.of("n" + (n + 1), held));
+        }
+        return views;
+    }
+
+    private static List<NodeView> replace(List<NodeView> views, int node, List<RegionInfo> regions) {
+        List<NodeView> out = new ArrayList<>(views);
+        out.set(node, NodeView.of(views.get(node).node(), regions));
+        return out;
+    }
+
+    @Test
+    void when_eachRegionIsOnThreeOfFourNodes_andTheyTileTheKeySpaceTogether_then_noProblem() {
+        assertThat(RegionMapCheck.compare(fourNodes(), 3)).isEmpty();
+        // the same views checked as if every node held every region: each has a gap and lacks one
+        assertThat(RegionMapCheck.compare(fourNodes())).isNotEmpty();
+    }
+
+    @Test
+    void when_aRegionIsOnTwoOrFourNodes_then_itAndItsNodesAreNamed() {
+        // n1 drops region 2 (a move under way, or a replica lost): region 2 on n3 and n4 only
+        List<NodeView> two = replace(fourNodes(), 0, List.of(region(3, "g", "m", 2), region(65537, "m", "", 2)));
+        assertThat(RegionMapCheck.compare(two, 3)).containsExactly(
+                "region 2 [\"d\", \"g\") epoch 1 is listed by 2 nodes [n3, n4], not by 3");
+        // n1 holds region 1 too: on all four nodes
+        List<NodeView> four = replace(fourNodes(), 0, List.of(region(1, "", "d", 1), region(2, "d", "g", 1),
+                region(3, "g", "m", 2), region(65537, "m", "", 2)));
+        assertThat(RegionMapCheck.compare(four, 3)).containsExactly(
+                "region 1 [\"\", \"d\") epoch 1 is listed by 4 nodes [n1, n2, n3, n4], not by 3");
+    }
+
+    @Test
+    void when_aNodeListsARegionWithAnotherEpochOrRange_then_thatNodeIsNamed() {
+        List<NodeView> stale = replace(fourNodes(), 3, List.of(region(1, "", "d", 1), region(2, "d", "g", 1),
+                region(3, "g", "", 1)));
+        List<String> problems = RegionMapCheck.compare(stale, 3);
+        // region 3 is on n1, n2 and n4: the two that agree are the reference
+        assertThat(problems).containsExactly("node n4 has region 3 [\"g\", +inf) epoch 1 where node n1 has region 3"
+                + " [\"g\", \"m\") epoch 2");
+    }
+
+    @Test
+    void when_noNodeHoldsAPartOfTheKeySpace_then_theGapIsNamed() {
+        List<NodeView> views = new ArrayList<>();
+        for (NodeView v : fourNodes()) {
+            views.add(NodeView.of(v.node(), v.regions().stream().filter(r -> r.getId() != 2).toList()));
+        }
+        assertThat(RegionMapCheck.compare(views, 3)).containsExactly("the nodes' regions together: gap between"
+                + " region 1 [\"\", \"d\") epoch 1 and region 3 [\"g\", \"m\") epoch 2");
+    }
+
+    @Test
+    void when_aNodeListsOverlappingRegions_then_theOverlapIsNamed() {
+        // n1 still lists region 3 as it was before a split it has not applied, and the region split off it
+        List<NodeView> overlap = replace(fourNodes(), 0, List.of(region(2, "d", "g", 1), region(3, "g", "", 1),
+                region(65537, "m", "", 2)));
+        assertThat(RegionMapCheck.compare(overlap, 3)).contains("node n1: overlap of region 3 [\"g\", +inf) epoch 1 and"
+                + " region 65537 [\"m\", +inf) epoch 2");
+    }
+
+    @Test
+    void when_aNodeListsARegionTwiceOrDoesNotAnswer_then_itIsAProblem() {
+        List<NodeView> twice = replace(fourNodes(), 0, List.of(region(2, "d", "g", 1), region(2, "d", "g", 1),
+                region(3, "g", "m", 2), region(65537, "m", "", 2)));
+        assertThat(RegionMapCheck.compare(twice, 3)).contains("node n1: region 2 listed twice");
+        List<NodeView> silent = new ArrayList<>(fourNodes());
+        silent.set(1, NodeView.failed("n2", "TIMEOUT"));
+        assertThat(RegionMapCheck.compare(silent, 3)).contains("node n2: no answer (TIMEOUT)");
+    }
+
+    @Test
+    void when_partialViewsConverge_then_theResultCountsTheRegionsOfAllNodes() throws Exception {
+        AtomicInteger rounds = new AtomicInteger();
+        List<NodeView> moving = replace(fourNodes(), 0, List.of(region(3, "g", "m", 2), region(65537, "m", "", 2)));
+        RegionMapCheck.Result r = RegionMapCheck.await(() -> rounds.incrementAndGet() < 3 ? moving : fourNodes(), 3,
+                Duration.ofSeconds(20), Duration.ZERO);
+        assertThat(r.ok()).isTrue();
+        assertThat(r.regions()).isEqualTo(4);
+        assertThat(r.text()).startsWith("4 nodes agree on 4 regions tiling the key space, 3 replicas each (after ");
+    }
+
     @Test
     void when_theNodesNeverConverge_then_theWaitFailsWithTheLastProblems() throws Exception {
         List<RegionInfo> before = List.of(region(1, "", "g", 1), region(2, "g", "", 1));

@@ -492,6 +492,15 @@ public final class KvHandlers {
             closeIfStopped(ctx);
             return;
         }
+        if (host.layoutPending()) {
+            // a new data directory waits for the cluster map before it makes its regions (or is making them now): a
+            // partial list would look like a key space with gaps; clients ask another node
+            ctx.sendResponse(RegionsResponse.newBuilder().setNode(host.endpoint())
+                    .setError(Responses.error(ErrorCode.NO_LEADER, "node " + host.endpoint() + " is starting: it makes"
+                            + " its regions once the cluster map answers"))
+                    .build());
+            return;
+        }
         RegionsResponse.Builder b = RegionsResponse.newBuilder()
                 .setNode(host.endpoint())
                 .setWriteOps(host.writeOps())
