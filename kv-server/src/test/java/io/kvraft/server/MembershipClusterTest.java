@@ -67,6 +67,20 @@ class MembershipClusterTest {
         return ("v" + i).getBytes(StandardCharsets.US_ASCII);
     }
 
+    private static void putAll(KvClient client) {
+        List<CompletableFuture<Void>> puts = new ArrayList<>();
+        for (int i = 0; i < KEYS; i++) {
+            puts.add(IdempotentWrites.put(client, key(i), value(i)));
+        }
+        puts.forEach(KvClient::sync);
+    }
+
+    private static void assertAllRead(KvClient client) {
+        for (int i = 0; i < KEYS; i++) {
+            assertThat(sync(client.get(key(i)))).as("key %d", i).isEqualTo(value(i));
+        }
+    }
+
     /** Nodes of the test beyond the cluster's first three, closed by the test whatever happens. */
     private final List<KvServer> joined = new ArrayList<>();
 
@@ -160,11 +174,7 @@ class MembershipClusterTest {
                 assertThat(clusterId).isNotEmpty();
                 assertThat(all(cluster)).allMatch(s -> s.meta().clusterId().equals(clusterId));
                 KvClient client = cluster.client();
-                List<CompletableFuture<Void>> puts = new ArrayList<>();
-                for (int i = 0; i < KEYS; i++) {
-                    puts.add(IdempotentWrites.put(client, key(i), value(i)));
-                }
-                puts.forEach(KvClient::sync);
+                putAll(client);
 
                 // 3 -> 5: replicas move onto the new nodes until the counts are even
                 KvServer n4 = join(cluster, "node4");
@@ -174,9 +184,7 @@ class MembershipClusterTest {
                 assertThat(replicas(cluster).get(n4.config().endpoint())).isGreaterThanOrEqualTo(3);
                 assertThat(n4.meta().clusterId()).isEqualTo(clusterId);
                 assertThat(n5.meta().group().map().getNodesCount()).isEqualTo(5); // a learner of the map has it too
-                for (int i = 0; i < KEYS; i++) {
-                    assertThat(sync(client.get(key(i)))).as("key %d", i).isEqualTo(value(i));
-                }
+                assertAllRead(client);
 
                 // bad requests: answered with the reason, nothing changes
                 NodeStateResponse unknown = setState(t, cluster, "127.0.0.1:1", NodeState.DRAINING, false);
@@ -211,9 +219,7 @@ class MembershipClusterTest {
                 await().atMost(60, SECONDS).until(back::isClosed);
                 assertThat(back.meta().registered()).isFalse();
                 cluster.stopNode(0);
-                for (int i = 0; i < KEYS; i++) {
-                    assertThat(sync(client.get(key(i)))).as("key %d", i).isEqualTo(value(i));
-                }
+                assertAllRead(client);
 
                 // a data directory of another cluster is refused at join
                 Path foreign = dir.resolve("foreign");
@@ -246,11 +252,7 @@ class MembershipClusterTest {
                 await().atMost(60, SECONDS).until(cluster::allRegionsLed);
                 await().atMost(60, SECONDS).until(() -> all(cluster).stream().allMatch(s -> s.meta().registered()));
                 KvClient client = cluster.client();
-                List<CompletableFuture<Void>> puts = new ArrayList<>();
-                for (int i = 0; i < KEYS; i++) {
-                    puts.add(IdempotentWrites.put(client, key(i), value(i)));
-                }
-                puts.forEach(KvClient::sync);
+                putAll(client);
                 String gone = cluster.endpoints().get(3); // not a voter of the map: its first three nodes are
                 assertThat(cluster.node(3).host().regions()).isNotEmpty();
                 cluster.stopNode(3);
@@ -260,15 +262,11 @@ class MembershipClusterTest {
                         assertThat(r.peers()).doesNotContain(gone);
                     }
                 }
-                for (int i = 0; i < KEYS; i++) {
-                    assertThat(sync(client.get(key(i)))).as("key %d", i).isEqualTo(value(i));
-                }
+                assertAllRead(client);
                 cluster.startNode(3); // back: its old replicas are dropped, and placement gives it its share again
                 await().atMost(120, SECONDS).until(() -> replicas(cluster).size() == 4 && even(replicas(cluster))
                         && threeReplicasEach(cluster));
-                for (int i = 0; i < KEYS; i++) {
-                    assertThat(sync(client.get(key(i)))).as("key %d", i).isEqualTo(value(i));
-                }
+                assertAllRead(client);
             } catch (AssertionError | RuntimeException e) {
                 System.err.println(cluster.describe());
                 throw e;
@@ -288,11 +286,7 @@ class MembershipClusterTest {
                 await().atMost(60, SECONDS).until(cluster::allRegionsLed);
                 await().atMost(60, SECONDS).until(() -> all(cluster).stream().allMatch(s -> s.meta().registered()));
                 KvClient client = cluster.client();
-                List<CompletableFuture<Void>> puts = new ArrayList<>();
-                for (int i = 0; i < KEYS; i++) {
-                    puts.add(IdempotentWrites.put(client, key(i), value(i)));
-                }
-                puts.forEach(KvClient::sync);
+                putAll(client);
                 // by hand, on a healthy replica: refused, nothing changes
                 String third = cluster.endpoints().get(2);
                 assertThatThrownBy(() -> sync(client.rebuildReplica(1, third)))
@@ -313,9 +307,7 @@ class MembershipClusterTest {
                         assertThat(wiped.store().get(key(i))).as("key %d on the rebuilt node", i).isEqualTo(value(i));
                     }
                 });
-                for (int i = 0; i < KEYS; i++) {
-                    assertThat(sync(client.get(key(i)))).as("key %d", i).isEqualTo(value(i));
-                }
+                assertAllRead(client);
             } catch (AssertionError | RuntimeException e) {
                 System.err.println(cluster.describe());
                 throw e;

@@ -1,5 +1,6 @@
 package io.kvraft.benchmark.nemesis;
 
+import io.kvraft.client.ClusterAdmin;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.KvException;
 import io.kvraft.client.proto.KvProto.ClusterResponse;
@@ -149,7 +150,7 @@ final class DrainEvent {
         for (NodeRecord n : map.getMap().getNodesList()) {
             if (n.getState() == NodeState.UP) {
                 up++;
-                NodeStatus s = status(map, n.getEndpoint());
+                NodeStatus s = ClusterAdmin.status(map, n.getEndpoint());
                 if (s != null && s.getLive()) {
                     candidates.add(n.getEndpoint());
                 }
@@ -161,8 +162,8 @@ final class DrainEvent {
             return pre + "drain: no node is UP and live in the cluster map (" + up + " UP), nothing asked";
         }
         String node = candidates.get(rnd.nextInt(candidates.size()));
-        int before = replicas(map, node);
-        NodeStatus st = status(map, node);
+        int before = ClusterAdmin.replicas(map, node);
+        NodeStatus st = ClusterAdmin.status(map, node);
         String what = "drain " + name(node) + " (" + before + " replicas, " + (st == null ? 0 : st.getLeaders())
                 + " leaders; " + up + " of " + map.getMap().getNodesCount() + " nodes UP, factor "
                 + map.getMap().getFactor() + ")";
@@ -189,7 +190,7 @@ final class DrainEvent {
             pause.pause(Math.min(POLL_MS, Math.max(1, TimeUnit.NANOSECONDS.toMillis(left))));
             try {
                 ClusterResponse c = SplitEvent.await(admin.cluster());
-                after = replicas(c, node);
+                after = ClusterAdmin.replicas(c, node);
                 lastError = null;
                 if (drained(c, node)) {
                     drained = true;
@@ -263,34 +264,12 @@ final class DrainEvent {
     static boolean drained(ClusterResponse c, String node) {
         RegionViews views = new RegionViews();
         views.add(c.getRegionsList());
-        NodeStatus s = status(c, node);
+        NodeStatus s = ClusterAdmin.status(c, node);
         return views.covers() && (s == null || s.getReplicas() == 0)
                 && views.regions().stream().noneMatch(r -> r.getPeersList().contains(node));
     }
 
-    /** The region replicas {@code node} holds, as it reported them to the map's leader (else from the regions' peers). */
-    static int replicas(ClusterResponse c, String node) {
-        NodeStatus s = status(c, node);
-        if (s != null) {
-            return s.getReplicas();
-        }
-        int n = 0;
-        for (RegionInfo r : c.getRegionsList()) {
-            if (r.getPeersList().contains(node)) {
-                n++;
-            }
-        }
-        return n;
-    }
 
-    private static NodeStatus status(ClusterResponse c, String node) {
-        for (NodeStatus s : c.getStatusList()) {
-            if (s.getEndpoint().equals(node)) {
-                return s;
-            }
-        }
-        return null;
-    }
 
     /** Drains asked so far, by outcome. */
     Map<Outcome, Integer> counts() {

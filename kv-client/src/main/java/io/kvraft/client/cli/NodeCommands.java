@@ -1,5 +1,6 @@
 package io.kvraft.client.cli;
 
+import io.kvraft.client.ClusterAdmin;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.proto.KvProto.ClusterMap;
 import io.kvraft.client.proto.KvProto.ClusterResponse;
@@ -203,7 +204,7 @@ final class NodeCommands {
                 }
                 continue;
             }
-            int left = replicas(c, node);
+            int left = ClusterAdmin.replicas(c, node);
             boolean voter = c.getMetaVotersList().contains(node);
             String progress = "node " + node + ": " + left + " replicas left (moves done: " + c.getMovesDone() + ")"
                     + (left == 0 && voter ? "; still a voter of the cluster map" : "");
@@ -246,23 +247,9 @@ final class NodeCommands {
     static boolean drained(ClusterResponse c, String node) {
         RegionViews views = new RegionViews();
         views.add(c.getRegionsList());
-        return views.covers() && replicas(c, node) == 0 && !c.getMetaVotersList().contains(node);
+        return views.covers() && ClusterAdmin.replicas(c, node) == 0 && !c.getMetaVotersList().contains(node);
     }
 
-    /** The region replicas {@code node} holds, as the map's leader counts them (else from the regions' replicas). */
-    static int replicas(ClusterResponse c, String node) {
-        NodeStatus s = status(c, node);
-        if (s != null) {
-            return s.getReplicas();
-        }
-        int n = 0;
-        for (RegionInfo r : c.getRegionsList()) {
-            if (r.getPeersList().contains(node)) {
-                n++;
-            }
-        }
-        return n;
-    }
 
     // ---- output ---------------------------------------------------------------------------------------
 
@@ -274,12 +261,12 @@ final class NodeCommands {
         nodes.sort(Comparator.comparing(NodeRecord::getEndpoint));
         boolean allLive = true;
         for (NodeRecord n : nodes) {
-            NodeStatus s = status(c, n.getEndpoint());
+            NodeStatus s = ClusterAdmin.status(c, n.getEndpoint());
             boolean live = s != null && s.getLive();
             if (n.getState() != NodeState.REMOVED) {
                 allLive &= live;
             }
-            out.printf(row, n.getEndpoint(), state(n.getState()), live ? "yes" : "no", replicas(c, n.getEndpoint()),
+            out.printf(row, n.getEndpoint(), state(n.getState()), live ? "yes" : "no", ClusterAdmin.replicas(c, n.getEndpoint()),
                     s == null ? 0 : s.getLeaders(), s == null ? "-" : human(s.getDiskBytes()), mapRole(c, n.getEndpoint()));
         }
         summary(c).forEach(out::println);
@@ -337,14 +324,6 @@ final class NodeCommands {
         return String.format(Locale.ROOT, "%.1f %s", v, units[u]);
     }
 
-    private static NodeStatus status(ClusterResponse c, String node) {
-        for (NodeStatus s : c.getStatusList()) {
-            if (s.getEndpoint().equals(node)) {
-                return s;
-            }
-        }
-        return null;
-    }
 
     private static NodeRecord record(ClusterMap m, String node) {
         for (NodeRecord n : m.getNodesList()) {
