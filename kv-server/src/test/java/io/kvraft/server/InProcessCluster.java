@@ -83,6 +83,10 @@ public final class InProcessCluster implements AutoCloseable {
             for (int i = 0; i < nodes; i++) {
                 c.startNode(i, storeWrapper);
             }
+            // new data directories make their regions once the cluster map answers (a second or so): tests start
+            // from a cluster whose nodes have them
+            await().atMost(60, SECONDS).until(() -> java.util.Arrays.stream(c.servers)
+                    .allMatch(s -> s == null || !s.host().layoutPending()));
         } catch (IOException | RuntimeException e) {
             c.close();
             throw e;

@@ -130,6 +130,22 @@ final class RaftDirs {
      * Refuses a data directory whose Raft logs were written in the other layout: starting on it would
      * silently lose every region's log tail beyond its snapshot.
      */
+    /**
+     * Whether {@code raftRoot} holds any region group's files or a shared log: a data directory from before region
+     * catalogs existed holds them without a catalog, and is no new one.
+     */
+    static boolean holdsGroups(Path raftRoot) {
+        if (!Files.isDirectory(raftRoot)) {
+            return false;
+        }
+        try (Stream<Path> dirs = Files.list(raftRoot)) {
+            return dirs.map(d -> d.getFileName().toString())
+                    .anyMatch(n -> n.startsWith("region-") || n.equals(SHARED_LOG_DIR));
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot list " + raftRoot + ": " + oneLine(e));
+        }
+    }
+
     static void checkLogLayout(Path raftRoot, boolean shared) {
         if (!Files.isDirectory(raftRoot)) {
             return;

@@ -61,6 +61,8 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
     private static final int CHILD_CAMPAIGN_MS = 300;
     /** The random part of that replica's election timeouts (jraft's maxElectionDelayMs; its default is 1000). */
     private static final int CHILD_CAMPAIGN_DELAY_MS = 20;
+    /** In the raft directory while a new data directory waits for the cluster map before it makes its regions. */
+    static final String LAYOUT_PENDING_FILE = "LAYOUT_PENDING";
 
     private final ServerConfig config;
     private final KvStore store;
@@ -113,8 +115,16 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         // ({@link #adoptLayout}): a disk wiped and started again at a member's address must not vote in its old
         // regions with an empty log (it could elect a replica that lacks acknowledged writes); its replicas are
         // rebuilt instead.
-        boolean fresh = !Files.exists(raftRoot.resolve(RegionCatalog.FILE));
+        Path pendingMarker = raftRoot.resolve(LAYOUT_PENDING_FILE); // a deferred start that stopped before its map came
+        boolean fresh = !Files.exists(raftRoot.resolve(RegionCatalog.FILE))
+                && (!RaftDirs.holdsGroups(raftRoot) || Files.exists(pendingMarker));
         if (fresh && !config.cluster().joining()) {
+            try {
+                Files.createDirectories(raftRoot);
+                Files.writeString(pendingMarker, "regions wait for the cluster map\n");
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot write " + pendingMarker, e);
+            }
             this.pendingLayout = RegionLayout.of(config.cluster(), factor).stream()
                     .filter(spec -> spec.peers().contains(config.endpoint())).toList();
             this.catalog = RegionCatalog.pending(raftRoot, peers, factor);
@@ -696,6 +706,11 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
             LOG.info("node {}: the initial layout's {} regions made", config.endpoint(), layout.size());
         }
         pendingLayout = null;
+        try {
+            Files.deleteIfExists(raftRoot.resolve(LAYOUT_PENDING_FILE));
+        } catch (IOException e) {
+            LOG.warn("cannot remove {}: {}", raftRoot.resolve(LAYOUT_PENDING_FILE), e.toString());
+        }
     }
 
     /** Nodes being drained (the cluster map's): their replicas move away, so they take no region's leadership. */
