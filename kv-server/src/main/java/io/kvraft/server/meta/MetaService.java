@@ -4,7 +4,6 @@ import com.alipay.sofa.jraft.Node;
 import com.alipay.sofa.jraft.Status;
 import com.alipay.sofa.jraft.entity.PeerId;
 import com.alipay.sofa.jraft.rpc.RpcContext;
-import com.alipay.sofa.jraft.rpc.RpcProcessor;
 import com.alipay.sofa.jraft.rpc.RpcServer;
 import io.kvraft.client.KvException;
 import io.kvraft.client.proto.KvProto.ClusterMap;
@@ -151,10 +150,10 @@ public final class MetaService implements AutoCloseable {
         }
         this.settledAfter = System.nanoTime();
         this.group = new MetaGroup(config, rpcServer, this::mapChanged, this::leaderChanged);
-        rpcServer.registerProcessor(processor(JoinRequest.class, this::join));
-        rpcServer.registerProcessor(processor(ClusterRequest.class, this::cluster));
-        rpcServer.registerProcessor(processor(NodeStateRequest.class, this::nodeState));
-        rpcServer.registerProcessor(processor(NodeReport.class, this::report));
+        rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(JoinRequest.class, this::join));
+        rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(ClusterRequest.class, this::cluster));
+        rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(NodeStateRequest.class, this::nodeState));
+        rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(NodeReport.class, this::report));
     }
 
     public void start() {
@@ -396,20 +395,6 @@ public final class MetaService implements AutoCloseable {
 
     // ---- requests, answered by the map's leader --------------------------------------------------
 
-    private static <T> RpcProcessor<T> processor(Class<T> type, java.util.function.BiConsumer<RpcContext, T> handler) {
-        return new RpcProcessor<>() {
-            @Override
-            public void handleRequest(RpcContext ctx, T request) {
-                handler.accept(ctx, request);
-            }
-
-            @Override
-            public String interest() {
-                return type.getName();
-            }
-        };
-    }
-
     private io.kvraft.client.proto.KvProto.Error notLeader() {
         String hint = group.leaderHint();
         return Responses.error(hint.isEmpty() ? ErrorCode.NO_LEADER : ErrorCode.NOT_LEADER, hint,
@@ -519,6 +504,14 @@ public final class MetaService implements AutoCloseable {
 
     /** Every region as the nodes last reported it (the leader's own view first), and which nodes are live or down. */
     Placement.View view() {
+        return view(false);
+    }
+
+    /**
+     * @param track whether to record when each missing replica was first seen (placement's tick does, once per
+     *              interval; requests that only read the view do not)
+     */
+    private Placement.View view(boolean track) {
         RegionViews views = new RegionViews();
         long now = System.nanoTime();
         Set<String> live = new HashSet<>();
@@ -551,17 +544,22 @@ public final class MetaService implements AutoCloseable {
                 if (ids != null && !ids.contains(r.getId())) {
                     String key = Placement.missingKey(r.getId(), v);
                     seen.add(key);
-                    missingSince.putIfAbsent(key, now);
+                    if (track) {
+                        missingSince.putIfAbsent(key, now);
+                    }
                 }
             }
         }
-        missingSince.keySet().retainAll(seen);
+        if (track) {
+            missingSince.keySet().retainAll(seen);
+        }
         Set<String> missing = new HashSet<>();
-        missingSince.forEach((k, t) -> {
-            if (now - t >= MISSING_CONFIRM_NANOS) {
+        for (String k : seen) {
+            Long since = missingSince.get(k);
+            if (since != null && now - since >= MISSING_CONFIRM_NANOS) {
                 missing.add(k);
             }
-        });
+        }
         return new Placement.View(regions, live, down, missing);
     }
 
@@ -678,7 +676,7 @@ public final class MetaService implements AutoCloseable {
             }
             return;
         }
-        Placement.View view = view();
+        Placement.View view = view(true);
         if (!metaReplicas(map, view)) {
             return; // this node hands the map's leadership over
         }

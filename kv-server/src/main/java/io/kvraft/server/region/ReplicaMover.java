@@ -147,14 +147,7 @@ public final class ReplicaMover {
         if (!voters.contains(from)) {
             return "node " + from + " holds no replica of region " + region.id() + " (its replicas are on " + voters + ")";
         }
-        if (voters.contains(to)) {
-            return "node " + to + " holds a replica of region " + region.id() + " already (its replicas are on " + voters
-                    + ")";
-        }
-        if (!host.peers().contains(to)) {
-            return "node " + to + " is not a node of the cluster " + host.peers();
-        }
-        return null;
+        return invalidAdd(region, to);
     }
 
     /** Why a rebuild of {@code to}'s replica cannot be asked, or null. */

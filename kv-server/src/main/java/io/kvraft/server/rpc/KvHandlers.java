@@ -348,7 +348,8 @@ public final class KvHandlers {
         };
     }
 
-    static <T> RpcProcessor<T> processor(Class<T> type, BiConsumer<RpcContext, T> handler) {
+    /** A processor of {@code type} requests that runs {@code handler} on the connection's thread (it must not block). */
+    public static <T> RpcProcessor<T> processor(Class<T> type, BiConsumer<RpcContext, T> handler) {
         return new RpcProcessor<>() {
             @Override
             public void handleRequest(RpcContext ctx, T request) {
