@@ -166,7 +166,7 @@ public final class ReplicaMover {
                     + "): nothing to rebuild; add a replica instead";
         }
         if (to.equals(host.endpoint())) {
-            return "node " + to + " leads region " + region.id() + ": its replica is there";
+            return "node " + to + " leads region " + region.id() + ": its replica is there, nothing to rebuild";
         }
         String held = holds(to, region.id());
         return held;
