@@ -46,6 +46,9 @@ class ForcedExitTest {
                 assertThat(cluster.awaitExit(0, Duration.ofSeconds(120))).isEqualTo(1);
                 assertThat(Files.readString(log)).contains("second SIGTERM: halting now")
                         .doesNotContain("shutdown did not finish within");
+            } catch (AssertionError | RuntimeException e) {
+                describe(cluster, log);
+                throw e;
             } finally {
                 cluster.resume(1);
                 cluster.resume(2);
@@ -62,9 +65,32 @@ class ForcedExitTest {
                 cluster.signalTerm(0);
                 assertThat(cluster.awaitExit(0, Duration.ofSeconds(120))).isEqualTo(1);
                 assertThat(Files.readString(log)).contains("shutdown did not finish within shutdown.timeoutMs 1500 ms: halting");
+            } catch (AssertionError | RuntimeException e) {
+                describe(cluster, log);
+                throw e;
             } finally {
                 cluster.resume(1);
                 cluster.resume(2);
+            }
+        }
+    }
+
+    /** On a failure: whether node 1 still runs, the last lines of its log and of the nodes' GC logs, to tell a stuck JVM from a lost signal. */
+    private void describe(ProcessCluster cluster, Path log) {
+        System.err.println("node 1 running: " + cluster.isRunning(0));
+        List<Path> logs = new java.util.ArrayList<>(List.of(log));
+        try (var gcLogs = Files.list(dir)) {
+            gcLogs.filter(p -> p.getFileName().toString().startsWith("gc-")).sorted().forEach(logs::add);
+        } catch (java.io.IOException e) {
+            System.err.println("cannot list " + dir + ": " + e);
+        }
+        for (Path p : logs) {
+            try {
+                List<String> lines = Files.readAllLines(p);
+                System.err.println("--- last lines of " + p);
+                lines.subList(Math.max(0, lines.size() - 60), lines.size()).forEach(System.err::println);
+            } catch (java.io.IOException e) {
+                System.err.println("cannot read " + p + ": " + e);
             }
         }
     }
@@ -74,7 +100,9 @@ class ForcedExitTest {
                 shutdown:
                   timeoutMs: %d
                 """.formatted(timeoutMs));
-        return ProcessCluster.start(configs, dir.resolve("data"), JVM, Duration.ofSeconds(120));
+        List<String> jvm = new java.util.ArrayList<>(JVM);
+        jvm.add("-Xlog:gc:file=" + dir.resolve("gc-%p.log"));
+        return ProcessCluster.start(configs, dir.resolve("data"), jvm, Duration.ofSeconds(120));
     }
 
     /** SIGSTOP nodes 2 and 3, then send node 1 writes for the regions it leads: they can never commit. */
