@@ -53,7 +53,7 @@ final class RangeOps {
                                  long deadlineNanos) {
         Attempt<ScanResponse> attempt = new Attempt<>(reverse ? end : start, reverse, true, mode, deadlineNanos, route -> {
             KeyRangeBytes part = clip(start, end, route);
-            return ScanRequest.newBuilder().setRegionId(route.regionId()).setRegionEpoch(route.epoch())
+            return ScanRequest.newBuilder().setRegionId(route.regionId()).setRegionEpoch(route.epoch()).setRegionConfVer(route.confVer())
                     .setStartKey(ByteString.copyFrom(part.start)).setEndKey(ByteString.copyFrom(part.end))
                     .setLimit(limit).setReverse(reverse).setKeysOnly(keysOnly).setMode(mode).build();
         }, ScanResponse::getError);
@@ -109,7 +109,7 @@ final class RangeOps {
     private CompletableFuture<Void> locksFrom(byte[] start, byte[] end, long deadlineNanos, List<LockInfo> out) {
         Attempt<ScanResponse> attempt = new Attempt<>(start, false, true, ReadMode.READ_INDEX, deadlineNanos, route -> {
             KeyRangeBytes part = clip(start, end, route);
-            return ScanRequest.newBuilder().setRegionId(route.regionId()).setRegionEpoch(route.epoch())
+            return ScanRequest.newBuilder().setRegionId(route.regionId()).setRegionEpoch(route.epoch()).setRegionConfVer(route.confVer())
                     .setStartKey(ByteString.copyFrom(part.start)).setEndKey(ByteString.copyFrom(part.end))
                     .setLimit(LOCK_PAGE).setLocks(true).setMode(ReadMode.READ_INDEX).build();
         }, ScanResponse::getError);
@@ -137,7 +137,7 @@ final class RangeOps {
     CompletableFuture<Void> deleteRange(byte[] start, byte[] end, long deadlineNanos) {
         Attempt<WriteResponse> attempt = new Attempt<>(start, false, false, null, deadlineNanos, route -> {
             KeyRangeBytes part = clip(start, end, route);
-            return WriteRequest.newBuilder().setRegionId(route.regionId()).setRegionEpoch(route.epoch())
+            return WriteRequest.newBuilder().setRegionId(route.regionId()).setRegionEpoch(route.epoch()).setRegionConfVer(route.confVer())
                     .addOps(WriteOp.newBuilder().setType(WriteOpType.DELETE_RANGE)
                             .setKey(ByteString.copyFrom(part.start)).setEndKey(ByteString.copyFrom(part.end)))
                     .build();

@@ -91,7 +91,7 @@ final class RegionBatcher {
 
     private void sendWrites(List<PendingOp> batch, Runnable done) {
         send(batch, done, route -> {
-            WriteRequest.Builder b = WriteRequest.newBuilder().setRegionId(regionId).setRegionEpoch(route.epoch());
+            WriteRequest.Builder b = WriteRequest.newBuilder().setRegionId(regionId).setRegionEpoch(route.epoch()).setRegionConfVer(route.confVer());
             for (PendingOp op : batch) {
                 if (op.group != null) {
                     b.addAllOps(op.group);
@@ -119,7 +119,7 @@ final class RegionBatcher {
 
     private void sendReads(List<PendingOp> batch, ReadMode readMode, Runnable done) {
         send(batch, done, route -> {
-            ReadRequest.Builder b = ReadRequest.newBuilder().setRegionId(regionId).setRegionEpoch(route.epoch())
+            ReadRequest.Builder b = ReadRequest.newBuilder().setRegionId(regionId).setRegionEpoch(route.epoch()).setRegionConfVer(route.confVer())
                     .setMode(readMode);
             for (PendingOp op : batch) {
                 b.addKeys(op.readKey);

@@ -165,6 +165,8 @@ public final class KvServer implements AutoCloseable {
                     TimeUnit.MILLISECONDS);
         }
         server.housekeeping.scheduleWithFixedDelay(new PeerWatcher(server.host), 1, 1, TimeUnit.SECONDS);
+        // every change of a region's voters bumps its conf version (a CONF_CHANGED entry its leader proposes)
+        server.housekeeping.scheduleWithFixedDelay(server.host::recordConfChanges, 1, 1, TimeUnit.SECONDS);
         long metaMs = config.placement().intervalMs();
         server.housekeeping.scheduleWithFixedDelay(server.meta::tick, 0, metaMs, TimeUnit.MILLISECONDS);
         long gcMs = config.raft().electionTimeoutMs();

@@ -42,6 +42,7 @@ final class RegionsCommand implements Callable<Integer> {
                     row.put("startKey", KvCtl.hexKey(r.getStartKey()));
                     row.put("endKey", KvCtl.hexKey(r.getEndKey()));
                     row.put("epoch", r.getEpoch());
+                    row.put("confVer", r.getConfVer());
                     row.put("leader", r.getLeader());
                     row.put("peers", r.getPeersList());
                     row.put("term", r.getTerm());
@@ -54,12 +55,12 @@ final class RegionsCommand implements Callable<Integer> {
                 out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(rows));
                 return 0;
             }
-            out.printf("%-6s %-10s %-10s %-6s %-21s %-6s %-10s %s%n", "ID", "START", "END", "EPOCH", "LEADER", "TERM",
-                    "APPLIED", "PEERS");
+            out.printf("%-6s %-10s %-10s %-6s %-5s %-21s %-6s %-10s %s%n", "ID", "START", "END", "EPOCH", "CONF",
+                    "LEADER", "TERM", "APPLIED", "PEERS");
             for (RegionInfo r : regions) {
-                out.printf("%-6d %-10s %-10s %-6d %-21s %-6d %-10d %s%s%n", r.getId(),
+                out.printf("%-6d %-10s %-10s %-6d %-5d %-21s %-6d %-10d %s%s%n", r.getId(),
                         r.getStartKey().isEmpty() ? "-inf" : KvCtl.hexKey(r.getStartKey()),
-                        r.getEndKey().isEmpty() ? "+inf" : KvCtl.hexKey(r.getEndKey()), r.getEpoch(),
+                        r.getEndKey().isEmpty() ? "+inf" : KvCtl.hexKey(r.getEndKey()), r.getEpoch(), r.getConfVer(),
                         r.getLeader().isEmpty() ? "(none)" : r.getLeader(), r.getTerm(), r.getAppliedIndex(),
                         String.join(",", r.getPeersList()),
                         r.getMergingInto() == 0 ? "" : "  (merging into " + r.getMergingInto() + ")");

@@ -13,9 +13,9 @@ import java.util.Map;
  * Several nodes' answers to "which regions do you hold", merged into one map of the key space. A node lists only the
  * regions it holds a replica of, so with fewer replicas per region than nodes one answer can leave gaps; the client
  * asks node after node until the merged map {@link #covers} every key. Of two answers for one region the newer shape
- * wins (higher epoch), then the fresher view of its leader (higher term, then the leader's own answer). A region whose
- * range a newer region (higher epoch) overlaps is left out: the answer came from a node that had not applied a split
- * or merge yet.
+ * wins (higher epoch, then higher conf version), then the fresher view of its leader (higher term, then the leader's
+ * own answer). A region whose range a newer region (higher epoch) overlaps is left out: the answer came from a node
+ * that had not applied a split or merge yet.
  */
 public final class RegionViews {
 
@@ -34,6 +34,9 @@ public final class RegionViews {
     static boolean newer(RegionInfo a, RegionInfo b) {
         if (a.getEpoch() != b.getEpoch()) {
             return a.getEpoch() > b.getEpoch();
+        }
+        if (a.getConfVer() != b.getConfVer()) {
+            return a.getConfVer() > b.getConfVer(); // the newer voters: a node that lags lists the old ones
         }
         if (a.getTerm() != b.getTerm()) {
             return a.getTerm() > b.getTerm();

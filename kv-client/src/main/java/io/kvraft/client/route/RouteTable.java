@@ -38,6 +38,11 @@ public final class RouteTable {
             return info.getEpoch();
         }
 
+        /** The region's conf version as routed (0: unknown): a server whose is newer answers STALE_EPOCH. */
+        public long confVer() {
+            return info.getConfVer();
+        }
+
         public RegionInfo info() {
             return info;
         }

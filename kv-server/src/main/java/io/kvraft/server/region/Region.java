@@ -228,6 +228,32 @@ public final class Region {
         return shape.state().getEpoch();
     }
 
+    /** The region's conf version: bumped by every change of its voters its state recorded (0: none recorded yet). */
+    public long confVer() {
+        return shape.state().getConfVer();
+    }
+
+    /** A CONF_CHANGED entry proposed here and not applied yet: one at a time. */
+    private final AtomicBoolean recordingConf = new AtomicBoolean();
+
+    /**
+     * On the leader: when the voters jraft committed differ from those the region's state recorded last, proposes a
+     * CONF_CHANGED entry, which bumps the conf version on every replica when it applies. Called periodically (and
+     * after each step of a replica move), so a change made under a leader that died before recording it is recorded
+     * by the next one. Returns whether it proposed.
+     */
+    public boolean recordConf() {
+        List<String> voters = peers;
+        if (!isLeader() || voters.isEmpty()
+                || voters.stream().sorted().toList().equals(shape.state().getConfPeersList().stream().sorted().toList())
+                || !recordingConf.compareAndSet(false, true)) {
+            return false;
+        }
+        propose(WriteOp.newBuilder().setType(io.kvraft.client.proto.KvProto.WriteOpType.CONF_CHANGED)
+                .addAllPeers(voters).build(), (status, changed, state, none) -> recordingConf.set(false));
+        return true;
+    }
+
     /** The region's replicated state as this replica has applied it. */
     public RegionState state() {
         return shape.state();
@@ -381,7 +407,7 @@ public final class Region {
 
     /**
      * Proposes one entry that changes the region's shape (SPLIT, or a merge step: PREPARE_MERGE, COMMIT_MERGE,
-     * MERGE_ABORT, MERGE_ROLLBACK). Only called on the leader; {@code done} gets whether the state machine took it (see the op
+     * MERGE_ABORT, MERGE_ROLLBACK) or records its voters (CONF_CHANGED). Only called on the leader; {@code done} gets whether the state machine took it (see the op
      * types) and the state after it, or the jraft status of a proposal that failed.
      */
     public void propose(WriteOp op, SplitClosure.Callback done) {
@@ -742,6 +768,7 @@ public final class Region {
                 .setStartKey(shape.state().getStartKey())
                 .setEndKey(shape.state().getEndKey())
                 .setEpoch(epoch())
+                .setConfVer(confVer())
                 .addAllPeers(peers)
                 .setLeader(leaderHint())
                 .setTerm(fsm.term())

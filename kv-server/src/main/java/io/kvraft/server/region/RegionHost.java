@@ -648,6 +648,17 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         return regions.values();
     }
 
+    /** Has each region this node leads record its voters if they changed (see {@link Region#recordConf}). */
+    public void recordConfChanges() {
+        for (Region r : regions.values()) {
+            try {
+                r.recordConf();
+            } catch (RuntimeException e) {
+                LOG.warn("region {}: cannot record its voters: {}", r.id(), e.toString());
+            }
+        }
+    }
+
     /**
      * Regions split off others whose group is being made here (its split applied, its group not started yet), as a
      * route lists them: role STARTING, no leader. Listed so that a client that asks right after a split knows where

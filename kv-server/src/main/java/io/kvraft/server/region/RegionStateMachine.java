@@ -136,6 +136,7 @@ final class RegionStateMachine extends StateMachineAdapter {
                             case PREPARE_MERGE -> applyPrepareMerge(op, index, shapeDone);
                             case COMMIT_MERGE -> applyCommitMerge(op, index, shapeDone);
                             case MERGE_ABORT -> applyMergeAbort(op, index, shapeDone);
+                            case CONF_CHANGED -> applyConfChanged(op, index, shapeDone);
                             default -> applyMergeRollback(op, index, shapeDone);
                         }
                     } catch (InvalidProtocolBufferException | MergeSourceMissing e) {
@@ -390,7 +391,8 @@ final class RegionStateMachine extends StateMachineAdapter {
         if (valid) {
             child = RegionState.newBuilder().setId(op.getRegionId()).setStartKey(op.getKey())
                     .setEndKey(current.getEndKey()).setEpoch(current.getEpoch() + 1).setCreatedAt(index)
-                    .setParent(current.getId()).addAllPeers(region.peers()).build(); // a split moves no replica
+                    .setParent(current.getId()).addAllPeers(region.peers()) // a split moves no replica
+                    .setConfVer(current.getConfVer()).addAllConfPeers(region.peers().stream().sorted().toList()).build();
             left = current.toBuilder().setEndKey(op.getKey()).setEpoch(current.getEpoch() + 1).addChildren(child).build();
             region.splits().prepareChild(region, child, index);
             writes.regionMeta(current.getId(), index, left.toByteArray());
@@ -414,9 +416,34 @@ final class RegionStateMachine extends StateMachineAdapter {
         }
     }
 
+    /**
+     * CONF_CHANGED: records the voters its leader saw committed; when they differ from those the state recorded last,
+     * the conf version goes up by one. On every replica alike, in log order, so all agree on each version's voters.
+     */
+    private void applyConfChanged(WriteOp op, long index, SplitClosure closure) {
+        RegionState current = region.state();
+        List<String> voters = op.getPeersList().stream().sorted().toList();
+        boolean changed = !voters.isEmpty() && !voters.equals(current.getConfPeersList().stream().sorted().toList());
+        RegionState next = current;
+        StoreBatch writes = new StoreBatch(0);
+        if (changed) {
+            next = current.toBuilder().setConfVer(current.getConfVer() + 1).clearConfPeers().addAllConfPeers(voters).build();
+            writes.regionMeta(current.getId(), index, next.toByteArray());
+        }
+        store.apply(region.id(), index, writes);
+        region.state(next);
+        if (changed) {
+            LOG.info("region {}: conf version {} at index {}: voters {}", region.id(), next.getConfVer(), index, voters);
+        }
+        if (closure != null) {
+            closure.split = changed;
+            closure.left = next;
+        }
+    }
+
     static boolean changesShape(WriteOpType type) {
         return switch (type) {
-            case SPLIT, PREPARE_MERGE, COMMIT_MERGE, MERGE_ABORT, MERGE_ROLLBACK -> true;
+            case SPLIT, PREPARE_MERGE, COMMIT_MERGE, MERGE_ABORT, MERGE_ROLLBACK, CONF_CHANGED -> true;
             default -> false;
         };
     }

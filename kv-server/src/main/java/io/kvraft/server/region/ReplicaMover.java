@@ -131,6 +131,7 @@ public final class ReplicaMover {
         } finally {
             region.pinLeader(false);
             region.moving(false);
+            region.recordConf(); // the new voters get their conf version now, not at the next periodic check
         }
     }
 

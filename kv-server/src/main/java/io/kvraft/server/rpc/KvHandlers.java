@@ -391,7 +391,7 @@ public final class KvHandlers {
     /** @param waits how often more a request that finds no leader here may wait for one */
     private void write(WriteRequest req, boolean returnsValues, Consumer<WriteResponse> reply, int waits) {
         Region region = host.region(req.getRegionId());
-        Error error = checkRegion(region, req.getRegionId(), req.getRegionEpoch());
+        Error error = checkRegion(region, req.getRegionId(), req.getRegionEpoch(), req.getRegionConfVer());
         int bytes = 0;
         if (error == null) {
             if (req.getOpsCount() == 0) {
@@ -425,7 +425,7 @@ public final class KvHandlers {
 
     private void read(ReadRequest req, Consumer<ReadResponse> reply, int waits) {
         Region region = host.region(req.getRegionId());
-        Error error = checkRegion(region, req.getRegionId(), req.getRegionEpoch());
+        Error error = checkRegion(region, req.getRegionId(), req.getRegionEpoch(), req.getRegionConfVer());
         if (error == null && req.getKeysCount() == 0) {
             error = Responses.error(ErrorCode.INVALID_ARGUMENT, "empty read batch");
         }
@@ -454,7 +454,7 @@ public final class KvHandlers {
 
     private void scan(ScanRequest req, Consumer<ScanResponse> reply, int waits) {
         Region region = host.region(req.getRegionId());
-        Error error = checkRegion(region, req.getRegionId(), req.getRegionEpoch());
+        Error error = checkRegion(region, req.getRegionId(), req.getRegionEpoch(), req.getRegionConfVer());
         KeyRange range = new KeyRange(req.getStartKey().toByteArray(), req.getEndKey().toByteArray());
         if (error == null) {
             error = checkRange(region, range, req.getStartKey(), req.getEndKey());
@@ -542,6 +542,15 @@ public final class KvHandlers {
     }
 
     private Error checkRegion(Region region, int regionId, long epoch) {
+        return checkRegion(region, regionId, epoch, 0);
+    }
+
+    /**
+     * @param confVer the region's conf version the client's route has (0: not checked); an older one than this
+     *                replica's is answered STALE_EPOCH, so the client asks for the region's replicas again. A newer
+     *                one is no error: this replica has not applied the change yet.
+     */
+    private Error checkRegion(Region region, int regionId, long epoch, long confVer) {
         if (shuttingDown) {
             // the leader hint sends the client straight to the new leader once this node has handed it over
             String hint = region == null ? "" : region.leaderHint();
@@ -555,6 +564,10 @@ public final class KvHandlers {
         if (epoch != current) {
             return Responses.error(ErrorCode.STALE_EPOCH, "region " + regionId + " is at epoch " + current + " "
                     + region.range() + ", request has " + epoch);
+        }
+        if (confVer != 0 && confVer < region.confVer()) {
+            return Responses.error(ErrorCode.STALE_EPOCH, "region " + regionId + "'s replicas changed: conf version "
+                    + region.confVer() + " " + region.peers() + ", request has " + confVer);
         }
         if (region.mergingInto() != 0) {
             return region.merging();
@@ -611,7 +624,7 @@ public final class KvHandlers {
                 Error error = checkKey(region, op.getKey());
                 return error != null ? error : checkRestoredRecord(op);
             }
-            case BACKUP_POINT, SPLIT -> {
+            case BACKUP_POINT, SPLIT, CONF_CHANGED -> {
                 return Responses.error(ErrorCode.INVALID_ARGUMENT, "op " + i + ": " + op.getType()
                         + " entries are proposed by region leaders only");
             }
