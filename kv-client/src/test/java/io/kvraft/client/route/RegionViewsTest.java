@@ -55,6 +55,23 @@ class RegionViewsTest {
     }
 
     @Test
+    void when_aNodeLagsBehindAChangeOfVoters_then_theNewerConfVersionWins_evenFromAFollower() {
+        RegionInfo lagging = region(1, "", "", 3, 9, "a:1", "LEADER").toBuilder().setConfVer(4)
+                .addAllPeers(List.of("a:1", "b:1", "c:1")).build();
+        RegionInfo current = region(1, "", "", 3, 8, "a:1", "FOLLOWER").toBuilder().setConfVer(5)
+                .addAllPeers(List.of("a:1", "b:1", "d:1")).build();
+        RegionViews v = new RegionViews();
+        v.add(List.of(lagging));
+        v.add(List.of(current));
+        RegionViews reversed = new RegionViews();
+        reversed.add(List.of(current));
+        reversed.add(List.of(lagging));
+
+        assertThat(v.regions()).containsExactly(current);
+        assertThat(reversed.regions()).containsExactly(current);
+    }
+
+    @Test
     void when_anAnswerPredatesASplit_then_theNewerShapesWin() {
         RegionViews v = new RegionViews();
         v.add(List.of(region(1, "", "", 1, 1, "a:1", "LEADER"))); // a node that has not applied the split yet
