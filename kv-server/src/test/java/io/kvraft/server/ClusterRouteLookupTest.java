@@ -35,7 +35,8 @@ import static org.awaitility.Awaitility.await;
 /**
  * Route lookups from the cluster map ({@code RegionsRequest.cluster}) on five nodes with {@code replication.factor: 3}:
  * a node that holds only some regions answers every region, relaying the map leader's view; a client configured with
- * that one node routes every key, before and after a split; {@code regions --from-map} lists them all.
+ * that one node routes every key, before and after a split; {@code regions --from-map} lists them all. Without a
+ * leader of the map, a lookup is answered with an error, never part of the regions, and clients ask node by node.
  */
 @Timeout(value = 300, unit = SECONDS)
 class ClusterRouteLookupTest {
@@ -178,6 +179,62 @@ class ClusterRouteLookupTest {
             assertThat(lines.get(0)).isEqualTo("# " + (REGIONS + 1) + " regions as the cluster map's leader " + leader
                     + " last heard of them from the nodes (asked " + node + ")");
             assertThat(lines).hasSize(REGIONS + 3); // the line above, the header, one row per region
+        }
+    }
+
+    @Test
+    void when_theMapHasNoLeader_then_aLookupIsAnError_notPartOfTheRegions_andClientsAskTheNodesOneByOne()
+            throws Exception {
+        try (InProcessCluster cluster = InProcessCluster.start(NODES, REGIONS, dir, "memory",
+                ServerConfig.RaftConfig.LOG_SHARED, c -> c.withReplication(new ReplicationConfig(3))
+                        .withSplit(new SplitConfig(false, null, null, null, null))
+                        .withPlacement(new PlacementConfig(false, 200, null)));
+             Transport t = new Transport(io.kvraft.client.config.TlsConfig.OFF)) {
+            await().atMost(60, SECONDS).until(cluster::allRegionsLed);
+            KvServer leader = metaLeader(cluster);
+            List<String> voters = await().atMost(30, SECONDS).until(() -> leader.meta().group().voters(),
+                    v -> v.size() == 3);
+            // a node that is no voter of the map: it relays lookups while the map has a leader
+            int asked = IntStream.range(0, NODES).filter(i -> !voters.contains(cluster.endpoints().get(i))).findFirst()
+                    .orElseThrow();
+            String node = cluster.endpoints().get(asked);
+            await().atMost(30, SECONDS).until(() -> ok(lookUp(t, node)));
+
+            // two of the map's three voters stop: the map has no leader (nor has a region on both)
+            List<Integer> stopped = IntStream.range(0, NODES).filter(i -> voters.contains(cluster.endpoints().get(i)))
+                    .limit(2).boxed().toList();
+            java.util.Map<Integer, java.util.Set<String>> hosts = new java.util.HashMap<>();
+            for (int id = 1; id <= REGIONS; id++) {
+                hosts.put(id, cluster.hostsOf(id));
+            }
+            stopped.forEach(cluster::stopNode);
+            List<String> down = stopped.stream().map(i -> cluster.endpoints().get(i)).toList();
+
+            await().atMost(60, SECONDS).until(() -> !ok(lookUp(t, node)));
+            RegionsResponse refused = lookUp(t, node);
+            assertThat(refused.getError().getCode()).as("%s", refused.getError())
+                    .isIn(ErrorCode.NO_LEADER, ErrorCode.NOT_LEADER, ErrorCode.UNAVAILABLE);
+            assertThat(refused.getError().getDetail()).isNotEmpty();
+            assertThat(refused.getRegionsList()).isEmpty();
+            assertThat(refused.getMapLeader()).isEmpty();
+
+            // a client that knows only that node: its lookup fails, so it asks the nodes for their own regions
+            KvClient client = cluster.client(ClientConfig.of(List.of(node)));
+            assertThat(client.mapRegions()).failsWithin(30, SECONDS);
+            RegionViews views = new RegionViews();
+            views.add(sync(client.regions()));
+            assertThat(views.covers()).as("the live nodes' regions tile the key space").isTrue();
+            int written = 0;
+            for (int i = 0; i < KEYS; i++) {
+                java.util.Set<String> live = new java.util.HashSet<>(hosts.get(cluster.regionOf(key(i))));
+                live.removeAll(down);
+                if (live.size() >= 2) { // the region has a majority
+                    sync(IdempotentWrites.put(client, key(i), value(i, 1)));
+                    assertThat(sync(client.get(key(i)))).isEqualTo(value(i, 1));
+                    written++;
+                }
+            }
+            assertThat(written).as("keys in regions with a majority left").isPositive();
         }
     }
 }
