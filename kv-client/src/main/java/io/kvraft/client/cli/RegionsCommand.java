@@ -24,7 +24,7 @@ import java.util.concurrent.Callable;
  * them to it.
  */
 @Command(name = "regions", description = "Lists the regions: id, key range (hex), leader, peers, term, applied index:"
-        + " as the nodes holding them answer now, merged node by node.")
+        + " by default as the nodes holding them answer now, merged node by node.")
 final class RegionsCommand implements Callable<Integer> {
 
     @ParentCommand
