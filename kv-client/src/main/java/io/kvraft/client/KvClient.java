@@ -187,6 +187,17 @@ public interface KvClient extends AutoCloseable {
     CompletableFuture<List<RegionInfo>> regions();
 
     /**
+     * Every region as the cluster map's leader last heard of it from the nodes' reports (once per
+     * {@code placement.intervalMs}, so up to that old), asked of any one server: the answer's {@code map_leader} names
+     * the map's leader. Fails with the server's error (NO_LEADER, NOT_LEADER, UNAVAILABLE) when the map cannot answer
+     * for the whole key space, or UNAVAILABLE from servers that predate such lookups.
+     */
+    default CompletableFuture<io.kvraft.client.proto.KvProto.RegionsResponse> mapRegions() {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+                "this client cannot ask the cluster map"));
+    }
+
+    /**
      * Captures the region holding {@code key} for a backup: its leader freezes the region's data at a log entry
      * it proposes now (so the capture holds every write acknowledged before this call) and keeps it as a session
      * to read with {@link RegionCapture#page}. Retried like a read until the operation's deadline.

@@ -605,11 +605,12 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
         if (refreshing != null && !refreshing.isDone()) {
             return refreshing;
         }
-        refreshing = askAnyServer(first).thenAccept(resp -> routes.update(resp.getRegionsList()));
+        refreshing = lookUpRoutes(first).thenAccept(resp -> routes.update(resp.getRegionsList()));
         return refreshing;
     }
 
-    private CompletableFuture<RegionsResponse> askAnyServer(String first) {
+    /** The nodes to ask, {@code first} (when given) first: the configured servers, then the replicas routes name. */
+    private List<String> targets(String first) {
         Set<String> targets = new LinkedHashSet<>();
         if (first != null && !first.isEmpty()) {
             targets.add(first);
@@ -618,7 +619,125 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
         for (Route r : routes.routes()) {
             targets.addAll(r.info().getPeersList());
         }
-        return ask(new ArrayList<>(targets), 0, null, new RegionViews());
+        return new ArrayList<>(targets);
+    }
+
+    private CompletableFuture<RegionsResponse> askAnyServer(String first) {
+        return ask(targets(first), 0, null, new RegionViews());
+    }
+
+    private static final RegionsRequest MAP_LOOKUP = RegionsRequest.newBuilder().setCluster(true).build();
+
+    /**
+     * The routes for a refresh: the cluster map's answer (any node answers it, from the map's leader) when it covers
+     * the key space; else, as before the map answered lookups, the nodes' own regions, merged node by node (an error,
+     * a timeout, an older server, a map leader still waiting for reports). The map hears from each node once per
+     * {@code placement.intervalMs}, so its view can lag a split or merge by that much: {@code first}, the node that
+     * said the route is stale, is asked for its own regions too, and the newer shape of each region wins (as
+     * {@link RegionViews} merges); the route table then keeps a region of a higher epoch than the answer's.
+     */
+    private CompletableFuture<RegionsResponse> lookUpRoutes(String first) {
+        List<String> targets = targets(first);
+        CompletableFuture<RegionsResponse> own = first == null || first.isEmpty() ? null
+                : transport.<RegionsResponse>call(first, RegionsRequest.getDefaultInstance(), config.requestTimeoutMs())
+                        .handle((resp, err) -> err == null && ok(resp) ? resp : null);
+        return askMap(targets, 0, null).thenCompose(m -> {
+            if (m.views() == null) {
+                return ask(targets, m.next(), m.last(), new RegionViews());
+            }
+            if (own == null) {
+                return CompletableFuture.completedFuture(RegionsResponse.newBuilder().addAllRegions(m.views().regions())
+                        .build());
+            }
+            return own.thenCompose(o -> {
+                RegionViews both = new RegionViews();
+                both.add(m.views().regions());
+                if (o != null) {
+                    both.add(o.getRegionsList());
+                }
+                if (both.covers()) {
+                    return CompletableFuture.completedFuture(RegionsResponse.newBuilder().addAllRegions(both.regions())
+                            .build());
+                }
+                // the node's newer regions leave a gap in the map's older view: merge the nodes' answers as before
+                RegionViews nodes = new RegionViews();
+                if (o != null) {
+                    nodes.add(o.getRegionsList());
+                }
+                return ask(targets, 0, null, nodes);
+            });
+        });
+    }
+
+    /** A route lookup from the cluster map: the map's regions when they cover the key space (else null), and
+     *  where node-by-node asking goes on when they do not. */
+    private record MapLookup(RegionViews views, int next, Throwable last) {
+    }
+
+    /**
+     * Asks {@code targets} from the {@code i}-th on for the cluster map's regions ({@code RegionsRequest.cluster}): the
+     * next node when one cannot be reached or is stopping; the first answer decides, and so does a timeout (at most
+     * one wait is spent on the map). Node-by-node asking goes on from the node that answered, or past the one that
+     * timed out: those before it just failed (when all did, it fails at once, as it would have).
+     */
+    private CompletableFuture<MapLookup> askMap(List<String> targets, int i, Throwable last) {
+        if (i >= targets.size() || last != null && KvException.unwrap(last).permanent()) {
+            return CompletableFuture.completedFuture(new MapLookup(null, i, last));
+        }
+        return transport.<RegionsResponse>call(targets.get(i), MAP_LOOKUP, config.requestTimeoutMs())
+                .handle((resp, err) -> {
+                    if (err != null && KvException.unwrap(err).code() == ErrorCode.TIMEOUT) {
+                        return CompletableFuture.completedFuture(new MapLookup(null, i + 1, err));
+                    }
+                    if (err != null || resp.getError().getCode() == ErrorCode.SHUTTING_DOWN) {
+                        return askMap(targets, i + 1, err != null ? err : new KvException(ErrorCode.SHUTTING_DOWN,
+                                resp.getError().getDetail()));
+                    }
+                    RegionViews views = new RegionViews();
+                    if (ok(resp)) {
+                        // a server that predates map lookups answers its own regions: they may cover, too
+                        views.add(resp.getRegionsList());
+                    }
+                    return CompletableFuture.completedFuture(new MapLookup(views.covers() ? views : null, i, last));
+                }).thenCompose(f -> f);
+    }
+
+    private static boolean ok(RegionsResponse resp) {
+        return !resp.hasError() || resp.getError().getCode() == ErrorCode.OK;
+    }
+
+    /**
+     * The cluster's regions as the cluster map's leader last heard of them from the nodes (a route lookup asked of
+     * the servers in turn, relayed by the one asked to the map's leader); fails with the server's error when the map
+     * cannot answer for the whole key space.
+     */
+    @Override
+    public CompletableFuture<RegionsResponse> mapRegions() {
+        return mapRegions(targets(null), 0, null);
+    }
+
+    private CompletableFuture<RegionsResponse> mapRegions(List<String> targets, int i, Throwable last) {
+        if (i >= targets.size() || last != null && KvException.unwrap(last).permanent()) {
+            return CompletableFuture.failedFuture(last != null ? KvException.unwrap(last)
+                    : new KvException(ErrorCode.UNAVAILABLE, "no servers configured"));
+        }
+        return transport.<RegionsResponse>call(targets.get(i), MAP_LOOKUP, config.requestTimeoutMs())
+                .handle((resp, err) -> {
+                    if (err != null || resp.getError().getCode() == ErrorCode.SHUTTING_DOWN) {
+                        return mapRegions(targets, i + 1, err != null ? err : new KvException(ErrorCode.SHUTTING_DOWN,
+                                resp.getError().getDetail()));
+                    }
+                    if (!ok(resp)) {
+                        return CompletableFuture.<RegionsResponse>failedFuture(new KvException(resp.getError().getCode(),
+                                resp.getError().getDetail(), resp.getError().getLeaderHint()));
+                    }
+                    if (resp.getMapLeader().isEmpty()) {
+                        return CompletableFuture.<RegionsResponse>failedFuture(new KvException(ErrorCode.UNAVAILABLE,
+                                "server " + targets.get(i) + " answers no route lookups from the cluster map (an older"
+                                        + " version)"));
+                    }
+                    return CompletableFuture.completedFuture(resp);
+                }).thenCompose(f -> f);
     }
 
     /**

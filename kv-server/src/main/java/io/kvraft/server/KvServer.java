@@ -138,6 +138,7 @@ public final class KvServer implements AutoCloseable {
                     }
                 }, housekeeping, storeId,
                 why -> onRefused.accept(why));
+        handlers.clusterRegions(meta::clusterRegions);
         metrics.bind(host, handlers::inFlight);
     }
 

@@ -3,7 +3,9 @@ package io.kvraft.client.cli;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import io.kvraft.client.KvClient;
+import io.kvraft.client.KvException;
 import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.RegionsResponse;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -16,8 +18,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 
-/** {@code regions}: one row per region: id, key range, leader, peers, term, applied index. */
-@Command(name = "regions", description = "Lists the regions: id, key range (hex), leader, peers, term, applied index.")
+/**
+ * {@code regions}: one row per region: id, key range, epoch, conf version, leader, term, applied index, peers. By default from the nodes'
+ * own answers, asked node by node (live); {@code --from-map} from the cluster map's leader, as the nodes last reported
+ * them to it.
+ */
+@Command(name = "regions", description = "Lists the regions: id, key range (hex), epoch, conf version, leader, term,"
+        + " applied index, peers:"
+        + " by default as the nodes holding them answer now, merged node by node.")
 final class RegionsCommand implements Callable<Integer> {
 
     @ParentCommand
@@ -26,14 +34,35 @@ final class RegionsCommand implements Callable<Integer> {
     @Option(names = "--json", description = "print JSON for machines")
     boolean json;
 
+    @Option(names = "--from-map", description = "list the regions as the cluster map's leader last heard of them in the"
+            + " nodes' reports (once per placement.intervalMs), asked of one server, and say so in a first line (on"
+            + " standard error with --json); exit 1 when the map cannot answer for every region")
+    boolean fromMap;
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
     @Override
     public Integer call() throws Exception {
         try (KvClient c = parent.connect()) {
-            List<RegionInfo> regions = KvCtl.sorted(c.regions().join());
             PrintWriter out = spec.commandLine().getOut();
+            List<RegionInfo> listed;
+            if (fromMap) {
+                RegionsResponse map;
+                try {
+                    map = c.mapRegions().join();
+                } catch (java.util.concurrent.CompletionException e) {
+                    spec.commandLine().getErr().println("error: the cluster map cannot list the regions: "
+                            + KvException.unwrap(e).getMessage());
+                    return 1;
+                }
+                listed = map.getRegionsList();
+                (json ? spec.commandLine().getErr() : out).printf("# %d regions as the cluster map's leader %s last heard"
+                        + " of them from the nodes (asked %s)%n", listed.size(), map.getMapLeader(), map.getNode());
+            } else {
+                listed = c.regions().join();
+            }
+            List<RegionInfo> regions = KvCtl.sorted(listed);
             if (json) {
                 List<Map<String, Object>> rows = new ArrayList<>();
                 for (RegionInfo r : regions) {

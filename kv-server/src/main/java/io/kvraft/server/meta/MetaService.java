@@ -21,6 +21,8 @@ import io.kvraft.client.proto.KvProto.NodeStateRequest;
 import io.kvraft.client.proto.KvProto.NodeStateResponse;
 import io.kvraft.client.proto.KvProto.NodeStatus;
 import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.RegionsRequest;
+import io.kvraft.client.proto.KvProto.RegionsResponse;
 import io.kvraft.client.proto.KvProto.ReplicaMove;
 import io.kvraft.client.rpc.Transport;
 import io.kvraft.client.route.RegionViews;
@@ -70,6 +72,10 @@ public final class MetaService implements AutoCloseable {
     /** A region whose move failed is left alone this long. */
     private static final long RETRY_AFTER_NANOS = TimeUnit.SECONDS.toNanos(30);
     private static final int DISK_EVERY_REPORTS = 10;
+    /** How long a node waits for the map's leader to answer a route lookup it relays (clients wait 5 s by default). */
+    static final long RELAY_TIMEOUT_MS = 2_000;
+    /** A new leader of the map answers route lookups once every node had this many intervals to report to it. */
+    private static final int LOOKUP_AFTER_INTERVALS = 2;
 
     /** Moves replicas: the cluster's own client API (region leader found and retried there). */
     public interface Mover {
@@ -502,6 +508,67 @@ public final class MetaService implements AutoCloseable {
         return NodeReportResponse.getDefaultInstance();
     }
 
+    // ---- route lookups: RegionsRequest{cluster = true}, on any node -------------------------------------
+
+    /**
+     * Answers a route lookup from the cluster map ({@code RegionsRequest.cluster}): on the map's leader, every region as
+     * the nodes last reported it ({@link #merged}); elsewhere, the leader's answer, relayed (one hop, at most
+     * {@link #RELAY_TIMEOUT_MS}). Never a partial list: an error when the map cannot answer for the whole key space, so
+     * the client asks the nodes one by one instead.
+     */
+    public CompletableFuture<RegionsResponse> clusterRegions(RegionsRequest req) {
+        if (group.isLeader()) {
+            return done(mapRegions());
+        }
+        String leader = group.leaderHint();
+        if (req.getRelayed() || leader.isEmpty() || leader.equals(config.endpoint())) {
+            return done(RegionsResponse.newBuilder().setNode(config.endpoint()).setError(notLeader()).build());
+        }
+        return peers.<RegionsResponse>call(leader, req.toBuilder().setRelayed(true).build(), RELAY_TIMEOUT_MS)
+                .handle((resp, e) -> e == null ? resp.toBuilder().setNode(config.endpoint()).build()
+                        : RegionsResponse.newBuilder().setNode(config.endpoint()).setError(Responses.error(
+                                ErrorCode.UNAVAILABLE, leader, "node " + config.endpoint() + " asked the cluster map's"
+                                        + " leader " + leader + " for the regions: " + KvException.unwrap(e).getMessage()))
+                                .build());
+    }
+
+    /** The map leader's answer to a route lookup: every region, or an error when its reports do not tell them all. */
+    private RegionsResponse mapRegions() {
+        RegionsResponse.Builder b = RegionsResponse.newBuilder().setNode(config.endpoint());
+        if (group.map().getClusterId().isEmpty()) {
+            return b.setError(Responses.error(ErrorCode.NO_LEADER, "the cluster map is not made yet; ask again in a"
+                    + " moment")).build();
+        }
+        long leading = System.nanoTime() - leaderSinceNanos;
+        if (leading < LOOKUP_AFTER_INTERVALS * intervalNanos) {
+            return b.setError(Responses.error(ErrorCode.UNAVAILABLE, "node " + config.endpoint() + " leads the cluster"
+                    + " map since " + TimeUnit.NANOSECONDS.toMillis(leading) + " ms only: it waits for the nodes'"
+                    + " reports; ask the nodes")).build();
+        }
+        RegionViews views = merged(reports.values().stream().map(Report::report).toList());
+        if (!views.covers()) {
+            return b.setError(Responses.error(ErrorCode.UNAVAILABLE, "the reports of " + reports.size() + " nodes to"
+                    + " the cluster map's leader " + config.endpoint() + " do not cover the key space yet ("
+                    + views.regions().size() + " regions); ask the nodes")).build();
+        }
+        return b.setMapLeader(config.endpoint()).addAllRegions(views.regions()).build();
+    }
+
+    /**
+     * The nodes' reports merged into one view per region ({@link RegionViews}'s rule): the newest shape (highest epoch)
+     * wins, so a report from before a split or merge loses to one after it whoever sent it; at one epoch, the latest
+     * term, then the report of the node that is the region's leader, then one that knows a leader. A region no node
+     * reports as its leader thus takes a replica's report of the highest epoch. Regions a newer region overlaps (the
+     * report of a node that had not applied a split or merge yet) are left out.
+     */
+    static RegionViews merged(java.util.Collection<NodeReport> reports) {
+        RegionViews views = new RegionViews();
+        for (NodeReport r : reports) {
+            views.add(r.getRegionsList());
+        }
+        return views;
+    }
+
     /** Every region as the nodes last reported it (the leader's own view first), and which nodes are live or down. */
     Placement.View view() {
         return view(false);
@@ -512,14 +579,11 @@ public final class MetaService implements AutoCloseable {
      *              interval; requests that only read the view do not)
      */
     private Placement.View view(boolean track) {
-        RegionViews views = new RegionViews();
+        RegionViews views = merged(reports.values().stream().map(Report::report).toList());
         long now = System.nanoTime();
         Set<String> live = new HashSet<>();
         Set<String> down = new HashSet<>();
         long liveNanos = 3 * intervalNanos + TimeUnit.SECONDS.toNanos(2);
-        for (Map.Entry<String, Report> e : reports.entrySet()) {
-            views.add(e.getValue().report().getRegionsList());
-        }
         Map<String, Set<Integer>> held = new java.util.HashMap<>();
         for (NodeRecord n : group.map().getNodesList()) {
             Report r = reports.get(n.getEndpoint());

@@ -63,6 +63,8 @@ public final class KvHandlers {
     private volatile io.kvraft.server.region.Splitter splitter;
     private volatile io.kvraft.server.region.Merger merger;
     private volatile io.kvraft.server.region.ReplicaMover mover;
+    /** Answers route lookups from the cluster map (RegionsRequest.cluster): the node's MetaService; null: none. */
+    private volatile java.util.function.Function<RegionsRequest, CompletableFuture<RegionsResponse>> clusterRegions;
 
     public KvHandlers(RegionHost host, KvStore store, LimitsConfig limits) {
         this(host, store, limits, new KvMetrics(), 0, "");
@@ -117,6 +119,11 @@ public final class KvHandlers {
         server.registerProcessor(processor(io.kvraft.client.proto.KvProto.MergeStepRequest.class, this::mergeStep));
         server.registerProcessor(processor(io.kvraft.client.proto.KvProto.MoveReplicaRequest.class, this::moveReplica));
         server.registerProcessor(processor(io.kvraft.client.proto.KvProto.ReplicaRequest.class, this::replica));
+    }
+
+    /** Who answers route lookups from the cluster map ({@code RegionsRequest.cluster}): the node's cluster map service. */
+    public void clusterRegions(java.util.function.Function<RegionsRequest, CompletableFuture<RegionsResponse>> answer) {
+        this.clusterRegions = answer;
     }
 
     public void mover(io.kvraft.server.region.ReplicaMover mover) {
@@ -493,6 +500,10 @@ public final class KvHandlers {
             closeIfStopped(ctx);
             return;
         }
+        if (req.getCluster()) {
+            clusterRegions(ctx, req);
+            return;
+        }
         if (host.layoutPending()) {
             // a new data directory waits for the cluster map before it makes its regions (or is making them now): a
             // partial list would look like a key space with gaps; clients ask another node
@@ -513,6 +524,25 @@ public final class KvHandlers {
         }
         b.addAllRegions(host.starting());
         ctx.sendResponse(b.build());
+    }
+
+    /** A route lookup from the cluster map: answered (or relayed to the map's leader) by the cluster map service. */
+    private void clusterRegions(RpcContext ctx, RegionsRequest req) {
+        java.util.function.Function<RegionsRequest, CompletableFuture<RegionsResponse>> answer = clusterRegions;
+        if (answer == null) {
+            ctx.sendResponse(RegionsResponse.newBuilder().setNode(host.endpoint()).setError(Responses.error(
+                    ErrorCode.UNAVAILABLE, "node " + host.endpoint() + " has no cluster map to answer from")).build());
+            return;
+        }
+        Runnable done = track();
+        answer.apply(req).whenComplete((resp, e) -> {
+            try {
+                ctx.sendResponse(e == null ? resp : RegionsResponse.newBuilder().setNode(host.endpoint())
+                        .setError(Responses.error(ErrorCode.INTERNAL, "route lookup failed: " + e)).build());
+            } finally {
+                done.run();
+            }
+        });
     }
 
     private void transferLeader(RpcContext ctx, TransferLeaderRequest req) {
