@@ -19,13 +19,12 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 
 /**
- * {@code regions}: one row per region: id, key range, epoch, conf version, leader, term, applied index, peers. By default from the nodes'
- * own answers, asked node by node (live); {@code --from-map} from the cluster map's leader, as the nodes last reported
- * them to it.
+ * {@code regions}: one row per region: id, key range, epoch, conf version, leader, term, applied index, peers. By
+ * default from the nodes' own answers, asked node by node (live); {@code --from-map} from the cluster map's leader, as
+ * the nodes last reported them to it.
  */
 @Command(name = "regions", description = "Lists the regions: id, key range (hex), epoch, conf version, leader, term,"
-        + " applied index, peers:"
-        + " by default as the nodes holding them answer now, merged node by node.")
+        + " applied index, peers: by default as the nodes holding them answer now, merged node by node.")
 final class RegionsCommand implements Callable<Integer> {
 
     @ParentCommand
