@@ -60,11 +60,22 @@ public final class KvCtl {
         return run(args, System.in, out, err);
     }
 
+    /** Every subcommand takes --help (and -h) too, as the top command does: `kv-client regions --help` prints its usage. */
+    private static void withHelpOptions(CommandLine cl) {
+        for (CommandLine sub : cl.getSubcommands().values()) {
+            if (!sub.getCommandSpec().mixinStandardHelpOptions()) {
+                sub.getCommandSpec().mixinStandardHelpOptions(true);
+            }
+            withHelpOptions(sub);
+        }
+    }
+
     /** Runs the CLI with the given streams ({@code in} feeds {@code batch}); returns the exit code. */
     public static int run(String[] args, java.io.InputStream in, PrintWriter out, PrintWriter err) {
         KvCtl ctl = new KvCtl();
         ctl.in = in;
         CommandLine cl = new CommandLine(ctl);
+        withHelpOptions(cl);
         cl.setOut(out);
         cl.setErr(err);
         cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
