@@ -101,6 +101,12 @@ final class Report {
         if (nemesis.drains() != null) {
             w.printf(Locale.ROOT, "drains          %s%n", nemesis.drains().summary());
         }
+        if (nemesis.joins() != null) {
+            w.printf(Locale.ROOT, "joins           %s%n", nemesis.joins().summary());
+        }
+        if (nemesis.replaces() != null) {
+            w.printf(Locale.ROOT, "replaces        %s%n", nemesis.replaces().summary());
+        }
         w.printf(Locale.ROOT, "linearizability %,d operations on %d keys checked in %.2f s: %d violations, %d undecided%n",
                 check.operations(), check.keys(), check.elapsedNanos() / 1e9, check.violations().size(),
                 check.undecided().size());
