@@ -350,9 +350,8 @@ final class Nemesis {
 
     /**
      * Heals anything a failed cycle may have left: resumes, clears rules, resets clocks, restarts dead nodes (a
-     * replaced node whose start failed, too), then undrains a node whose undrain failed, and drains and removes the
-     * join events' spare node if it is a member (waiting up to {@code JOIN_FINISH_MS}), so the cluster ends with its
-     * first nodes.
+     * replaced node whose start failed, too), then undrains a node whose undrain failed. The join events' spare stays
+     * as it is: see {@link #finishJoins}.
      */
     void healAll() {
         for (int i = 0; i < nodes; i++) {
@@ -378,9 +377,17 @@ final class Nemesis {
                 log.printf(Locale.ROOT, "[%6.1f s] %s%n", now(), undrained);
             }
         }
+    }
+
+    /**
+     * After the recovery from the last fault: drains and removes the join events' spare node if it is a member
+     * (waiting up to {@link #JOIN_FINISH_MS} while the workload runs on), so the cluster ends with its first nodes.
+     */
+    void finishJoins() {
         if (joins != null && joins.member()) {
             log.printf(Locale.ROOT, "[%6.1f s] the spare node is a member: drain and remove it%n", now());
-            log.printf(Locale.ROOT, "[%6.1f s] %s%n", now(), joins.finish(JOIN_FINISH_MS));
+            String line = joins.finish(JOIN_FINISH_MS);
+            log.printf(Locale.ROOT, "[%6.1f s] %s%n", now(), line);
         }
     }
 

@@ -332,6 +332,7 @@ public final class NemesisCommand implements Callable<Integer> {
             if (lastFault != null) {
                 recoveries.computeIfAbsent(lastFault, k -> new ArrayList<>()).add(rec.recovered() ? rec.seconds() : Double.NaN);
             }
+            nemesis.finishJoins(); // the spare out again, under the workload, once the last fault's recovery is measured
             load.stop();
             progress.stop();
             LockChecker.Result lockCheck = null;

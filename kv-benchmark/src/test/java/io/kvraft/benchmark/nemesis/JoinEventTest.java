@@ -12,13 +12,17 @@ import io.kvraft.client.proto.KvProto.RegionInfo;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.io.OutputStream;
+import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.LinkedList;
 import java.util.List;
+import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The nemesis's join event against a made-up cluster map on a made-up clock: the spare joins, stays a member, is
@@ -221,5 +225,19 @@ class JoinEventTest {
         assertThat(admin.processes.done).containsExactly("wipe", "start", "stop", "wipe");
         assertThat(joins.member()).isFalse();
         assertThat(joins.counts()).containsEntry(JoinEvent.Outcome.FAILED, 1);
+    }
+
+    @Test
+    void when_joinAndReplaceAreFaults_then_theyAreEventsThatNeedTheirEventObjects_andFaultsSpareTheSpare() {
+        assertThat(Nemesis.Fault.parse(" join")).isEqualTo(Nemesis.Fault.JOIN);
+        assertThat(Nemesis.Fault.parse("Replace")).isEqualTo(Nemesis.Fault.REPLACE);
+        assertThat(List.of(Nemesis.Fault.JOIN, Nemesis.Fault.REPLACE)).allMatch(Nemesis.Fault::isEvent)
+                .allMatch(Nemesis.Fault::isMembership);
+        Nemesis n = new Nemesis(null, null, List.of(), List.of(Nemesis.Fault.KILL, Nemesis.Fault.JOIN), 1000,
+                new Random(1), new PrintStream(OutputStream.nullOutputStream()), 0);
+        assertThatThrownBy(() -> n.membership(null, null)).hasMessage("join events need a JoinEvent");
+        FakeAdmin admin = new FakeAdmin();
+        // three first nodes and the spare as the fourth: faults pick among the three
+        assertThat(n.membership(joins(admin, 1000, 1000), null).nodes()).isEqualTo(3);
     }
 }
