@@ -188,7 +188,8 @@ final class JoinEvent {
                 pause.pause(Math.min(DrainEvent.POLL_MS, Math.max(1, waitMs - elapsedMs(start))));
             }
         } while (!drained && elapsedMs(start) < waitMs);
-        String moved = before + " -> " + (drained ? 0 : after) + " replicas";
+        String moved = (before < 0 ? "?" : String.valueOf(before)) + " -> " + (drained ? "0"
+                : after < 0 ? "?" : String.valueOf(after)) + " replicas";
         if (!drained) {
             double s = elapsedMs(start) / 1e3;
             attempts.add(new Attempt(Outcome.DRAINING, ErrorCode.OK, s, moved));

@@ -229,6 +229,8 @@ class JoinEventTest {
 
     @Test
     void when_joinAndReplaceAreFaults_then_theyAreEventsThatNeedTheirEventObjects_andFaultsSpareTheSpare() {
+        assertThat(Nemesis.Fault.NAMES).isEqualTo(String.join(", ", java.util.Arrays.stream(Nemesis.Fault.values())
+                .map(f -> f.name().toLowerCase(java.util.Locale.ROOT)).toList()));
         assertThat(Nemesis.Fault.parse(" join")).isEqualTo(Nemesis.Fault.JOIN);
         assertThat(Nemesis.Fault.parse("Replace")).isEqualTo(Nemesis.Fault.REPLACE);
         assertThat(List.of(Nemesis.Fault.JOIN, Nemesis.Fault.REPLACE)).allMatch(Nemesis.Fault::isEvent)
