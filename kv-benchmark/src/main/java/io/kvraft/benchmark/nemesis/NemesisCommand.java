@@ -223,6 +223,7 @@ public final class NemesisCommand implements Callable<Integer> {
         NetLab lab = null;
         ProcessCluster cluster = null;
         KvClient client = null;
+        Transport regionsTransport = null; // the replace events ask the replaced node for its own regions over it
         try {
             lab = network ? NetLab.create(total) : null;
             List<String> all = new ArrayList<>();
@@ -274,8 +275,18 @@ public final class NemesisCommand implements Callable<Integer> {
                     : null;
             JoinEvent joins = join ? new JoinEvent(DrainEvent.Admin.of(client), NodeProcesses.of(cluster), nodes,
                     all.get(nodes), drainHold().toMillis()) : null;
-            ReplaceEvent replaces = kinds.contains(Nemesis.Fault.REPLACE) ? new ReplaceEvent(DrainEvent.Admin.of(client),
-                    NodeProcesses.of(cluster), endpoints, drainHold().toMillis(), new Random(s + 4)) : null;
+            ReplaceEvent replaces = null;
+            if (kinds.contains(Nemesis.Fault.REPLACE)) {
+                Transport t = new Transport(cluster.configs().get(0).tls());
+                regionsTransport = t;
+                replaces = new ReplaceEvent(DrainEvent.Admin.of(client), node -> {
+                    RegionMapCheck.NodeView v = RegionMapCheck.fetch(t, List.of(node)).get(0);
+                    if (v.regions() == null) {
+                        throw new KvException(io.kvraft.client.proto.KvProto.ErrorCode.UNAVAILABLE, v.error());
+                    }
+                    return v.regions();
+                }, NodeProcesses.of(cluster), endpoints, drainHold().toMillis(), new Random(s + 4));
+            }
             Nemesis nemesis = new Nemesis(cluster, lab, clockFiles, kinds, hold.toMillis(), new Random(s), log, origin,
                     splits, merges, drains).splitDuringFaults(splitDuringFaults).membership(joins, replaces);
             RegisterWorkload load = new RegisterWorkload(client, keys, freshPrefixes, threads, rate, s, origin);
@@ -373,6 +384,9 @@ public final class NemesisCommand implements Callable<Integer> {
             }
             return lockCheck == null || lockCheck.ok() ? report.exitCode() : BenchmarkMain.EXIT_FAILED;
         } finally {
+            if (regionsTransport != null) {
+                regionsTransport.close();
+            }
             if (client != null) {
                 client.close();
             }

@@ -25,7 +25,9 @@ import java.util.function.LongSupplier;
  * again with the same YAML. The map knows the address under the old data directory's node id, so the node starts
  * with no region and the map's leader rebuilds each of its replicas (the voter taken out, then an empty learner that
  * catches up, then a voter again). It waits for the new node id in the map, then up to the hold time for every region
- * to have its replicas back, and counts how it ended.
+ * to have its replicas back, and counts how it ended. The map's replica counts come from the regions' peer lists,
+ * which name the wiped node until each region takes it out, so whether it is rebuilt is asked of the node itself: its
+ * own list of regions must hold every region the map lists on it.
  *
  * <p>Only when the cluster can afford to lose a node's data: every region has replication.factor replicas, each on
  * a live node, no rebuild or add is under way and every UP node is live. So a replace never follows another before
@@ -55,10 +57,17 @@ final class ReplaceEvent {
     record Attempt(String node, Outcome outcome, ErrorCode code, double seconds, String detail) {
     }
 
+    /** A node's own list of the regions it holds (its RegionsRequest answer); a {@link KvException} when it fails. */
+    @FunctionalInterface
+    interface OwnRegions {
+        List<RegionInfo> of(String node);
+    }
+
     /** How long the new process may take to join the map before the replace counts as failed. */
     static final long START_MS = 90_000;
 
     private final DrainEvent.Admin admin;
+    private final OwnRegions own;
     private final NodeProcesses processes;
     private final List<String> nodes;
     private final long holdMs;
@@ -72,13 +81,15 @@ final class ReplaceEvent {
      * @param nodes  the nodes that may be replaced (host:port, the nemesis's order: node i is process i)
      * @param holdMs how long to wait for the rebuild after the new node joined (the nemesis's --drain-hold)
      */
-    ReplaceEvent(DrainEvent.Admin admin, NodeProcesses processes, List<String> nodes, long holdMs, Random rnd) {
-        this(admin, processes, nodes, holdMs, START_MS, rnd, System::nanoTime, Thread::sleep);
+    ReplaceEvent(DrainEvent.Admin admin, OwnRegions own, NodeProcesses processes, List<String> nodes, long holdMs,
+                 Random rnd) {
+        this(admin, own, processes, nodes, holdMs, START_MS, rnd, System::nanoTime, Thread::sleep);
     }
 
-    ReplaceEvent(DrainEvent.Admin admin, NodeProcesses processes, List<String> nodes, long holdMs, long startMs,
-                 Random rnd, LongSupplier nanoClock, DrainEvent.Pause pause) {
+    ReplaceEvent(DrainEvent.Admin admin, OwnRegions own, NodeProcesses processes, List<String> nodes, long holdMs,
+                 long startMs, Random rnd, LongSupplier nanoClock, DrainEvent.Pause pause) {
         this.admin = admin;
+        this.own = own;
         this.processes = processes;
         this.nodes = List.copyOf(nodes);
         this.holdMs = holdMs;
@@ -142,19 +153,17 @@ final class ReplaceEvent {
                     + (lastError == null ? "" : " (" + lastError + ")") + (processes.running(i) ? "" : ", and its process exited");
         }
         double joinedAfter = elapsedMs(start) / 1e3;
-        // its rebuild: first it reports no replica (each region waits for that a while), then they come back
+        // its rebuild: it starts with no region, and each region takes its voter out and rebuilds it in turn
         long holdStart = nanoClock.getAsLong();
-        boolean seenEmpty = false;
         boolean rebuilt = false;
         String left = "the map not read";
         while (elapsedMs(holdStart) < holdMs) {
             pause.pause(Math.min(DrainEvent.POLL_MS, Math.max(1, holdMs - elapsedMs(holdStart))));
             try {
                 ClusterResponse c = SplitEvent.await(admin.cluster());
-                NodeStatus s = ClusterAdmin.status(c, node);
-                seenEmpty |= s != null && s.getReplicas() == 0;
-                left = progress(c, node);
-                if (seenEmpty && rebuilt(c, node)) {
+                List<RegionInfo> held = own.of(node);
+                left = progress(c, node, held);
+                if (rebuilt(c, node, held)) {
                     rebuilt = true;
                     break;
                 }
@@ -210,28 +219,31 @@ final class ReplaceEvent {
 
     /**
      * Whether the replaced {@code node} is rebuilt: the cluster can afford another replace (every region has its
-     * replicas back on live nodes), and the node's own report counts as many replicas as the regions list on it, and
-     * at least one.
+     * replicas on live nodes), and the node's own list ({@code held}) has every region the map lists on it, at least
+     * one. Right after the restart the map still lists it everywhere and it holds nothing.
      */
-    static boolean rebuilt(ClusterResponse c, String node) {
-        NodeStatus s = ClusterAdmin.status(c, node);
-        if (unaffordable(c) != null || s == null || s.getReplicas() == 0) {
+    static boolean rebuilt(ClusterResponse c, String node, List<RegionInfo> held) {
+        if (unaffordable(c) != null) {
             return false;
         }
-        long listed = c.getRegionsList().stream().filter(r -> r.getPeersList().contains(node)).count();
-        return s.getReplicas() == listed;
+        java.util.Set<Integer> mine = new java.util.HashSet<>();
+        held.forEach(r -> mine.add(r.getId()));
+        List<Integer> listed = c.getRegionsList().stream().filter(r -> r.getPeersList().contains(node))
+                .map(RegionInfo::getId).toList();
+        return !listed.isEmpty() && mine.containsAll(listed);
     }
 
     /**
-     * How far the rebuild is: {@code it reports 3 of the 17 replicas the regions list on it, 2 regions short of
-     * replicas}.
+     * How far the rebuild is: {@code it holds 3 of the 17 regions the map lists on it, 2 regions short of replicas}.
      */
-    static String progress(ClusterResponse c, String node) {
-        NodeStatus s = ClusterAdmin.status(c, node);
-        long listed = c.getRegionsList().stream().filter(r -> r.getPeersList().contains(node)).count();
+    static String progress(ClusterResponse c, String node, List<RegionInfo> held) {
+        java.util.Set<Integer> mine = new java.util.HashSet<>();
+        held.forEach(r -> mine.add(r.getId()));
+        List<Integer> listed = c.getRegionsList().stream().filter(r -> r.getPeersList().contains(node))
+                .map(RegionInfo::getId).toList();
         long lacking = c.getRegionsList().stream().filter(r -> r.getPeersCount() < c.getMap().getFactor()).count();
-        return "it reports " + (s == null ? "?" : String.valueOf(s.getReplicas())) + " of the " + listed
-                + " replicas the regions list on it, " + lacking + " regions short of replicas";
+        return "it holds " + listed.stream().filter(mine::contains).count() + " of the " + listed.size()
+                + " regions the map lists on it, " + lacking + " regions short of replicas";
     }
 
     private long elapsedMs(long since) {

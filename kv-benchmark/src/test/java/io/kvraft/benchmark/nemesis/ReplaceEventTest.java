@@ -98,6 +98,26 @@ class ReplaceEventTest {
         }
     }
 
+    /** The replaced node's own regions at each look in turn (ids), the last one repeated; none before the first. */
+    static final class ScriptedOwn implements ReplaceEvent.OwnRegions {
+        final LinkedList<List<Integer>> held = new LinkedList<>();
+
+        @SafeVarargs
+        ScriptedOwn(List<Integer>... held) {
+            this.held.addAll(List.of(held));
+        }
+
+        @Override
+        public List<RegionInfo> of(String node) {
+            List<Integer> ids = held.isEmpty() ? List.of() : held.size() > 1 ? held.removeFirst() : held.getFirst();
+            return ids.stream().map(id -> RegionInfo.newBuilder().setId(id).build()).toList();
+        }
+    }
+
+    private static List<RegionInfo> regions(Integer... ids) {
+        return new ScriptedOwn(List.of(ids)).of("any");
+    }
+
     /** Records what was done to which process (1-based, as the lines name nodes). */
     static final class FakeProcesses implements NodeProcesses {
         final List<String> done = new ArrayList<>();
@@ -141,9 +161,10 @@ class ReplaceEventTest {
         }
     }
 
-    private static ReplaceEvent replaces(ScriptedAdmin admin, FakeProcesses p, long holdMs, long startMs) {
+    private static ReplaceEvent replaces(ScriptedAdmin admin, ScriptedOwn own, FakeProcesses p, long holdMs,
+                                         long startMs) {
         FakeClock clock = new FakeClock();
-        return new ReplaceEvent(admin, p, NODES, holdMs, startMs, new Random(1), () -> clock.nanos, clock::pause);
+        return new ReplaceEvent(admin, own, p, NODES, holdMs, startMs, new Random(1), () -> clock.nanos, clock::pause);
     }
 
     @Test
@@ -164,30 +185,34 @@ class ReplaceEventTest {
     }
 
     @Test
-    void when_theReplacedNodeReportsWhatTheRegionsListOnIt_then_itIsRebuilt() {
+    void when_theReplacedNodeHoldsEveryRegionTheMapListsOnIt_then_itIsRebuilt() {
         String node = NODES.get(0);
-        assertThat(ReplaceEvent.rebuilt(new Map3().build(), node)).isTrue();
-        assertThat(ReplaceEvent.rebuilt(new Map3().replicas(0, 0).build(), node)).as("reports none yet").isFalse();
-        assertThat(ReplaceEvent.rebuilt(new Map3().replicas(0, 1).build(), node)).as("one of two started").isFalse();
-        assertThat(ReplaceEvent.rebuilt(new Map3().replicas(0, 1).peers(1, NODES.subList(1, 3)).build(), node))
+        assertThat(ReplaceEvent.rebuilt(new Map3().build(), node, regions(1, 2))).isTrue();
+        assertThat(ReplaceEvent.rebuilt(new Map3().build(), node, regions()))
+                .as("the map still lists it everywhere, and it holds nothing: just restarted").isFalse();
+        assertThat(ReplaceEvent.rebuilt(new Map3().build(), node, regions(2))).as("one of two rebuilt").isFalse();
+        assertThat(ReplaceEvent.rebuilt(new Map3().peers(1, NODES.subList(1, 3)).build(), node, regions(1)))
                 .as("its voter out of region 2, not back yet").isFalse();
+        assertThat(ReplaceEvent.progress(new Map3().build(), node, regions(2)))
+                .isEqualTo("it holds 1 of the 2 regions the map lists on it, 0 regions short of replicas");
     }
 
     @Test
-    void when_theNewNodeJoinsAndItsReplicasComeBack_then_itIsRebuilt_notOnTheOldProcesssLastReport() throws Exception {
-        // node 1 picked by the seed: old id "a" until the new process joins as "a2"; the map first still shows the old
-        // process's report (2 replicas, as many as the regions list): no rebuild yet, it has not reported empty
+    void when_theNewNodeJoinsAndItsReplicasComeBack_then_itIsRebuilt_notWhileTheMapStillListsItsOldReplicas()
+            throws Exception {
+        // node 1 picked by the seed: old id "a" until the new process joins as "a2"; the map first still lists it in
+        // every region, as before the wipe, while it holds none: no rebuild yet
         List<String> without = NODES.subList(1, 3);
         ScriptedAdmin admin = new ScriptedAdmin(new Map3().build(),
                 new Map3().build(),                                   // not joined yet
-                new Map3().id(0, "a2").build(),                       // joined; the old report still there ...
-                new Map3().id(0, "a2").build(),                       // ... at the hold's first look too
-                new Map3().id(0, "a2").replicas(0, 0).build(),        // it reports none
-                new Map3().id(0, "a2").replicas(0, 0).peers(0, without).peers(1, without).build(), // voters out
-                new Map3().id(0, "a2").replicas(0, 1).peers(1, without).build(),                  // one back
+                new Map3().id(0, "a2").build(),                       // joined
+                new Map3().id(0, "a2").build(),                       // the hold's looks: listed everywhere still
+                new Map3().id(0, "a2").peers(0, without).peers(1, without).build(), // voters out
+                new Map3().id(0, "a2").peers(1, without).build(),     // one back
                 new Map3().id(0, "a2").build());                      // both back
+        ScriptedOwn own = new ScriptedOwn(List.of(), List.of(), List.of(1), List.of(1, 2));
         FakeProcesses p = new FakeProcesses();
-        ReplaceEvent replaces = replaces(admin, p, 10_000, 60_000);
+        ReplaceEvent replaces = replaces(admin, own, p, 10_000, 60_000);
 
         String line = replaces.run();
 
@@ -195,7 +220,7 @@ class ReplaceEventTest {
         int i = NODES.indexOf(node) + 1;
         assertThat(p.done).containsExactly("kill " + i, "wipe " + i, "start " + i);
         assertThat(line).startsWith("replace node " + i + " (" + node + ", 2 replicas): kill -9, data wiped, started"
-                + " empty: rebuilt, joined after 1.0 s, rebuilt after 3.5 s");
+                + " empty: rebuilt, joined after 1.0 s, rebuilt after 3.0 s");
         assertThat(replaces.summary()).isEqualTo("1 asked: 1 rebuilt, 0 partly, 0 skipped, 0 failed");
     }
 
@@ -206,17 +231,18 @@ class ReplaceEventTest {
                 .replicas(2, 0).peers(0, NODES.subList(0, 2)).peers(1, NODES.subList(1, 3)).build();
         ScriptedAdmin admin = new ScriptedAdmin(new Map3().build(), shortOne);
         FakeProcesses p = new FakeProcesses();
-        ReplaceEvent replaces = replaces(admin, p, 2_000, 60_000);
+        ReplaceEvent replaces = replaces(admin, new ScriptedOwn(), p, 2_000, 60_000);
 
         String line = replaces.run();
         int listed = replaces.lastNode().equals(NODES.get(1)) ? 2 : 1; // region 1 on nodes 1-2, region 2 on nodes 2-3
-        assertThat(line).endsWith(": partly, joined after 0.5 s, it reports 0 of the " + listed + " replicas the regions"
-                + " list on it, 2 regions short of replicas after 2.5 s");
+        assertThat(line).endsWith(": partly, joined after 0.5 s, it holds 0 of the " + listed + " regions the map lists"
+                + " on it, 2 regions short of replicas after 2.5 s");
         assertThat(p.done).hasSize(3);
 
         // the next one finds the rebuild under way: nothing is done to any process
         ScriptedAdmin next = new ScriptedAdmin(shortOne, shortOne);
-        ReplaceEvent again = new ReplaceEvent(next, p, NODES, 2_000, 60_000, new Random(2), () -> 0L, ms -> { });
+        ReplaceEvent again = new ReplaceEvent(next, new ScriptedOwn(), p, NODES, 2_000, 60_000, new Random(2), () -> 0L,
+                ms -> { });
         assertThat(again.run()).isEqualTo("replace: skipped, the cluster cannot afford it now (region 1 has 2 of 3"
                 + " replicas)");
         assertThat(p.done).hasSize(3);
@@ -227,7 +253,7 @@ class ReplaceEventTest {
     void when_theNewNodeNeverJoins_then_itFails_andNoMapMeansSkipped() throws Exception {
         ScriptedAdmin admin = new ScriptedAdmin(new Map3().build(), new Map3().build());
         FakeProcesses p = new FakeProcesses();
-        ReplaceEvent replaces = replaces(admin, p, 2_000, 3_000);
+        ReplaceEvent replaces = replaces(admin, new ScriptedOwn(), p, 2_000, 3_000);
         assertThat(replaces.run()).contains(": failed, the new node did not join the map within 3 s");
         assertThat(replaces.counts().get(ReplaceEvent.Outcome.FAILED)).isEqualTo(1);
 
@@ -237,7 +263,8 @@ class ReplaceEventTest {
                 return CompletableFuture.failedFuture(new KvException(ErrorCode.NO_LEADER, "no map leader"));
             }
         };
-        ReplaceEvent none = new ReplaceEvent(noMap, p, NODES, 2_000, 3_000, new Random(1), () -> 0L, ms -> { });
+        ReplaceEvent none = new ReplaceEvent(noMap, new ScriptedOwn(), p, NODES, 2_000, 3_000, new Random(1), () -> 0L,
+                ms -> { });
         assertThat(none.run()).startsWith("replace: no cluster map");
         assertThat(none.summary()).isEqualTo("1 asked: 0 rebuilt, 0 partly, 1 skipped (NO_LEADER 1), 0 failed");
     }
