@@ -7,17 +7,23 @@
 # (one every 10 s, the last one a kill)]
 # Partition and loss need root (network namespaces); CI runs this as root. To run fewer kinds on purpose
 # (say without root), name them: NEMESIS_FAULTS=kill,pause,split,merge,clock bench/nemesis-smoke.sh
-# NEMESIS_MEMBERSHIP=1 (off by default) adds a second run per engine on 4 nodes with 3 replicas per region:
-# drain,kill,pause (NEMESIS_MEMBERSHIP_FAULTS), each drain held NEMESIS_DRAIN_HOLD (default 10s, a few replica
-# moves) before its node is undrained, so replicas move back while the kills and pauses hit; it fails like the
-# first, and also when no drain was taken or a node was left draining. NEMESIS_MEMBERSHIP_ENGINES limits it to some
-# engines (default "memory rocksdb"; CI: memory).
+# NEMESIS_MEMBERSHIP=1 (off by default) adds a second run per engine on 4 nodes with 3 replicas per region, for
+# NEMESIS_MEMBERSHIP_DURATION (default 100s): drain,join,replace,pause,kill (NEMESIS_MEMBERSHIP_FAULTS) in turn:
+# a drain, spare node 5 joins (and stays), a node is killed, wiped and started empty (replace), a pause, a kill, ...
+# Drains, joins and replaces wait NEMESIS_DRAIN_HOLD (default 10s, a few replica moves) for their replicas, so
+# replicas keep moving while the pauses and kills hit; those waits use up the run's time (100 s: 6-7 faults, the
+# last a kill), and at its end the spare is drained and removed (a second join event in the run does that earlier),
+# about 30 s more. It fails like the first,
+# and also when no drain was taken or a node was left draining, no node joined or the spare was not removed by the
+# end, or no replace was taken. NEMESIS_MEMBERSHIP_ENGINES limits it to some engines (default "memory rocksdb"; CI:
+# memory). NEMESIS_MEMBERSHIP=only runs the membership runs alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${1:-80s}
 faults=${NEMESIS_FAULTS:-kill,pause,split,merge,partition,loss,clock}
 membership=${NEMESIS_MEMBERSHIP:-0}
-membership_faults=${NEMESIS_MEMBERSHIP_FAULTS:-drain,kill,pause}
+membership_faults=${NEMESIS_MEMBERSHIP_FAULTS:-drain,join,replace,pause,kill}
+membership_duration=${NEMESIS_MEMBERSHIP_DURATION:-100s}
 drain_hold=${NEMESIS_DRAIN_HOLD:-10s}
 
 fail() {
@@ -25,7 +31,10 @@ fail() {
   exit 1
 }
 
-wants() { [[ ",$faults," == *",$1,"* ]] || { [ "$membership" = 1 ] && [[ ",$membership_faults," == *",$1,"* ]]; }; }
+wants() {
+  { [ "$membership" != only ] && [[ ",$faults," == *",$1,"* ]]; } \
+    || { [ "$membership" != 0 ] && [[ ",$membership_faults," == *",$1,"* ]]; }
+}
 
 if wants partition || wants loss; then
   [ "$(id -u)" = 0 ] || fail "partition and loss faults need root (network namespaces), and this is uid $(id -u);" \
@@ -62,10 +71,10 @@ fi
 status=0
 # one nemesis run: ENGINE OUT FAULTS [more nemesis options]; sets status=1 when it fails
 run() {
-  local engine=$1 out=$2 kinds=$3 code=0 start=$SECONDS
-  shift 3
-  echo "== nemesis smoke: $engine, $duration, faults $kinds${*:+, $*} (report in $out)"
-  java -jar kv-benchmark/target/kv-benchmark.jar nemesis --duration "$duration" --engine "$engine" \
+  local engine=$1 out=$2 kinds=$3 time=$4 code=0 start=$SECONDS
+  shift 4
+  echo "== nemesis smoke: $engine, $time, faults $kinds${*:+, $*} (report in $out)"
+  java -jar kv-benchmark/target/kv-benchmark.jar nemesis --duration "$time" --engine "$engine" \
       --faults "$kinds" --out "$out" "$@" || code=$?
   echo "== nemesis smoke: $engine, faults $kinds: exit $code after $((SECONDS - start)) s"
   if [ "$code" != 0 ]; then
@@ -78,7 +87,7 @@ run() {
   injected=$(grep -m1 '^faults ' "$out/report.txt" || true)
   for kind in ${kinds//,/ }; do
     if [[ "$injected" != *"$kind "[1-9]* ]]; then
-      echo "== nemesis smoke FAILED for $engine: no $kind fault was injected ($injected); run longer than $duration" >&2
+      echo "== nemesis smoke FAILED for $engine: no $kind fault was injected ($injected); run longer than $time" >&2
       status=1
     fi
   done
@@ -95,13 +104,40 @@ run() {
       status=1
     fi
   fi
+  # the spare joined at least once (with or without a replica yet) and was removed by the end:
+  # "joins           3 asked: 1 joined, 0 empty, 1 removed, 1 draining, ...; node 5 out of the cluster at the end"
+  if [[ ",$kinds," == *",join,"* ]]; then
+    joins=$(grep -m1 '^joins ' "$out/report.txt" || true)
+    if [[ ! "$joins" =~ \ ([0-9]+)\ joined,\ ([0-9]+)\ empty,\ ([0-9]+)\ removed ]] \
+        || [ $((BASH_REMATCH[1] + BASH_REMATCH[2])) = 0 ] || [ "${BASH_REMATCH[3]}" = 0 ]; then
+      echo "== nemesis smoke FAILED for $engine: no node joined, or none was removed ($joins)" >&2
+      status=1
+    elif [[ "$joins" != *"out of the cluster at the end"* ]]; then
+      echo "== nemesis smoke FAILED for $engine: the spare node was not removed by the end ($joins)" >&2
+      status=1
+    fi
+  fi
+  # a replace was taken (rebuilt, or still rebuilding when its wait ended; the region-map check then wants every
+  # region on 3 nodes): "replaces        1 asked: 0 rebuilt, 1 partly, 0 skipped, 0 failed"
+  if [[ ",$kinds," == *",replace,"* ]]; then
+    replaces=$(grep -m1 '^replaces ' "$out/report.txt" || true)
+    if [[ ! "$replaces" =~ \ ([0-9]+)\ rebuilt,\ ([0-9]+)\ partly ]] \
+        || [ $((BASH_REMATCH[1] + BASH_REMATCH[2])) = 0 ]; then
+      echo "== nemesis smoke FAILED for $engine: no replace was taken ($replaces)" >&2
+      status=1
+    fi
+  fi
 }
 
 for engine in memory rocksdb; do
-  run "$engine" "target/nemesis-$engine" "$faults"
-  if [ "$membership" = 1 ] && [[ " ${NEMESIS_MEMBERSHIP_ENGINES:-memory rocksdb} " == *" $engine "* ]]; then
-    # 4 nodes, 3 replicas per region: replicas move off a drained node and back while the kills and pauses hit
-    run "$engine" "target/nemesis-membership-$engine" "$membership_faults" --nodes 4 --drain-hold "$drain_hold"
+  if [ "$membership" != only ]; then
+    run "$engine" "target/nemesis-$engine" "$faults" "$duration"
+  fi
+  if [ "$membership" != 0 ] && [[ " ${NEMESIS_MEMBERSHIP_ENGINES:-memory rocksdb} " == *" $engine "* ]]; then
+    # 4 nodes (and a spare for the joins), 3 replicas per region: replicas move off a drained node and back, onto a
+    # joined node and off it again, and onto a replaced node, while the kills and pauses hit
+    run "$engine" "target/nemesis-membership-$engine" "$membership_faults" "$membership_duration" --nodes 4 \
+      --drain-hold "$drain_hold"
   fi
 done
 exit $status

@@ -21,16 +21,18 @@ import java.util.concurrent.TimeoutException;
  * Injects one fault at a time into a local process cluster and heals it: kill -9 and restart of a
  * node (half the time the one leading most regions), SIGSTOP/SIGCONT, isolation of a node both ways,
  * packet loss, and a wall-clock jump; and, as events among them, a split of a region ({@link SplitEvent}), a
- * merge of two adjacent regions ({@link MergeEvent}) and a drain of a node, undrained at its end ({@link DrainEvent}),
- * which have nothing to heal. Every injection and heal is logged with its time.
+ * merge of two adjacent regions ({@link MergeEvent}), a drain of a node, undrained at its end ({@link DrainEvent}), a
+ * spare node that joins or, the next time, is drained and removed ({@link JoinEvent}), and a node replaced by an empty
+ * one at its address ({@link ReplaceEvent}), which have nothing to heal. Every injection and heal is logged with its
+ * time. The faults hit the cluster's first nodes, not the spare.
  */
 final class Nemesis {
 
     enum Fault {
-        KILL, PAUSE, PARTITION, LOSS, CLOCK, SPLIT, MERGE, DRAIN;
+        KILL, PAUSE, PARTITION, LOSS, CLOCK, SPLIT, MERGE, DRAIN, JOIN, REPLACE;
 
         /** The names --faults takes, as its help and errors list them. */
-        static final String NAMES = "kill, pause, partition, loss, clock, split, merge, drain";
+        static final String NAMES = "kill, pause, partition, loss, clock, split, merge, drain, join, replace";
 
         static Fault parse(String s) {
             try {
@@ -44,9 +46,17 @@ final class Nemesis {
             return this == PARTITION || this == LOSS;
         }
 
-        /** A split, a merge or a drain: an event with nothing to heal (a drain undoes itself at its end). */
+        /**
+         * A split, a merge, a drain, a join or a replace: an event with nothing to heal (a drain undoes itself at its
+         * end, a replace restarts its node, a joined node is removed by the next join event or at the run's end).
+         */
         boolean isEvent() {
-            return this == SPLIT || this == MERGE || this == DRAIN;
+            return this == SPLIT || this == MERGE || this == DRAIN || this == JOIN || this == REPLACE;
+        }
+
+        /** A join or a replace: needs the cluster map and placement (replication.factor given to the nodes). */
+        boolean isMembership() {
+            return this == JOIN || this == REPLACE;
         }
     }
 
@@ -68,7 +78,9 @@ final class Nemesis {
     private final SplitEvent splits; // null without split events
     private final MergeEvent merges; // null without merge events
     private final DrainEvent drains; // null without drain events
-    private final int nodes;
+    private JoinEvent joins;         // null without join events
+    private ReplaceEvent replaces;   // null without replace events
+    private int nodes;
     private volatile boolean splitDuringFaults;
     private volatile long healedNs;
     final List<Event> events = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -139,9 +151,38 @@ final class Nemesis {
         return drains;
     }
 
-    /** The nodes of the cluster. */
+    /** The join events' outcomes; null without join events. */
+    JoinEvent joins() {
+        return joins;
+    }
+
+    /** The replace events' outcomes; null without replace events. */
+    ReplaceEvent replaces() {
+        return replaces;
+    }
+
+    /** The cluster's first nodes, the ones faults hit (without the spare of the join events). */
     int nodes() {
         return nodes;
+    }
+
+    /**
+     * The join and replace events (either may be null when not among the faults). With join events the cluster's last
+     * node is their spare ({@link JoinEvent#slot()}): the other faults leave it alone.
+     */
+    Nemesis membership(JoinEvent joins, ReplaceEvent replaces) {
+        if (faults.contains(Fault.JOIN) && joins == null) {
+            throw new IllegalArgumentException("join events need a JoinEvent");
+        }
+        if (faults.contains(Fault.REPLACE) && replaces == null) {
+            throw new IllegalArgumentException("replace events need a ReplaceEvent");
+        }
+        this.joins = joins;
+        this.replaces = replaces;
+        if (joins != null) {
+            this.nodes = joins.slot();
+        }
+        return this;
     }
 
     /**
@@ -163,6 +204,9 @@ final class Nemesis {
      */
     Fault cycle(int n, boolean last) throws InterruptedException {
         Fault f = last && faults.contains(Fault.KILL) ? Fault.KILL : faults.get(n % faults.size());
+        if ((f == Fault.JOIN && joins == null) || (f == Fault.REPLACE && replaces == null)) {
+            throw new IllegalStateException(f + " events need Nemesis.membership(...)");
+        }
         int node = rnd.nextInt(nodes);
         String detail;
         double at = now();
@@ -189,10 +233,26 @@ final class Nemesis {
                 node = drains.index(drains.lastNode());
                 log.printf(Locale.ROOT, "[%6.1f s] %s%n", now(), detail);
             }
+            case JOIN -> {
+                current = "join";
+                node = joins.slot();
+                log.printf(Locale.ROOT, "[%6.1f s] fault: %s%n", at, joins.member() ? "drain and remove the spare node"
+                        : "the spare node joins");
+                detail = joins.run(); // returns once it joined (or not), or drained and removed (or not), within its waits
+                log.printf(Locale.ROOT, "[%6.1f s] %s%n", now(), detail);
+            }
+            case REPLACE -> {
+                current = "replace";
+                log.printf(Locale.ROOT, "[%6.1f s] fault: replace a node by an empty one%n", at);
+                detail = replaces.run(); // returns once it is rebuilt, or after --drain-hold (or skipped at once)
+                node = replaces.index(replaces.lastNode());
+                log.printf(Locale.ROOT, "[%6.1f s] %s%n", now(), detail);
+            }
             case KILL -> {
                 if (rnd.nextBoolean()) {
                     Map<Integer, Integer> counts = cluster.leaderCounts();
-                    node = counts.entrySet().stream().max(Map.Entry.comparingByValue()).orElseThrow().getKey();
+                    node = counts.entrySet().stream().filter(e -> e.getKey() < nodes)
+                            .max(Map.Entry.comparingByValue()).orElseThrow().getKey();
                     detail = "kill -9 node " + (node + 1) + " (leads " + counts.get(node) + " regions, the most), restart";
                 } else {
                     detail = "kill -9 node " + (node + 1) + ", restart";
@@ -289,8 +349,9 @@ final class Nemesis {
     }
 
     /**
-     * Heals anything a failed cycle may have left: resumes, clears rules, resets clocks, restarts dead nodes, then
-     * undrains a node whose undrain failed.
+     * Heals anything a failed cycle may have left: resumes, clears rules, resets clocks, restarts dead nodes (a
+     * replaced node whose start failed, too), then undrains a node whose undrain failed. The join events' spare stays
+     * as it is: see {@link #finishJoins}.
      */
     void healAll() {
         for (int i = 0; i < nodes; i++) {
@@ -317,6 +378,21 @@ final class Nemesis {
             }
         }
     }
+
+    /**
+     * After the recovery from the last fault: drains and removes the join events' spare node if it is a member
+     * (waiting up to {@link #JOIN_FINISH_MS} while the workload runs on), so the cluster ends with its first nodes.
+     */
+    void finishJoins() {
+        if (joins != null && joins.member()) {
+            log.printf(Locale.ROOT, "[%6.1f s] the spare node is a member: drain and remove it%n", now());
+            String line = joins.finish(JOIN_FINISH_MS);
+            log.printf(Locale.ROOT, "[%6.1f s] %s%n", now(), line);
+        }
+    }
+
+    /** How long the run's end waits for the spare node to drain before it gives up and leaves it a member. */
+    static final long JOIN_FINISH_MS = 120_000;
 
     Map<Fault, Integer> counts() {
         Map<Fault, Integer> m = new EnumMap<>(Fault.class);

@@ -36,7 +36,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * {@code kv-benchmark nemesis}: starts a local 24-region cluster of real processes (3 nodes, or up to 5 with 3
  * replicas per region), runs a register workload (get, put, compare-and-put with unique values, scan, range delete)
- * while a nemesis injects and heals faults, splits and merges regions and drains nodes, then checks the recorded
+ * while a nemesis injects and heals faults, splits and merges regions, drains nodes, lets a spare node join and leave
+ * and replaces nodes by empty ones, then checks the recorded
  * history for linearizability key by key, reads back every acknowledged write to a fresh key, and compares the
  * nodes' region maps.
  */
@@ -52,17 +53,22 @@ import java.util.concurrent.TimeUnit;
                 + " key, and puts to fresh keys read back at the end. Region splits and merges are events among the"
                 + " faults; at the end every node's own list of regions must be the same (id, range, epoch) and tile the"
                 + " key space (with more nodes than replicas: every region on 3 of them, agreed on by those and tiling"
-                + " the key space together).",
+                + " the key space together). Drains, a spare node that joins and leaves, and nodes replaced by empty"
+                + " ones are events too (drain, join, replace).",
                 "partition and loss need root, iproute2 and iptables (nodes run in network namespaces);"
                         + " clock needs libfaketime (Debian: faketime)."})
 public final class NemesisCommand implements Callable<Integer> {
 
     private static final Duration MIN_DURATION = Duration.ofSeconds(10);
     private static final String NODE_PORT = "7001";
+    /** The most nodes of a run, the join events' spare included (NetLab's addresses .1 to .5). */
+    static final int MAX_NODES = 5;
     /** Replicas per region when the cluster has more nodes than that (replication.factor). */
     static final int FACTOR = 3;
     /** How long the nodes get after the run to agree on the region map. */
     private static final Duration REGION_MAP_WAIT = Duration.ofSeconds(60);
+    /** ... with join or replace events: a rebuild of every replica of a node (24 moves) may still be under way. */
+    private static final Duration REGION_MAP_WAIT_MEMBERSHIP = Duration.ofSeconds(180);
     /** The raft: keys the nemesis writes itself ({@link #ownRaftKeys()}), so --raft may not set them. */
     static final String OWN_RAFT_KEYS = "electionTimeoutMs, startupElectionTimeoutMs, snapshotIntervalSecs";
 
@@ -81,14 +87,22 @@ public final class NemesisCommand implements Callable<Integer> {
                     + " adjacent regions, preferring one that holds few register keys) and drain (needs --nodes 4 or"
                     + " more: a node UP and live is marked draining, so its replicas move to the other nodes, until it"
                     + " holds none or --drain-hold passes, then marked UP again, so replicas move back during the faults"
-                    + " after it); a split, merge or drain has nothing to heal, and one refused, failed or rolled back"
-                    + " is counted, not a failure (default: ${DEFAULT-VALUE}).")
+                    + " after it), join (needs --nodes 4 or fewer: a spare node N+1 starts on an empty data directory"
+                    + " with cluster.join and replicas move onto it, up to --drain-hold; it stays a member through the"
+                    + " faults after it, and the next join event drains it, removes it (node remove) once it holds no"
+                    + " replica and stops it, the run's end too; the other faults hit nodes 1..N only) and replace"
+                    + " (kill -9 of a node the map has UP, its data directory wiped, started again at its address with"
+                    + " the same YAML, so the cluster rebuilds its replicas; waits up to --drain-hold for that; skipped"
+                    + " while a region lacks a replica or a node is not live, so never two at once; works with 3 nodes,"
+                    + " where the other 2 replicas of each region are a majority); a split, merge, drain, join or replace"
+                    + " has nothing to heal, and one refused, failed, skipped or rolled back is counted, not a failure"
+                    + " (default: ${DEFAULT-VALUE}).")
     List<String> faults;
 
     @Option(names = "--nodes", defaultValue = "3", paramLabel = "N",
             description = "Server nodes, 3 to 5 (default: ${DEFAULT-VALUE}); with more than 3, each region has "
                     + FACTOR + " replicas (replication.factor) and the cluster map's leader moves them (placement.intervalMs"
-                    + " 1000), which drain events need.")
+                    + " 1000), which drain events need; join and replace events set the same with 3 nodes too.")
     int nodes;
 
     @Option(names = "--split-during-faults",
@@ -110,7 +124,9 @@ public final class NemesisCommand implements Callable<Integer> {
             description = "How long a drain waits for its node to hold no replica before it undrains the node, at least"
                     + " 500ms: " + DurationConverter.HELP + " (default: --hold). Replicas move one at a time, one every"
                     + " 1-2 s here, so a 4 s drain moves one or two; a longer one (e.g. 30s) moves most of a node's"
-                    + " replicas, and the faults after it start later, each after the usual gap.")
+                    + " replicas, and the faults after it start later, each after the usual gap. Join events wait this"
+                    + " long for a first replica on the joined node, or for it to drain before its removal; replace"
+                    + " events for the rebuild (after the new node joined the map).")
     Duration drainHold;
 
     @Option(names = "--engine", defaultValue = "memory", paramLabel = "ENGINE",
@@ -183,6 +199,12 @@ public final class NemesisCommand implements Callable<Integer> {
             throw new UsageException("--faults: drain needs --nodes 4 or more (with " + nodes + " nodes and "
                     + FACTOR + " replicas per region no replica can move, so every drain would be refused)");
         }
+        if (kinds.contains(Nemesis.Fault.JOIN) && nodes >= MAX_NODES) {
+            throw new UsageException("--faults: join needs a free slot for its spare node: --nodes " + (MAX_NODES - 1)
+                    + " or fewer (a run has at most " + MAX_NODES + " nodes), got " + nodes);
+        }
+        boolean join = kinds.contains(Nemesis.Fault.JOIN);
+        int total = nodes + (join ? 1 : 0); // with join events the last one is the spare, not started at first
         boolean network = kinds.stream().anyMatch(Nemesis.Fault::needsNetwork);
         boolean clock = kinds.contains(Nemesis.Fault.CLOCK);
         String why = network ? NetLab.unavailableReason() : null;
@@ -201,19 +223,26 @@ public final class NemesisCommand implements Callable<Integer> {
         NetLab lab = null;
         ProcessCluster cluster = null;
         KvClient client = null;
+        Transport regionsTransport = null; // the replace events ask the replaced node for its own regions over it
         try {
-            lab = network ? NetLab.create(nodes) : null;
-            List<String> endpoints = new ArrayList<>();
-            List<Integer> ports = LocalClusterConfigs.freePorts(nodes);
-            for (int i = 0; i < nodes; i++) {
-                endpoints.add(lab != null ? lab.nodeIp(i) + ":" + NODE_PORT : "127.0.0.1:" + ports.get(i));
+            lab = network ? NetLab.create(total) : null;
+            List<String> all = new ArrayList<>();
+            List<Integer> ports = LocalClusterConfigs.freePorts(total);
+            for (int i = 0; i < total; i++) {
+                all.add(lab != null ? lab.nodeIp(i) + ":" + NODE_PORT : "127.0.0.1:" + ports.get(i));
             }
-            List<Path> files = LocalClusterConfigs.write(dataRoot.resolve("conf"), endpoints, engine,
+            List<String> endpoints = all.subList(0, nodes);
+            List<Path> files = new ArrayList<>(LocalClusterConfigs.write(dataRoot.resolve("conf"), endpoints, engine,
                     raftYaml(),
                     // a merge a fault holds up is rolled back well inside this client's 8 s deadline, so its outcome is known
-                    "intervalMs: 1000", "merge:\n  timeoutMs: 4000\n" + membershipYaml());
+                    "intervalMs: 1000", "merge:\n  timeoutMs: 4000\n" + membershipYaml()));
+            if (join) {
+                Path spare = dataRoot.resolve("conf").resolve("server-" + total + ".yaml");
+                Files.writeString(spare, joinYaml(Files.readString(files.get(0)), all.get(nodes), endpoints));
+                files.add(spare);
+            }
             List<Path> clockFiles = new ArrayList<>();
-            for (int i = 0; clock && i < nodes; i++) {
+            for (int i = 0; clock && i < total; i++) {
                 Path f = dataRoot.resolve("clock-" + (i + 1));
                 Files.writeString(f, "+0\n");
                 clockFiles.add(f);
@@ -226,8 +255,9 @@ public final class NemesisCommand implements Callable<Integer> {
                             "FAKETIME_DONT_FAKE_MONOTONIC", "1", "FAKETIME_CACHE_DURATION", "1",
                             // the fix libfaketime turns on for this glibc makes timed waits misfire: a node took 90 s to start
                             "FAKETIME_FORCE_MONOTONIC_FIX", "0"));
-            log.println("starting " + nodes + " nodes at " + String.join(", ", endpoints));
-            cluster = ProcessCluster.start(files, dataRoot, serverJvmArgs, Duration.ofSeconds(120), launch);
+            log.println("starting " + nodes + " nodes at " + String.join(", ", endpoints)
+                    + (join ? "; the spare node that join events start: " + all.get(nodes) : ""));
+            cluster = ProcessCluster.start(files, dataRoot, serverJvmArgs, Duration.ofSeconds(120), launch, nodes);
             client = parent.connector().apply(new ClientConfig(endpoints, 2_000L, 8_000L, readMode, null, null));
             List<RegionInfo> regions = client.regions().join();
             KeySpace space = KeySpace.place(regions.stream().map(r -> r.getStartKey().toByteArray())
@@ -241,10 +271,24 @@ public final class NemesisCommand implements Callable<Integer> {
             MergeEvent merges = kinds.contains(Nemesis.Fault.MERGE)
                     ? new MergeEvent(MergeEvent.Admin.of(client), keys, new Random(s + 2)) : null;
             DrainEvent drains = kinds.contains(Nemesis.Fault.DRAIN)
-                    ? new DrainEvent(DrainEvent.Admin.of(client), endpoints, drainHold().toMillis(), new Random(s + 3))
+                    ? new DrainEvent(DrainEvent.Admin.of(client), all, drainHold().toMillis(), new Random(s + 3))
                     : null;
+            JoinEvent joins = join ? new JoinEvent(DrainEvent.Admin.of(client), NodeProcesses.of(cluster), nodes,
+                    all.get(nodes), drainHold().toMillis()) : null;
+            ReplaceEvent replaces = null;
+            if (kinds.contains(Nemesis.Fault.REPLACE)) {
+                Transport t = new Transport(cluster.configs().get(0).tls());
+                regionsTransport = t;
+                replaces = new ReplaceEvent(DrainEvent.Admin.of(client), node -> {
+                    RegionMapCheck.NodeView v = RegionMapCheck.fetch(t, List.of(node)).get(0);
+                    if (v.regions() == null) {
+                        throw new KvException(io.kvraft.client.proto.KvProto.ErrorCode.UNAVAILABLE, v.error());
+                    }
+                    return v.regions();
+                }, NodeProcesses.of(cluster), endpoints, drainHold().toMillis(), new Random(s + 4));
+            }
             Nemesis nemesis = new Nemesis(cluster, lab, clockFiles, kinds, hold.toMillis(), new Random(s), log, origin,
-                    splits, merges, drains).splitDuringFaults(splitDuringFaults);
+                    splits, merges, drains).splitDuringFaults(splitDuringFaults).membership(joins, replaces);
             RegisterWorkload load = new RegisterWorkload(client, keys, freshPrefixes, threads, rate, s, origin);
             log.printf(Locale.ROOT, "%d regions, %d keys, %d client threads at %.0f ops/s%n", regions.size(), keys.size(),
                     threads, rate);
@@ -299,6 +343,7 @@ public final class NemesisCommand implements Callable<Integer> {
             if (lastFault != null) {
                 recoveries.computeIfAbsent(lastFault, k -> new ArrayList<>()).add(rec.recovered() ? rec.seconds() : Double.NaN);
             }
+            nemesis.finishJoins(); // the spare out again, under the workload, once the last fault's recovery is measured
             load.stop();
             progress.stop();
             LockChecker.Result lockCheck = null;
@@ -312,9 +357,17 @@ public final class NemesisCommand implements Callable<Integer> {
             long[] lost = verifyFresh(client, load);
             RegionMapCheck.Result regionMap;
             try (Transport transport = new Transport(cluster.configs().get(0).tls())) {
-                List<String> servers = cluster.servers();
+                // the nodes running now: the join events' spare only when it stayed a member
+                List<String> servers = new ArrayList<>();
+                for (int i = 0; i < total; i++) {
+                    if (cluster.isRunning(i)) {
+                        servers.add(all.get(i));
+                    }
+                }
+                boolean membership = kinds.stream().anyMatch(Nemesis.Fault::isMembership);
                 regionMap = RegionMapCheck.await(() -> RegionMapCheck.fetch(transport, servers),
-                        nodes > FACTOR ? FACTOR : 0, REGION_MAP_WAIT, Duration.ofMillis(500));
+                        servers.size() > FACTOR ? FACTOR : 0, membership ? REGION_MAP_WAIT_MEMBERSHIP : REGION_MAP_WAIT,
+                        Duration.ofMillis(500));
             }
             log.printf(Locale.ROOT, "region map: %s%n", regionMap.text());
             List<Op> history = new ArrayList<>(load.history);
@@ -331,11 +384,14 @@ public final class NemesisCommand implements Callable<Integer> {
             }
             return lockCheck == null || lockCheck.ok() ? report.exitCode() : BenchmarkMain.EXIT_FAILED;
         } finally {
+            if (regionsTransport != null) {
+                regionsTransport.close();
+            }
             if (client != null) {
                 client.close();
             }
             if (cluster != null) {
-                for (int i = 0; i < nodes; i++) {
+                for (int i = 0; i < total; i++) {
                     if (cluster.isRunning(i)) {
                         try {
                             cluster.resume(i); // a paused JVM cannot handle SIGTERM
@@ -349,7 +405,7 @@ public final class NemesisCommand implements Callable<Integer> {
             if (lab != null) {
                 lab.close();
             }
-            for (int i = 1; i <= nodes; i++) {
+            for (int i = 1; i <= total; i++) {
                 Path nodeLog = dataRoot.resolve("node" + i + ".log");
                 if (Files.isRegularFile(nodeLog)) {
                     Files.copy(nodeLog, out.resolve("node" + i + ".log"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
@@ -482,7 +538,35 @@ public final class NemesisCommand implements Callable<Integer> {
      * node holds every region, the servers' default).
      */
     String membershipYaml() {
-        return nodes > FACTOR ? "replication:\n  factor: " + FACTOR + "\nplacement:\n  intervalMs: 1000\n" : "";
+        boolean events = faults != null && faults.stream().map(f -> f.trim().toLowerCase(Locale.ROOT))
+                .anyMatch(f -> f.equals("join") || f.equals("replace"));
+        return nodes > FACTOR || events ? "replication:\n  factor: " + FACTOR + "\nplacement:\n  intervalMs: 1000\n"
+                : "";
+    }
+
+    /**
+     * The join events' spare node's YAML: {@code base} (node 1's) with its endpoint and {@code cluster.join} naming the
+     * first nodes instead of {@code cluster.peers}, so it starts with no region and joins the running cluster.
+     */
+    static String joinYaml(String base, String endpoint, List<String> members) {
+        List<String> out = new ArrayList<>();
+        boolean peers = false;
+        boolean first = false;
+        for (String line : base.split("\n", -1)) {
+            if (line.startsWith("endpoint:")) {
+                out.add("endpoint: " + endpoint);
+                first = true;
+            } else if (line.matches("\\s+peers:.*")) {
+                out.add(line.substring(0, line.indexOf("peers:")) + "join: [" + String.join(", ", members) + "]");
+                peers = true;
+            } else {
+                out.add(line);
+            }
+        }
+        if (!first || !peers) {
+            throw new IllegalArgumentException("no endpoint: or cluster.peers line in the nodes' YAML");
+        }
+        return String.join("\n", out);
     }
 
     /** The raft: keys the nemesis sets whatever --raft says: failover quick enough to test, and snapshots during the run. */

@@ -74,9 +74,9 @@ final class Report {
         StringWriter sw = new StringWriter();
         PrintWriter w = new PrintWriter(sw);
         Map<Nemesis.Fault, Integer> counts = nemesis.counts();
-        w.printf(Locale.ROOT, "%n-- nemesis report: %s, engine %s, %d nodes%s, %d regions at the start, %d register keys --%n",
-                duration, engine, nemesis.nodes(), regionMap.replicas() > 0 ? " (" + regionMap.replicas()
-                        + " replicas per region)" : "", startRegions, keys);
+        w.printf(Locale.ROOT, "%n-- nemesis report: %s, engine %s, %d nodes%s%s, %d regions at the start, %d register keys --%n",
+                duration, engine, nemesis.nodes(), nemesis.joins() != null ? " and a spare for joins" : "",
+                regionMap.replicas() > 0 ? " (" + regionMap.replicas() + " replicas per region)" : "", startRegions, keys);
         w.printf(Locale.ROOT, "operations      %,d ok, %,d failed (not applied), %,d indeterminate (may have applied);"
                         + " %,d failed on a stale route (KEY_OUT_OF_RANGE, STALE_EPOCH, REGION_NOT_FOUND: not applied)%n",
                 load.ok.get(), load.failed.get(), load.unknown.get(), load.routeErrors.get());
@@ -100,6 +100,12 @@ final class Report {
         }
         if (nemesis.drains() != null) {
             w.printf(Locale.ROOT, "drains          %s%n", nemesis.drains().summary());
+        }
+        if (nemesis.joins() != null) {
+            w.printf(Locale.ROOT, "joins           %s%n", nemesis.joins().summary());
+        }
+        if (nemesis.replaces() != null) {
+            w.printf(Locale.ROOT, "replaces        %s%n", nemesis.replaces().summary());
         }
         w.printf(Locale.ROOT, "linearizability %,d operations on %d keys checked in %.2f s: %d violations, %d undecided%n",
                 check.operations(), check.keys(), check.elapsedNanos() / 1e9, check.violations().size(),

@@ -28,7 +28,9 @@ class NemesisCommandTest {
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
             "--faults kill,flood              | unknown fault 'flood'",
-            "--faults merge,mrege             | (known: kill, pause, partition, loss, clock, split, merge, drain)",
+            "--faults merge,mrege             | (known: kill, pause, partition, loss, clock, split, merge, drain, join, replace)",
+            "--faults kill,join --nodes 5     | --faults: join needs a free slot for its spare node: --nodes 4 or fewer (a run has at most 5 nodes), got 5",
+            "--faults join,replace --nodes 6  | --nodes: 3 to 5, got 6",
             "--faults kill,drain              | --faults: drain needs --nodes 4 or more",
             "--faults drain --nodes 3         | --faults: drain needs --nodes 4 or more",
             "--nodes 2                        | --nodes: 3 to 5, got 2",
@@ -76,13 +78,13 @@ class NemesisCommandTest {
     }
 
     @Test
-    void when_noFaultsAreNamed_then_everyKindRunsButDrain_aMergeRightAfterASplit() {
+    void when_noFaultsAreNamed_then_everyKindRunsButTheMembershipEvents_aMergeRightAfterASplit() {
         CommandLine.Model.OptionSpec faults = new CommandLine(new NemesisCommand()).getCommandSpec().findOption("--faults");
         List<String> names = List.of(Nemesis.Fault.NAMES.split(", "));
         assertThat(faults.defaultValue()).isEqualTo("kill,pause,split,merge,partition,loss,clock");
-        // drain needs more nodes than the default 3
+        // drain needs more nodes than the default 3; join and replace are asked for by name (the membership smoke run)
         assertThat(faults.defaultValue().split(",")).containsExactlyInAnyOrderElementsOf(
-                names.stream().filter(n -> !n.equals("drain")).toList());
+                names.stream().filter(n -> !List.of("drain", "join", "replace").contains(n)).toList());
         assertThat(String.join(" ", faults.description())).contains(names);
     }
 
@@ -118,6 +120,36 @@ class NemesisCommandTest {
             assertThat(c.placement().intervalMs()).isEqualTo(1000);
             assertThat(c.merge().timeoutMs()).isEqualTo(4000);
         }
+    }
+
+    @Test
+    void when_joinOrReplaceIsAmongTheFaults_then_threeNodesGetTheFactorAndPlacementToo() {
+        NemesisCommand three = new NemesisCommand();
+        three.nodes = 3;
+        three.faults = List.of("kill", " replace");
+        assertThat(three.membershipYaml()).contains("factor: 3").contains("placement:");
+        three.faults = List.of("join");
+        assertThat(three.membershipYaml()).contains("factor: 3");
+        three.faults = List.of("kill", "pause");
+        assertThat(three.membershipYaml()).isEmpty();
+    }
+
+    @Test
+    void when_theSpareNodesYamlIsWritten_then_itJoinsTheFirstNodesAtItsOwnAddress_withTheirSettings() throws Exception {
+        NemesisCommand four = new NemesisCommand();
+        four.nodes = 4;
+        List<String> endpoints = List.of("127.0.0.1:7101", "127.0.0.1:7102", "127.0.0.1:7103", "127.0.0.1:7104");
+        List<Path> files = LocalClusterConfigs.write(tmp.resolve("conf"), endpoints, "rocksdb", "electionTimeoutMs: 1000",
+                "intervalMs: 1000", "merge:\n  timeoutMs: 4000\n" + four.membershipYaml());
+        Path spare = tmp.resolve("conf/server-5.yaml");
+        Files.writeString(spare, NemesisCommand.joinYaml(Files.readString(files.get(0)), "127.0.0.1:7105", endpoints));
+        ServerConfig c = ServerConfig.load(spare);
+        assertThat(c.endpoint()).isEqualTo("127.0.0.1:7105");
+        assertThat(c.cluster().joining()).isTrue();
+        assertThat(c.cluster().join()).isEqualTo(endpoints);
+        assertThat(c.store().engine()).isEqualTo("rocksdb");
+        assertThat(c.merge().timeoutMs()).isEqualTo(4000);
+        assertThat(c.placement().intervalMs()).isEqualTo(1000);
     }
 
 }

@@ -82,11 +82,24 @@ public final class ProcessCluster implements AutoCloseable {
     /** As above, each node launched as {@code launch} says. */
     public static ProcessCluster start(List<Path> configFiles, Path dataRoot, List<String> extraJvmArgs,
                                        Duration readyTimeout, Launch launch) {
+        return start(configFiles, dataRoot, extraJvmArgs, readyTimeout, launch, configFiles.size());
+    }
+
+    /**
+     * As above, starting only the first {@code started} nodes; the others are spare slots (e.g. a node that joins
+     * later with {@code cluster.join}), started by {@link #startNode} when wanted, and stopped by {@link #close} like
+     * the rest.
+     */
+    public static ProcessCluster start(List<Path> configFiles, Path dataRoot, List<String> extraJvmArgs,
+                                       Duration readyTimeout, Launch launch, int started) {
+        if (started < 1 || started > configFiles.size()) {
+            throw new IllegalArgumentException("started: 1 to " + configFiles.size() + ", got " + started);
+        }
         ProcessCluster c = new ProcessCluster(configFiles, dataRoot, serverJvmArgs(extraJvmArgs), launch);
         Runtime.getRuntime().addShutdownHook(c.shutdownHook);
         OPEN.add(c);
         try {
-            for (int i = 0; i < configFiles.size(); i++) {
+            for (int i = 0; i < started; i++) {
                 c.startNode(i);
             }
             c.awaitReady(readyTimeout);
@@ -119,9 +132,14 @@ public final class ProcessCluster implements AutoCloseable {
         return List.copyOf(args);
     }
 
+    /** Node i's data directory ({@code dataRoot/nodeN}), given to it with --data-dir. */
+    public Path dataDir(int i) {
+        return dataRoot.resolve("node" + (i + 1));
+    }
+
     /** Starts (or restarts) node i with its data dir kept. */
     public void startNode(int i) {
-        Path dataDir = dataRoot.resolve("node" + (i + 1));
+        Path dataDir = dataDir(i);
         List<String> cmd = new ArrayList<>(launch.prefix().apply(i));
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.addAll(OPENS);

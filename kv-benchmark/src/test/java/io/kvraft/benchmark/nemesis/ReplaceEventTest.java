@@ -1,0 +1,271 @@
+package io.kvraft.benchmark.nemesis;
+
+import com.google.protobuf.ByteString;
+import io.kvraft.client.KvException;
+import io.kvraft.client.proto.KvProto.ClusterMap;
+import io.kvraft.client.proto.KvProto.ClusterResponse;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.NodeRecord;
+import io.kvraft.client.proto.KvProto.NodeState;
+import io.kvraft.client.proto.KvProto.NodeStateResponse;
+import io.kvraft.client.proto.KvProto.NodeStatus;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.ReplicaMove;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.util.ArrayList;
+import java.util.LinkedList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The nemesis's replace event against made-up cluster maps on a made-up clock: when the cluster can afford to lose a
+ * node's data, what it does to the node's process, and how it tells a rebuilt node from one still being rebuilt (a
+ * map that still shows the old process's report is no rebuild).
+ */
+@Timeout(30)
+class ReplaceEventTest {
+
+    static final List<String> NODES = List.of("10.0.0.1:7001", "10.0.0.2:7001", "10.0.0.3:7001");
+
+    /** A map of three nodes, factor 3: node ids, liveness, replicas each node reports, and two regions' peers. */
+    static final class Map3 {
+        final String[] ids = {"a", "b", "c"};
+        final boolean[] live = {true, true, true};
+        final int[] replicas = {2, 2, 2};
+        final List<List<String>> peers = new ArrayList<>(List.of(NODES, NODES));
+        final List<ReplicaMove> moves = new ArrayList<>();
+        boolean gap;
+
+        Map3 id(int i, String id) {
+            ids[i] = id;
+            return this;
+        }
+
+        Map3 replicas(int i, int n) {
+            replicas[i] = n;
+            return this;
+        }
+
+        Map3 peers(int region, List<String> p) {
+            peers.set(region, p);
+            return this;
+        }
+
+        ClusterResponse build() {
+            ClusterMap.Builder m = ClusterMap.newBuilder().setClusterId("c").setFactor(3);
+            ClusterResponse.Builder c = ClusterResponse.newBuilder();
+            for (int i = 0; i < 3; i++) {
+                m.addNodes(NodeRecord.newBuilder().setEndpoint(NODES.get(i)).setNodeId(ids[i]).setState(NodeState.UP));
+                c.addStatus(NodeStatus.newBuilder().setEndpoint(NODES.get(i)).setLive(live[i]).setReplicas(replicas[i]));
+            }
+            // two regions: [, m) and [m, +inf), or [n, +inf) with a gap before it
+            c.addRegions(RegionInfo.newBuilder().setId(1).setEpoch(1).setEndKey(ByteString.copyFromUtf8("m"))
+                    .addAllPeers(peers.get(0)));
+            c.addRegions(RegionInfo.newBuilder().setId(2).setEpoch(1).setStartKey(ByteString.copyFromUtf8(gap ? "n" : "m"))
+                    .addAllPeers(peers.get(1)));
+            return c.setMap(m).addAllMoves(moves).build();
+        }
+    }
+
+    /** Answers the first look with {@code first}, the later ones with {@code later} in turn, the last one repeated. */
+    static class ScriptedAdmin implements DrainEvent.Admin {
+        final ClusterResponse first;
+        final LinkedList<ClusterResponse> later = new LinkedList<>();
+        int looks;
+
+        ScriptedAdmin(ClusterResponse first, ClusterResponse... later) {
+            this.first = first;
+            this.later.addAll(List.of(later));
+        }
+
+        @Override
+        public CompletableFuture<ClusterResponse> cluster() {
+            if (looks++ == 0) {
+                return CompletableFuture.completedFuture(first);
+            }
+            return CompletableFuture.completedFuture(later.size() > 1 ? later.removeFirst() : later.getFirst());
+        }
+
+        @Override
+        public CompletableFuture<NodeStateResponse> nodeState(String endpoint, NodeState state) {
+            throw new AssertionError("a replace changes no node state");
+        }
+    }
+
+    /** The replaced node's own regions at each look in turn (ids), the last one repeated; none before the first. */
+    static final class ScriptedOwn implements ReplaceEvent.OwnRegions {
+        final LinkedList<List<Integer>> held = new LinkedList<>();
+
+        @SafeVarargs
+        ScriptedOwn(List<Integer>... held) {
+            this.held.addAll(List.of(held));
+        }
+
+        @Override
+        public List<RegionInfo> of(String node) {
+            List<Integer> ids = held.isEmpty() ? List.of() : held.size() > 1 ? held.removeFirst() : held.getFirst();
+            return ids.stream().map(id -> RegionInfo.newBuilder().setId(id).build()).toList();
+        }
+    }
+
+    private static List<RegionInfo> regions(Integer... ids) {
+        return new ScriptedOwn(List.of(ids)).of("any");
+    }
+
+    /** Records what was done to which process (1-based, as the lines name nodes). */
+    static final class FakeProcesses implements NodeProcesses {
+        final List<String> done = new ArrayList<>();
+        final boolean[] running = {true, true, true, false, false};
+
+        @Override
+        public void start(int i) {
+            done.add("start " + (i + 1));
+            running[i] = true;
+        }
+
+        @Override
+        public void kill(int i) {
+            done.add("kill " + (i + 1));
+            running[i] = false;
+        }
+
+        @Override
+        public void stop(int i) {
+            done.add("stop " + (i + 1));
+            running[i] = false;
+        }
+
+        @Override
+        public void wipe(int i) {
+            done.add("wipe " + (i + 1));
+        }
+
+        @Override
+        public boolean running(int i) {
+            return running[i];
+        }
+    }
+
+    /** A clock that moves only when the event pauses. */
+    static final class FakeClock {
+        long nanos = 1_000_000_000L;
+
+        void pause(long ms) {
+            nanos += TimeUnit.MILLISECONDS.toNanos(ms);
+        }
+    }
+
+    private static ReplaceEvent replaces(ScriptedAdmin admin, ScriptedOwn own, FakeProcesses p, long holdMs,
+                                         long startMs) {
+        FakeClock clock = new FakeClock();
+        return new ReplaceEvent(admin, own, p, NODES, holdMs, startMs, new Random(1), () -> clock.nanos, clock::pause);
+    }
+
+    @Test
+    void when_everyRegionHasItsReplicasOnLiveNodes_then_theClusterCanAffordAReplace() {
+        assertThat(ReplaceEvent.unaffordable(new Map3().build())).isNull();
+        assertThat(ReplaceEvent.unaffordable(new Map3().peers(1, NODES.subList(0, 2)).build()))
+                .isEqualTo("region 2 has 2 of 3 replicas");
+        Map3 down = new Map3();
+        down.live[2] = false;
+        assertThat(ReplaceEvent.unaffordable(down.build())).isEqualTo("region 1's replica on 10.0.0.3:7001 is not live");
+        Map3 rebuilding = new Map3();
+        rebuilding.moves.add(ReplicaMove.newBuilder().setRegionId(2).setFrom(NODES.get(1)).setTo(NODES.get(1))
+                .setReason("rebuild").build());
+        assertThat(ReplaceEvent.unaffordable(rebuilding.build())).isEqualTo("region 2 is being given a replica (rebuild)");
+        Map3 gap = new Map3();
+        gap.gap = true;
+        assertThat(ReplaceEvent.unaffordable(gap.build())).isEqualTo("the map's regions do not cover the key space yet");
+    }
+
+    @Test
+    void when_theReplacedNodeHoldsEveryRegionTheMapListsOnIt_then_itIsRebuilt() {
+        String node = NODES.get(0);
+        assertThat(ReplaceEvent.rebuilt(new Map3().build(), node, regions(1, 2))).isTrue();
+        assertThat(ReplaceEvent.rebuilt(new Map3().build(), node, regions()))
+                .as("the map still lists it everywhere, and it holds nothing: just restarted").isFalse();
+        assertThat(ReplaceEvent.rebuilt(new Map3().build(), node, regions(2))).as("one of two rebuilt").isFalse();
+        assertThat(ReplaceEvent.rebuilt(new Map3().peers(1, NODES.subList(1, 3)).build(), node, regions(1)))
+                .as("its voter out of region 2, not back yet").isFalse();
+        assertThat(ReplaceEvent.progress(new Map3().build(), node, regions(2)))
+                .isEqualTo("it holds 1 of the 2 regions the map lists on it, 0 regions short of replicas");
+    }
+
+    @Test
+    void when_theNewNodeJoinsAndItsReplicasComeBack_then_itIsRebuilt_notWhileTheMapStillListsItsOldReplicas()
+            throws Exception {
+        // node 1 picked by the seed: old id "a" until the new process joins as "a2"; the map first still lists it in
+        // every region, as before the wipe, while it holds none: no rebuild yet
+        List<String> without = NODES.subList(1, 3);
+        ScriptedAdmin admin = new ScriptedAdmin(new Map3().build(),
+                new Map3().build(),                                   // not joined yet
+                new Map3().id(0, "a2").build(),                       // joined
+                new Map3().id(0, "a2").build(),                       // the hold's looks: listed everywhere still
+                new Map3().id(0, "a2").peers(0, without).peers(1, without).build(), // voters out
+                new Map3().id(0, "a2").peers(1, without).build(),     // one back
+                new Map3().id(0, "a2").build());                      // both back
+        ScriptedOwn own = new ScriptedOwn(List.of(), List.of(), List.of(1), List.of(1, 2));
+        FakeProcesses p = new FakeProcesses();
+        ReplaceEvent replaces = replaces(admin, own, p, 10_000, 60_000);
+
+        String line = replaces.run();
+
+        String node = replaces.lastNode();
+        int i = NODES.indexOf(node) + 1;
+        assertThat(p.done).containsExactly("kill " + i, "wipe " + i, "start " + i);
+        assertThat(line).startsWith("replace node " + i + " (" + node + ", 2 replicas): kill -9, data wiped, started"
+                + " empty: rebuilt, joined after 1.0 s, rebuilt after 3.0 s");
+        assertThat(replaces.summary()).isEqualTo("1 asked: 1 rebuilt, 0 partly, 0 skipped, 0 failed");
+    }
+
+    @Test
+    void when_theHoldPassesBeforeTheRebuild_then_itCountsAsPartly_andTheNextIsSkippedWhileARegionIsShort()
+            throws Exception {
+        ClusterResponse shortOne = new Map3().id(0, "a2").id(1, "b2").id(2, "c2").replicas(0, 0).replicas(1, 0)
+                .replicas(2, 0).peers(0, NODES.subList(0, 2)).peers(1, NODES.subList(1, 3)).build();
+        ScriptedAdmin admin = new ScriptedAdmin(new Map3().build(), shortOne);
+        FakeProcesses p = new FakeProcesses();
+        ReplaceEvent replaces = replaces(admin, new ScriptedOwn(), p, 2_000, 60_000);
+
+        String line = replaces.run();
+        int listed = replaces.lastNode().equals(NODES.get(1)) ? 2 : 1; // region 1 on nodes 1-2, region 2 on nodes 2-3
+        assertThat(line).endsWith(": partly, joined after 0.5 s, it holds 0 of the " + listed + " regions the map lists"
+                + " on it, 2 regions short of replicas after 2.5 s");
+        assertThat(p.done).hasSize(3);
+
+        // the next one finds the rebuild under way: nothing is done to any process
+        ScriptedAdmin next = new ScriptedAdmin(shortOne, shortOne);
+        ReplaceEvent again = new ReplaceEvent(next, new ScriptedOwn(), p, NODES, 2_000, 60_000, new Random(2), () -> 0L,
+                ms -> { });
+        assertThat(again.run()).isEqualTo("replace: skipped, the cluster cannot afford it now (region 1 has 2 of 3"
+                + " replicas)");
+        assertThat(p.done).hasSize(3);
+        assertThat(again.summary()).isEqualTo("1 asked: 0 rebuilt, 0 partly, 1 skipped, 0 failed");
+    }
+
+    @Test
+    void when_theNewNodeNeverJoins_then_itFails_andNoMapMeansSkipped() throws Exception {
+        ScriptedAdmin admin = new ScriptedAdmin(new Map3().build(), new Map3().build());
+        FakeProcesses p = new FakeProcesses();
+        ReplaceEvent replaces = replaces(admin, new ScriptedOwn(), p, 2_000, 3_000);
+        assertThat(replaces.run()).contains(": failed, the new node did not join the map within 3 s");
+        assertThat(replaces.counts().get(ReplaceEvent.Outcome.FAILED)).isEqualTo(1);
+
+        DrainEvent.Admin noMap = new ScriptedAdmin(null) {
+            @Override
+            public CompletableFuture<ClusterResponse> cluster() {
+                return CompletableFuture.failedFuture(new KvException(ErrorCode.NO_LEADER, "no map leader"));
+            }
+        };
+        ReplaceEvent none = new ReplaceEvent(noMap, new ScriptedOwn(), p, NODES, 2_000, 3_000, new Random(1), () -> 0L,
+                ms -> { });
+        assertThat(none.run()).startsWith("replace: no cluster map");
+        assertThat(none.summary()).isEqualTo("1 asked: 0 rebuilt, 0 partly, 1 skipped (NO_LEADER 1), 0 failed");
+    }
+}
