@@ -49,15 +49,8 @@ class ClusterRouteLookupTest {
     @TempDir
     Path dir;
 
-    /** Keys spread over the whole key space by their first two bytes, so that every region gets some. */
     private static byte[] key(int i) {
-        int h = (int) ((i * 2654435761L) & 0xffff);
-        byte[] tail = String.format("k%05d", i).getBytes(StandardCharsets.US_ASCII);
-        byte[] k = new byte[2 + tail.length];
-        k[0] = (byte) (h >>> 8);
-        k[1] = (byte) h;
-        System.arraycopy(tail, 0, k, 2, tail.length);
-        return k;
+        return SpreadKeys.key(i);
     }
 
     private static byte[] value(int i, int round) {
