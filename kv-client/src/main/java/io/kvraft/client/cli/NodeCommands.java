@@ -65,7 +65,8 @@ final class NodeCommands {
     // ---- the commands ------------------------------------------------------------------------------
 
     @Command(name = "list", mixinStandardHelpOptions = true, description = {"Each node of the cluster map: its state"
-            + " (up, draining, removed), whether it reports (live), the region replicas it holds and the regions it"
+            + " (up, draining, removed; down: up but silent longer than placement.downAfterMs, its replicas rebuilt"
+            + " elsewhere), whether it reports (live), the region replicas it holds and the regions it"
             + " leads, its data directory's size, and its part in the map's own Raft group (leader, voter, learner).",
             "Then the cluster id, node count, replication.factor and map leader, and the replica moves in progress.",
             "Exit 0 when every node not removed is live, 1 otherwise."})
@@ -266,7 +267,8 @@ final class NodeCommands {
             if (n.getState() != NodeState.REMOVED) {
                 allLive &= live;
             }
-            out.printf(row, n.getEndpoint(), state(n.getState()), live ? "yes" : "no", ClusterAdmin.replicas(c, n.getEndpoint()),
+            String state = n.getState() == NodeState.UP && s != null && s.getDown() ? "down" : state(n.getState());
+            out.printf(row, n.getEndpoint(), state, live ? "yes" : "no", ClusterAdmin.replicas(c, n.getEndpoint()),
                     s == null ? 0 : s.getLeaders(), s == null ? "-" : human(s.getDiskBytes()), mapRole(c, n.getEndpoint()));
         }
         summary(c).forEach(out::println);

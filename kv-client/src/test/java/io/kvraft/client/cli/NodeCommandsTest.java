@@ -79,6 +79,18 @@ class NodeCommandsTest {
     }
 
     @Test
+    void when_anUpNodeIsSilentPastDownAfter_then_itsStateReadsDown_andADrainingOneStaysDraining() {
+        ClusterResponse c = cluster().setStatus(1, status(N2, false, 2, 0, 1536).toBuilder().setDown(true).build())
+                .setStatus(2, status(N3, false, 1, 0, 1).toBuilder().setDown(true).build()).build();
+        StringWriter s = new StringWriter();
+
+        assertThat(NodeCommands.printList(c, new PrintWriter(s, true))).isEqualTo(1);
+        assertThat(s.toString().lines()).contains(
+                "10.0.0.2:8181         down     no          2        0    1.5 KiB voter",
+                "10.0.0.3:8181         draining no          1        0        1 B voter");
+    }
+
+    @Test
     void when_replicasMove_then_oneLinePerMove_andTheMovesDone() {
         ClusterResponse c = cluster().addMoves(ReplicaMove.newBuilder().setRegionId(2).setFrom(N3).setTo(N2)
                 .setReason("drain").setRunningMs(4_700)).setMovesDone(5).build();

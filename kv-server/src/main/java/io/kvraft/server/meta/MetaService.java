@@ -649,6 +649,7 @@ public final class MetaService implements AutoCloseable {
             Report r = reports.get(n.getEndpoint());
             long leaders = view.regions().stream().filter(x -> x.getLeader().equals(n.getEndpoint())).count();
             b.addStatus(NodeStatus.newBuilder().setEndpoint(n.getEndpoint()).setLive(view.live().contains(n.getEndpoint()))
+                    .setDown(view.down().contains(n.getEndpoint()))
                     .setReplicas(counts.getOrDefault(n.getEndpoint(), 0)).setLeaders((int) leaders)
                     .setDiskBytes(r == null ? 0 : r.report().getDiskBytes())
                     .setLastReportMs(r == null ? 0 : TimeUnit.NANOSECONDS.toMillis(now - r.atNanos())));
