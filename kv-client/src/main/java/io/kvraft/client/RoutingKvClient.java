@@ -629,43 +629,55 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
     private static final RegionsRequest MAP_LOOKUP = RegionsRequest.newBuilder().setCluster(true).build();
 
     /**
-     * The routes for a refresh: the cluster map's answer (any node answers it, from the map's leader) when it covers
-     * the key space; else, as before the map answered lookups, the nodes' own regions, merged node by node (an error,
-     * a timeout, an older server, a map leader still waiting for reports). The map hears from each node once per
-     * {@code placement.intervalMs}, so its view can lag a split or merge by that much: {@code first}, the node that
-     * said the route is stale, is asked for its own regions too, and the newer shape of each region wins (as
-     * {@link RegionViews} merges); the route table then keeps a region of a higher epoch than the answer's.
+     * The routes for a refresh. When {@code first}, a node that said a route is stale, is given: its own regions, when
+     * they cover the key space (every node holds every region when there are no more nodes than replicas), so a
+     * refresh after a split or a move costs one round trip to a node that knows, as before the map answered lookups.
+     * Otherwise the cluster map's answer (any node answers it, from the map's leader), merged with {@code first}'s own
+     * regions (the map hears from each node once per {@code placement.intervalMs}, so it can lag a split, merge or
+     * move by that much; the newer view of each region wins, as {@link RegionViews} merges) when they cover the key
+     * space; else, as before the map answered lookups, the nodes' own regions, merged node by node (an error, a
+     * timeout, an older server, a map leader still waiting for reports). The route table then keeps a region of a
+     * higher epoch than the answer's.
      */
     private CompletableFuture<RegionsResponse> lookUpRoutes(String first) {
         List<String> targets = targets(first);
-        CompletableFuture<RegionsResponse> own = first == null || first.isEmpty() ? null
-                : transport.<RegionsResponse>call(first, RegionsRequest.getDefaultInstance(), config.requestTimeoutMs())
-                        .handle((resp, err) -> err == null && ok(resp) ? resp : null);
+        if (first == null || first.isEmpty()) {
+            return mapOrNodes(targets, null);
+        }
+        return transport.<RegionsResponse>call(first, RegionsRequest.getDefaultInstance(), config.requestTimeoutMs())
+                .handle((resp, err) -> err == null && ok(resp) ? resp : null)
+                .thenCompose(own -> {
+                    RegionViews views = new RegionViews();
+                    if (own != null) {
+                        views.add(own.getRegionsList());
+                    }
+                    return !views.isEmpty() && views.covers()
+                            ? CompletableFuture.completedFuture(RegionsResponse.newBuilder().addAllRegions(views.regions())
+                                    .build())
+                            : mapOrNodes(targets, own);
+                });
+    }
+
+    /** The map's regions merged with {@code own} (a node's own answer, or null) when they cover; else node by node. */
+    private CompletableFuture<RegionsResponse> mapOrNodes(List<String> targets, RegionsResponse own) {
         return askMap(targets, 0, null).thenCompose(m -> {
+            RegionViews nodes = new RegionViews();
+            if (own != null) {
+                nodes.add(own.getRegionsList());
+            }
             if (m.views() == null) {
-                return ask(targets, m.next(), m.last(), new RegionViews());
+                return ask(targets, m.next(), m.last(), nodes);
             }
-            if (own == null) {
-                return CompletableFuture.completedFuture(RegionsResponse.newBuilder().addAllRegions(m.views().regions())
-                        .build());
+            RegionViews both = new RegionViews();
+            both.add(m.views().regions());
+            if (own != null) {
+                both.add(own.getRegionsList());
             }
-            return own.thenCompose(o -> {
-                RegionViews both = new RegionViews();
-                both.add(m.views().regions());
-                if (o != null) {
-                    both.add(o.getRegionsList());
-                }
-                if (both.covers()) {
-                    return CompletableFuture.completedFuture(RegionsResponse.newBuilder().addAllRegions(both.regions())
-                            .build());
-                }
-                // the node's newer regions leave a gap in the map's older view: merge the nodes' answers as before
-                RegionViews nodes = new RegionViews();
-                if (o != null) {
-                    nodes.add(o.getRegionsList());
-                }
-                return ask(targets, 0, null, nodes);
-            });
+            if (both.covers()) {
+                return CompletableFuture.completedFuture(RegionsResponse.newBuilder().addAllRegions(both.regions()).build());
+            }
+            // the node's newer regions leave a gap in the map's older view: merge the nodes' answers as before
+            return ask(targets, 0, null, nodes);
         });
     }
 
@@ -684,7 +696,7 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
         if (i >= targets.size() || last != null && KvException.unwrap(last).permanent()) {
             return CompletableFuture.completedFuture(new MapLookup(null, i, last));
         }
-        return transport.<RegionsResponse>call(targets.get(i), MAP_LOOKUP, config.requestTimeoutMs())
+        return transport.<RegionsResponse>call(targets.get(i), MAP_LOOKUP, mapLookupTimeoutMs())
                 .handle((resp, err) -> {
                     if (err != null && KvException.unwrap(err).code() == ErrorCode.TIMEOUT) {
                         return CompletableFuture.completedFuture(new MapLookup(null, i + 1, err));
@@ -700,6 +712,15 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
                     }
                     return CompletableFuture.completedFuture(new MapLookup(views.covers() ? views : null, i, last));
                 }).thenCompose(f -> f);
+    }
+
+    /**
+     * How long a refresh waits for the map's answer before it asks the nodes instead: the request timeout, at most
+     * 2.5 s (a node relays a lookup to the map's leader for at most 1.5 s; a map leader stalled, in a long GC say,
+     * must not stall every client's refresh for longer).
+     */
+    private long mapLookupTimeoutMs() {
+        return Math.min(config.requestTimeoutMs(), 2_500);
     }
 
     private static boolean ok(RegionsResponse resp) {

@@ -73,7 +73,7 @@ public final class MetaService implements AutoCloseable {
     private static final long RETRY_AFTER_NANOS = TimeUnit.SECONDS.toNanos(30);
     private static final int DISK_EVERY_REPORTS = 10;
     /** How long a node waits for the map's leader to answer a route lookup it relays (clients wait 5 s by default). */
-    static final long RELAY_TIMEOUT_MS = 2_000;
+    static final long RELAY_TIMEOUT_MS = 1_500;
     /** A new leader of the map answers route lookups once every node had this many intervals to report to it. */
     private static final int LOOKUP_AFTER_INTERVALS = 2;
 
