@@ -258,6 +258,16 @@ public final class ClusterAdmin {
         }
     }
 
+    /** {@code node}'s record in the cluster map of the map leader's answer, or null when the map has none. */
+    public static io.kvraft.client.proto.KvProto.NodeRecord record(ClusterResponse c, String node) {
+        for (io.kvraft.client.proto.KvProto.NodeRecord n : c.getMap().getNodesList()) {
+            if (n.getEndpoint().equals(node)) {
+                return n;
+            }
+        }
+        return null;
+    }
+
     /** {@code node}'s status in the map leader's answer, or null when it has none. */
     public static io.kvraft.client.proto.KvProto.NodeStatus status(ClusterResponse c, String node) {
         for (io.kvraft.client.proto.KvProto.NodeStatus s : c.getStatusList()) {

@@ -116,7 +116,7 @@ final class JoinEvent {
         while (!joined && elapsedMs(start) < startMs) {
             pause.pause(DrainEvent.POLL_MS);
             try {
-                NodeRecord r = record(SplitEvent.await(admin.cluster()));
+                NodeRecord r = ClusterAdmin.record(SplitEvent.await(admin.cluster()), endpoint);
                 joined = r != null && r.getState() == NodeState.UP && !r.getNodeId().isEmpty();
             } catch (KvException e) {
                 lastError = e.getMessage();
@@ -248,11 +248,6 @@ final class JoinEvent {
 
     private String name() {
         return "node " + (slot + 1) + " (" + endpoint + ")";
-    }
-
-    private NodeRecord record(ClusterResponse c) {
-        return c.getMap().getNodesList().stream().filter(n -> n.getEndpoint().equals(endpoint)).findFirst()
-                .orElse(null);
     }
 
     private long elapsedMs(long since) {

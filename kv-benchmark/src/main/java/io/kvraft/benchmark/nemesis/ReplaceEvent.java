@@ -111,7 +111,7 @@ final class ReplaceEvent {
         String why = unaffordable(map);
         List<String> candidates = new ArrayList<>();
         for (String n : nodes) {
-            NodeRecord r = record(map, n);
+            NodeRecord r = ClusterAdmin.record(map, n);
             NodeStatus s = ClusterAdmin.status(map, n);
             if (r != null && r.getState() == NodeState.UP && s != null && s.getLive() && processes.running(index(n))) {
                 candidates.add(n);
@@ -126,7 +126,7 @@ final class ReplaceEvent {
         }
         String node = candidates.get(rnd.nextInt(candidates.size()));
         int i = index(node);
-        String oldId = record(map, node).getNodeId();
+        String oldId = ClusterAdmin.record(map, node).getNodeId();
         int before = ClusterAdmin.replicas(map, node);
         String what = "replace node " + (i + 1) + " (" + node + ", " + before + " replicas): kill -9, data wiped,"
                 + " started empty";
@@ -140,7 +140,7 @@ final class ReplaceEvent {
         while (!joined && elapsedMs(start) < startMs) {
             pause.pause(DrainEvent.POLL_MS);
             try {
-                NodeRecord r = record(SplitEvent.await(admin.cluster()), node);
+                NodeRecord r = ClusterAdmin.record(SplitEvent.await(admin.cluster()), node);
                 joined = r != null && !r.getNodeId().isEmpty() && !r.getNodeId().equals(oldId);
             } catch (KvException e) {
                 lastError = e.getMessage(); // the map's leader may be the node just killed; look again
@@ -226,21 +226,27 @@ final class ReplaceEvent {
         if (unaffordable(c) != null) {
             return false;
         }
-        java.util.Set<Integer> mine = new java.util.HashSet<>();
-        held.forEach(r -> mine.add(r.getId()));
-        List<Integer> listed = c.getRegionsList().stream().filter(r -> r.getPeersList().contains(node))
-                .map(RegionInfo::getId).toList();
-        return !listed.isEmpty() && mine.containsAll(listed);
+        List<Integer> listed = listedOn(c, node);
+        return !listed.isEmpty() && ids(held).containsAll(listed);
+    }
+
+    /** The regions the map lists a replica of on {@code node}. */
+    private static List<Integer> listedOn(ClusterResponse c, String node) {
+        return c.getRegionsList().stream().filter(r -> r.getPeersList().contains(node)).map(RegionInfo::getId).toList();
+    }
+
+    private static java.util.Set<Integer> ids(List<RegionInfo> regions) {
+        java.util.Set<Integer> ids = new java.util.HashSet<>();
+        regions.forEach(r -> ids.add(r.getId()));
+        return ids;
     }
 
     /**
      * How far the rebuild is: {@code it holds 3 of the 17 regions the map lists on it, 2 regions short of replicas}.
      */
     static String progress(ClusterResponse c, String node, List<RegionInfo> held) {
-        java.util.Set<Integer> mine = new java.util.HashSet<>();
-        held.forEach(r -> mine.add(r.getId()));
-        List<Integer> listed = c.getRegionsList().stream().filter(r -> r.getPeersList().contains(node))
-                .map(RegionInfo::getId).toList();
+        java.util.Set<Integer> mine = ids(held);
+        List<Integer> listed = listedOn(c, node);
         long lacking = c.getRegionsList().stream().filter(r -> r.getPeersCount() < c.getMap().getFactor()).count();
         return "it holds " + listed.stream().filter(mine::contains).count() + " of the " + listed.size()
                 + " regions the map lists on it, " + lacking + " regions short of replicas";
@@ -248,10 +254,6 @@ final class ReplaceEvent {
 
     private long elapsedMs(long since) {
         return TimeUnit.NANOSECONDS.toMillis(nanoClock.getAsLong() - since);
-    }
-
-    private static NodeRecord record(ClusterResponse c, String node) {
-        return c.getMap().getNodesList().stream().filter(n -> n.getEndpoint().equals(node)).findFirst().orElse(null);
     }
 
     /** The index of {@code node} in the nemesis's order (0-based), or -1. */

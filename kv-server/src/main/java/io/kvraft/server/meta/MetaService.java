@@ -556,8 +556,9 @@ public final class MetaService implements AutoCloseable {
 
     /**
      * The nodes' reports merged into one view per region ({@link RegionViews}'s rule): the newest shape (highest epoch)
-     * wins, so a report from before a split or merge loses to one after it whoever sent it; at one epoch, the latest
-     * term, then the report of the node that is the region's leader, then one that knows a leader. A region no node
+     * wins, so a report from before a split or merge loses to one after it whoever sent it; at one epoch, the higher
+     * conf version (newer voters), then the latest term, then the report of the node that is the region's leader, then
+     * one that knows a leader. A region no node
      * reports as its leader thus takes a replica's report of the highest epoch. Regions a newer region overlaps (the
      * report of a node that had not applied a split or merge yet) are left out.
      */

@@ -245,7 +245,7 @@ public final class Region {
     public boolean recordConf() {
         List<String> voters = peers;
         if (!isLeader() || voters.isEmpty()
-                || voters.stream().sorted().toList().equals(shape.state().getConfPeersList().stream().sorted().toList())
+                || voters.stream().sorted().toList().equals(shape.state().getConfPeersList()) // recorded sorted
                 || !recordingConf.compareAndSet(false, true)) {
             return false;
         }

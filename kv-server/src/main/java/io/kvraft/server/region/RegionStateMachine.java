@@ -423,7 +423,7 @@ final class RegionStateMachine extends StateMachineAdapter {
     private void applyConfChanged(WriteOp op, long index, SplitClosure closure) {
         RegionState current = region.state();
         List<String> voters = op.getPeersList().stream().sorted().toList();
-        boolean changed = !voters.isEmpty() && !voters.equals(current.getConfPeersList().stream().sorted().toList());
+        boolean changed = !voters.isEmpty() && !voters.equals(current.getConfPeersList()); // recorded sorted
         RegionState next = current;
         StoreBatch writes = new StoreBatch(0);
         if (changed) {
