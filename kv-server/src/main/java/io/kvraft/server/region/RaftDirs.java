@@ -127,10 +127,6 @@ final class RaftDirs {
     }
 
     /**
-     * Refuses a data directory whose Raft logs were written in the other layout: starting on it would
-     * silently lose every region's log tail beyond its snapshot.
-     */
-    /**
      * Whether {@code raftRoot} holds any region group's files or a shared log: a data directory from before region
      * catalogs existed holds them without a catalog, and is no new one.
      */
@@ -146,6 +142,10 @@ final class RaftDirs {
         }
     }
 
+    /**
+     * Refuses a data directory whose Raft logs were written in the other layout: starting on it would
+     * silently lose every region's log tail beyond its snapshot.
+     */
     static void checkLogLayout(Path raftRoot, boolean shared) {
         if (!Files.isDirectory(raftRoot)) {
             return;

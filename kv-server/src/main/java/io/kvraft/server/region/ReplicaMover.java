@@ -169,8 +169,7 @@ public final class ReplicaMover {
         if (to.equals(host.endpoint())) {
             return "node " + to + " leads region " + region.id() + ": its replica is there, nothing to rebuild";
         }
-        String held = holds(to, region.id());
-        return held;
+        return holds(to, region.id());
     }
 
     /** Null when {@code node} answers that it holds no replica of region {@code id}, else why not to rebuild it. */
