@@ -61,7 +61,7 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
         });
         this.ranges = new RangeOps(this);
         this.locks = new ClientLocks(this, System::nanoTime);
-        this.clusterAdmin = new ClusterAdmin(this::knownNodes, transport::call, config.operationTimeoutMs(),
+        this.clusterAdmin = new ClusterAdmin(() -> new LinkedHashSet<>(targets(null)), transport::call, config.operationTimeoutMs(),
                 config.requestTimeoutMs(), this::later, System::nanoTime);
     }
 
@@ -403,12 +403,8 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
 
     @Override
     public CompletableFuture<java.util.Map<String, String>> storeIds() {
-        Set<String> nodes = new LinkedHashSet<>(config.servers());
-        for (Route r : routes.routes()) {
-            nodes.addAll(r.info().getPeersList());
-        }
         java.util.Map<String, CompletableFuture<RegionsResponse>> asked = new java.util.TreeMap<>();
-        for (String n : nodes) {
+        for (String n : targets(null)) {
             asked.put(n, transport.call(n, RegionsRequest.getDefaultInstance(), config.requestTimeoutMs()));
         }
         return CompletableFuture.allOf(asked.values().stream().map(f -> f.handle((r, e) -> null))
@@ -460,18 +456,9 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
         return clusterAdmin.nodeState(endpoint, state, force);
     }
 
-    /** The configured servers and every node of the route table: where the cluster map's leader is looked for. */
-    private Set<String> knownNodes() {
-        Set<String> nodes = new LinkedHashSet<>(config.servers());
-        for (Route r : routes.routes()) {
-            nodes.addAll(r.info().getPeersList());
-        }
-        return nodes;
-    }
-
     @Override
     public CompletableFuture<List<RegionInfo>> regions() {
-        return askAnyServer(null).thenApply(RegionsResponse::getRegionsList);
+        return ask(targets(null), 0, null, new RegionViews()).thenApply(RegionsResponse::getRegionsList);
     }
 
     /** Closes the client; a read-mode view closes the client it was made from. */
@@ -620,10 +607,6 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
             targets.addAll(r.info().getPeersList());
         }
         return new ArrayList<>(targets);
-    }
-
-    private CompletableFuture<RegionsResponse> askAnyServer(String first) {
-        return ask(targets(first), 0, null, new RegionViews());
     }
 
     private static final RegionsRequest MAP_LOOKUP = RegionsRequest.newBuilder().setCluster(true).build();
