@@ -61,6 +61,7 @@ public final class ServerMain implements Callable<Integer> {
         LogLevels.apply(cfg.logging().level());
         org.slf4j.LoggerFactory.getLogger(ServerMain.class).info("config {} loaded: node {}, peers {}, {} regions, engine {}, log level {}", config, cfg.endpoint(),
                 cfg.cluster().peers(), cfg.cluster().regionCount(), cfg.store().engine(), cfg.logging().level());
+        GracefulShutdown shutdown = GracefulShutdown.install(cfg.shutdown().timeoutMs());
         KvServer server;
         try {
             server = KvServer.start(cfg);
@@ -69,7 +70,7 @@ public final class ServerMain implements Callable<Integer> {
             System.err.println("kv-server: cannot start node " + cfg.endpoint() + ": " + oneLine(e));
             return EXIT_CANNOT_START;
         }
-        GracefulShutdown.install(server, cfg.shutdown().timeoutMs());
+        shutdown.attach(server);
         server.onRefused(why -> {
             // removed for good, or a data directory of another cluster: say so and stop, not serve a stale copy
             System.err.println("kv-server: node " + server.config().endpoint() + " refused by the cluster: " + why);
