@@ -187,10 +187,11 @@ public interface KvClient extends AutoCloseable {
     CompletableFuture<List<RegionInfo>> regions();
 
     /**
-     * Every region as the cluster map's leader last heard of it from the nodes' reports (once per
-     * {@code placement.intervalMs}, so up to that old), asked of any one server: the answer's {@code map_leader} names
-     * the map's leader. Fails with the server's error (NO_LEADER, NOT_LEADER, UNAVAILABLE) when the map cannot answer
-     * for the whole key space, or UNAVAILABLE from servers that predate such lookups.
+     * Every region as the cluster map knows it, asked of any one server: the map's record of the regions with the
+     * nodes' reports over it (once per {@code placement.intervalMs}, so up to that old) from the map's leader, named by
+     * the answer's {@code map_leader}; or, when that leader does not answer, the asked server's own copy of the record
+     * ({@code from_copy}: leaders only of the regions it holds). Fails with the server's error (NO_LEADER, UNAVAILABLE)
+     * when neither covers the whole key space, or UNAVAILABLE from servers that predate such lookups.
      */
     default CompletableFuture<io.kvraft.client.proto.KvProto.RegionsResponse> mapRegions() {
         return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,

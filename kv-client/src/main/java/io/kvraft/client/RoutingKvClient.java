@@ -735,7 +735,7 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
                         return CompletableFuture.<RegionsResponse>failedFuture(new KvException(resp.getError().getCode(),
                                 resp.getError().getDetail(), resp.getError().getLeaderHint()));
                     }
-                    if (resp.getMapLeader().isEmpty()) {
+                    if (resp.getMapLeader().isEmpty() && !resp.getFromCopy()) {
                         return CompletableFuture.<RegionsResponse>failedFuture(new KvException(ErrorCode.UNAVAILABLE,
                                 "server " + targets.get(i) + " answers no route lookups from the cluster map (an older"
                                         + " version)"));

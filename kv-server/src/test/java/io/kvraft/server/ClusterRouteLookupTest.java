@@ -35,8 +35,9 @@ import static org.awaitility.Awaitility.await;
 /**
  * Route lookups from the cluster map ({@code RegionsRequest.cluster}) on five nodes with {@code replication.factor: 3}:
  * a node that holds only some regions answers every region, relaying the map leader's view; a client configured with
- * that one node routes every key, before and after a split; {@code regions --from-map} lists them all. Without a
- * leader of the map, a lookup is answered with an error, never part of the regions, and clients ask node by node.
+ * that one node routes every key, before and after a split; {@code regions --from-map} lists them all. The map records
+ * every region (range, epoch, conf version, voters) in its Raft group, so without a leader of the map a node answers
+ * from its own copy, and clients still route every key whose region has a majority.
  */
 @Timeout(value = 300, unit = SECONDS)
 class ClusterRouteLookupTest {
@@ -159,6 +160,18 @@ class ClusterRouteLookupTest {
             });
             RegionsResponse after = lookUp(t, node);
             assertEveryRegion(cluster, after, REGIONS + 1);
+            // the map's record, in every node's copy: both halves of the split, at the split's epoch, on their nodes
+            for (int i = 0; i < NODES; i++) {
+                KvServer copy = cluster.node(i);
+                await().atMost(30, SECONDS).until(() -> copy.meta().group().map().getRegionsCount() == REGIONS + 1);
+                List<RegionInfo> record = copy.meta().group().map().getRegionsList();
+                assertThat(record).filteredOn(r -> r.getId() == held.get(0) || r.getId() == child)
+                        .extracting(RegionInfo::getEpoch).containsOnly(halves.get(0).getEpoch());
+                assertThat(record).allSatisfy(r -> {
+                    assertThat(r.getLeader()).isEmpty();
+                    assertThat(r.getPeersList()).containsExactlyInAnyOrderElementsOf(cluster.hostsOf(r.getId()));
+                });
+            }
             assertThat(after.getRegionsList()).filteredOn(r -> r.getId() == held.get(0)).singleElement()
                     .extracting(RegionInfo::getEpoch).isEqualTo(halves.get(0).getEpoch());
 
@@ -176,7 +189,7 @@ class ClusterRouteLookupTest {
     }
 
     @Test
-    void when_theMapHasNoLeader_then_aLookupIsAnError_notPartOfTheRegions_andClientsAskTheNodesOneByOne()
+    void when_theMapHasNoLeader_then_aNodeAnswersFromItsCopyOfTheMap_andAClientOfThatNodeRoutesEveryKey()
             throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(NODES, REGIONS, dir, "memory",
                 ServerConfig.RaftConfig.LOG_SHARED, c -> c.withReplication(new ReplicationConfig(3))
@@ -191,7 +204,9 @@ class ClusterRouteLookupTest {
             int asked = IntStream.range(0, NODES).filter(i -> !voters.contains(cluster.endpoints().get(i))).findFirst()
                     .orElseThrow();
             String node = cluster.endpoints().get(asked);
-            await().atMost(30, SECONDS).until(() -> ok(lookUp(t, node)));
+            await().atMost(30, SECONDS).until(() -> ok(lookUp(t, node)) && !lookUp(t, node).getFromCopy());
+            // its copy of the map records every region
+            await().atMost(30, SECONDS).until(() -> cluster.node(asked).meta().group().map().getRegionsCount() == REGIONS);
 
             // two of the map's three voters stop: the map has no leader (nor has a region on both)
             List<Integer> stopped = IntStream.range(0, NODES).filter(i -> voters.contains(cluster.endpoints().get(i)))
@@ -203,20 +218,34 @@ class ClusterRouteLookupTest {
             stopped.forEach(cluster::stopNode);
             List<String> down = stopped.stream().map(i -> cluster.endpoints().get(i)).toList();
 
-            await().atMost(60, SECONDS).until(() -> !ok(lookUp(t, node)));
-            RegionsResponse refused = lookUp(t, node);
-            assertThat(refused.getError().getCode()).as("%s", refused.getError())
-                    .isIn(ErrorCode.NO_LEADER, ErrorCode.NOT_LEADER, ErrorCode.UNAVAILABLE);
-            assertThat(refused.getError().getDetail()).isNotEmpty();
-            assertThat(refused.getRegionsList()).isEmpty();
-            assertThat(refused.getMapLeader()).isEmpty();
+            // the node answers from its own copy: every region, on the nodes that hold it, leaders only of its own
+            await().atMost(60, SECONDS).until(() -> lookUp(t, node).getFromCopy());
+            RegionsResponse copy = lookUp(t, node);
+            assertThat(ok(copy)).as("%s", copy.getError()).isTrue();
+            assertThat(copy.getMapLeader()).isEmpty();
+            assertThat(copy.getNode()).isEqualTo(node);
+            assertThat(copy.getRegionsList()).extracting(RegionInfo::getId).doesNotHaveDuplicates().hasSize(REGIONS);
+            RegionViews tiles = new RegionViews();
+            tiles.add(copy.getRegionsList());
+            assertThat(tiles.covers()).as("the copy tiles the key space: %s", copy.getRegionsList()).isTrue();
+            for (RegionInfo r : copy.getRegionsList()) {
+                assertThat(r.getPeersList()).as("region %d's peers", r.getId())
+                        .containsExactlyInAnyOrderElementsOf(hosts.get(r.getId()));
+            }
 
-            // a client that knows only that node: its lookup fails, so it asks the nodes for their own regions
+            // the CLI says where the answer came from
+            StringWriter out = new StringWriter();
+            StringWriter err = new StringWriter();
+            int code = KvCtl.run(new String[] {"--servers", node, "regions", "--from-map"}, new PrintWriter(out, true),
+                    new PrintWriter(err, true));
+            assertThat(code).as("exit code; stderr: %s", err).isZero();
+            assertThat(out.toString().lines().findFirst().orElseThrow()).isEqualTo("# " + REGIONS + " regions from "
+                    + node + "'s copy of the cluster map (its leader did not answer; leaders only of the regions "
+                    + node + " holds)");
+
+            // a client that knows only that node routes every key whose region has a majority left
             KvClient client = cluster.client(ClientConfig.of(List.of(node)));
-            assertThat(client.mapRegions()).failsWithin(30, SECONDS);
-            RegionViews views = new RegionViews();
-            views.add(sync(client.regions()));
-            assertThat(views.covers()).as("the live nodes' regions tile the key space").isTrue();
+            assertThat(sync(client.mapRegions()).getRegionsCount()).isEqualTo(REGIONS);
             int written = 0;
             for (int i = 0; i < KEYS; i++) {
                 java.util.Set<String> live = new java.util.HashSet<>(hosts.get(cluster.regionOf(key(i))));
@@ -228,6 +257,12 @@ class ClusterRouteLookupTest {
                 }
             }
             assertThat(written).as("keys in regions with a majority left").isPositive();
+
+            // a relayed request is never answered from a copy: the relaying node falls back to its own instead
+            RegionsResponse hop = t.<RegionsResponse>call(node, LOOKUP.toBuilder().setRelayed(true).build(), 10_000)
+                    .join();
+            assertThat(hop.getError().getCode()).isIn(ErrorCode.NO_LEADER, ErrorCode.NOT_LEADER);
+            assertThat(hop.getRegionsList()).isEmpty();
         }
     }
 }

@@ -20,8 +20,8 @@ import java.util.concurrent.Callable;
 
 /**
  * {@code regions}: one row per region: id, key range, epoch, conf version, leader, term, applied index, peers. By
- * default from the nodes' own answers, asked node by node (live); {@code --from-map} from the cluster map's leader, as
- * the nodes last reported them to it.
+ * default from the nodes' own answers, asked node by node (live); {@code --from-map} from the cluster map: its record of
+ * the regions with the nodes' last reports over it, from the map's leader or, when it cannot answer, the node's copy.
  */
 @Command(name = "regions", description = "Lists the regions: id, key range (hex), epoch, conf version, leader, term,"
         + " applied index, peers: by default as the nodes holding them answer now, merged node by node.")
@@ -33,9 +33,10 @@ final class RegionsCommand implements Callable<Integer> {
     @Option(names = "--json", description = "print JSON for machines")
     boolean json;
 
-    @Option(names = "--from-map", description = "list the regions as the cluster map's leader last heard of them in the"
-            + " nodes' reports (once per placement.intervalMs), asked of one server, and say so in a first line (on"
-            + " standard error with --json); exit 1 when the map cannot answer for every region")
+    @Option(names = "--from-map", description = "list the regions as the cluster map knows them: its record with the"
+            + " nodes' reports (once per placement.intervalMs) over it from the map's leader, or the asked server's copy"
+            + " when the leader does not answer; say which in a first line (on standard error with --json); exit 1 when"
+            + " the map cannot answer for every region")
     boolean fromMap;
 
     @CommandLine.Spec
@@ -56,8 +57,14 @@ final class RegionsCommand implements Callable<Integer> {
                     return 1;
                 }
                 listed = map.getRegionsList();
-                (json ? spec.commandLine().getErr() : out).printf("# %d regions as the cluster map's leader %s last heard"
-                        + " of them from the nodes (asked %s)%n", listed.size(), map.getMapLeader(), map.getNode());
+                if (map.getFromCopy()) {
+                    (json ? spec.commandLine().getErr() : out).printf("# %d regions from %s's copy of the cluster map"
+                            + " (its leader did not answer; leaders only of the regions %s holds)%n", listed.size(),
+                            map.getNode(), map.getNode());
+                } else {
+                    (json ? spec.commandLine().getErr() : out).printf("# %d regions as the cluster map's leader %s last"
+                            + " heard of them from the nodes (asked %s)%n", listed.size(), map.getMapLeader(), map.getNode());
+                }
             } else {
                 listed = c.regions().join();
             }

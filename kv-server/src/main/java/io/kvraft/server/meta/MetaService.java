@@ -124,6 +124,7 @@ public final class MetaService implements AutoCloseable {
     private volatile long leaderSinceNanos;
     private volatile Running running;
     private volatile boolean metaChanging;
+    private volatile boolean recording;
     private final Map<Integer, Long> retryAt = new ConcurrentHashMap<>();
     private final AtomicLong movesDone = new AtomicLong();
     /** Voters whose live node reports no replica of their region, since when (nanoTime). */
@@ -521,37 +522,113 @@ public final class MetaService implements AutoCloseable {
             return done(mapRegions());
         }
         String leader = group.leaderHint();
-        if (req.getRelayed() || leader.isEmpty() || leader.equals(config.endpoint())) {
+        if (req.getRelayed()) {
             return done(RegionsResponse.newBuilder().setNode(config.endpoint()).setError(notLeader()).build());
         }
+        if (leader.isEmpty() || leader.equals(config.endpoint())) {
+            return done(fromCopy("it knows no leader of the cluster map"));
+        }
         return peers.<RegionsResponse>call(leader, req.toBuilder().setRelayed(true).build(), RELAY_TIMEOUT_MS)
-                .handle((resp, e) -> e == null ? resp.toBuilder().setNode(config.endpoint()).build()
-                        : RegionsResponse.newBuilder().setNode(config.endpoint()).setError(Responses.error(
-                                ErrorCode.UNAVAILABLE, leader, "node " + config.endpoint() + " asked the cluster map's"
-                                        + " leader " + leader + " for the regions: " + KvException.unwrap(e).getMessage()))
-                                .build());
+                .handle((resp, e) -> {
+                    if (e == null && (!resp.hasError() || resp.getError().getCode() == ErrorCode.OK)) {
+                        return resp.toBuilder().setNode(config.endpoint()).build();
+                    }
+                    String why = e != null ? KvException.unwrap(e).getMessage() : resp.getError().getDetail();
+                    return fromCopy("the cluster map's leader " + leader + " did not answer: " + why);
+                });
     }
 
-    /** The map leader's answer to a route lookup: every region, or an error when its reports do not tell them all. */
+    /**
+     * A route lookup answered from this node's own copy of the map's region record, with the regions this node holds
+     * over it (they know their leaders): when the map's leader cannot answer. An error when the two do not cover the key
+     * space (a map made before regions were recorded, or not made yet).
+     */
+    private RegionsResponse fromCopy(String why) {
+        RegionsResponse.Builder b = RegionsResponse.newBuilder().setNode(config.endpoint());
+        ClusterMap map = group.map();
+        if (map.getClusterId().isEmpty()) {
+            return b.setError(Responses.error(ErrorCode.NO_LEADER, "the cluster map is not made yet (node "
+                    + config.endpoint() + ": " + why + "); ask again in a moment")).build();
+        }
+        RegionViews views = new RegionViews();
+        views.add(map.getRegionsList());
+        views.add(host.regions().stream().map(Region::info).toList());
+        if (!views.covers()) {
+            return b.setError(Responses.error(ErrorCode.UNAVAILABLE, "node " + config.endpoint() + " cannot answer for"
+                    + " the cluster map: " + why + ", and its copy of the map's " + map.getRegionsCount()
+                    + " regions with its own does not cover the key space; ask the nodes")).build();
+        }
+        return b.setFromCopy(true).addAllRegions(views.regions()).build();
+    }
+
+    /**
+     * The map leader's answer to a route lookup: every region, from the map's record with the nodes' reports over it, or
+     * an error when they do not tell them all. A new leader with no record yet (a map of an older version) waits for
+     * every node to report first.
+     */
     private RegionsResponse mapRegions() {
         RegionsResponse.Builder b = RegionsResponse.newBuilder().setNode(config.endpoint());
-        if (group.map().getClusterId().isEmpty()) {
+        ClusterMap map = group.map();
+        if (map.getClusterId().isEmpty()) {
             return b.setError(Responses.error(ErrorCode.NO_LEADER, "the cluster map is not made yet; ask again in a"
                     + " moment")).build();
         }
         long leading = System.nanoTime() - leaderSinceNanos;
-        if (leading < LOOKUP_AFTER_INTERVALS * intervalNanos) {
+        if (map.getRegionsCount() == 0 && leading < LOOKUP_AFTER_INTERVALS * intervalNanos) {
             return b.setError(Responses.error(ErrorCode.UNAVAILABLE, "node " + config.endpoint() + " leads the cluster"
                     + " map since " + TimeUnit.NANOSECONDS.toMillis(leading) + " ms only: it waits for the nodes'"
                     + " reports; ask the nodes")).build();
         }
-        RegionViews views = merged(reports.values().stream().map(Report::report).toList());
+        RegionViews views = recordAndReports(map);
         if (!views.covers()) {
-            return b.setError(Responses.error(ErrorCode.UNAVAILABLE, "the reports of " + reports.size() + " nodes to"
-                    + " the cluster map's leader " + config.endpoint() + " do not cover the key space yet ("
-                    + views.regions().size() + " regions); ask the nodes")).build();
+            return b.setError(Responses.error(ErrorCode.UNAVAILABLE, "the cluster map's " + map.getRegionsCount()
+                    + " recorded regions and the reports of " + reports.size() + " nodes to its leader "
+                    + config.endpoint() + " do not cover the key space yet (" + views.regions().size()
+                    + " regions); ask the nodes")).build();
         }
         return b.setMapLeader(config.endpoint()).addAllRegions(views.regions()).build();
+    }
+
+    /** The map's record of the regions with the nodes' reports over it: a report of a region is newer or as new. */
+    private RegionViews recordAndReports(ClusterMap map) {
+        RegionViews views = new RegionViews();
+        views.add(map.getRegionsList());
+        reports.values().forEach(r -> views.add(r.report().getRegionsList()));
+        return views;
+    }
+
+    /**
+     * On the map's leader, every interval: records the regions in the map when the nodes' reports tell of a change (a
+     * split, a merge, a region's voters or conf version), so the record survives the leader and any minority of nodes.
+     * Only a record that covers the key space is proposed, one proposal at a time.
+     */
+    private void recordRegions(ClusterMap map) {
+        if (recording || reports.isEmpty()) {
+            return;
+        }
+        RegionViews views = recordAndReports(map);
+        if (!views.covers()) {
+            return;
+        }
+        List<RegionInfo> record = views.regions().stream().map(MetaService::recordOf).toList();
+        if (record.equals(map.getRegionsList())) {
+            return;
+        }
+        recording = true;
+        group.propose(MetaCommand.newBuilder().setRegions(io.kvraft.client.proto.KvProto.RegionRecords.newBuilder()
+                .addAllRegions(record)).build()).whenComplete((m, e) -> {
+                    recording = false;
+                    if (e != null) {
+                        LOG.debug("cluster map: recording {} regions failed: {}", record.size(), e.toString());
+                    }
+                });
+    }
+
+    /** What the map records of a region: its shape and voters, not who leads it (peers sorted, so records compare). */
+    static RegionInfo recordOf(RegionInfo r) {
+        return RegionInfo.newBuilder().setId(r.getId()).setStartKey(r.getStartKey()).setEndKey(r.getEndKey())
+                .setEpoch(r.getEpoch()).setConfVer(r.getConfVer())
+                .addAllPeers(r.getPeersList().stream().sorted().toList()).build();
     }
 
     /**
@@ -742,6 +819,7 @@ public final class MetaService implements AutoCloseable {
             }
             return;
         }
+        recordRegions(map);
         Placement.View view = view(true);
         if (!metaReplicas(map, view)) {
             return; // this node hands the map's leadership over

@@ -20,7 +20,7 @@ import java.nio.file.Path;
 import java.util.function.Consumer;
 
 /**
- * The cluster map's state machine: the map is small (one record per node), so it is kept whole in memory and a
+ * The cluster map's state machine: the map is small (one record per node and per region), so it is kept whole in memory and a
  * snapshot is its protobuf bytes in one file. Every replica (voter or learner) applies the same commands in log order;
  * the checks that can refuse a command run on the leader before it proposes one, so applying never fails.
  */
@@ -95,6 +95,13 @@ final class MetaStateMachine extends StateMachineAdapter {
                     return map; // checked on the leader: not reached
                 }
                 return b.addNodes(rec).build();
+            }
+            case REGIONS -> {
+                if (map.getRegionsList().equals(cmd.getRegions().getRegionsList())) {
+                    return map; // two proposals of one change
+                }
+                return map.toBuilder().setVersion(map.getVersion() + 1).clearRegions()
+                        .addAllRegions(cmd.getRegions().getRegionsList()).build();
             }
             default -> {
                 LOG.warn("cluster map entry {} has no command this version knows ({}); skipped", index, cmd.getOpCase());

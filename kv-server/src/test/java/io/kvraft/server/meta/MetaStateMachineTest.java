@@ -1,9 +1,12 @@
 package io.kvraft.server.meta;
 
+import com.google.protobuf.ByteString;
 import io.kvraft.client.proto.KvProto.ClusterMap;
 import io.kvraft.client.proto.KvProto.MetaCommand;
 import io.kvraft.client.proto.KvProto.NodeRecord;
 import io.kvraft.client.proto.KvProto.NodeState;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.RegionRecords;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -38,5 +41,40 @@ class MetaStateMachineTest {
         ClusterMap unknown = MetaStateMachine.apply(drained, MetaCommand.newBuilder()
                 .setSetState(node("zz", "", NodeState.REMOVED)).build(), 6);
         assertThat(unknown.getNodesList()).extracting(NodeRecord::getEndpoint).containsExactly("a", "b");
+    }
+
+    @Test
+    void theRegionRecordIsReplacedWhole_andTheSameRecordAgainChangesNothing() {
+        ClusterMap m = MetaStateMachine.apply(ClusterMap.getDefaultInstance(), MetaCommand.newBuilder()
+                .setInit(ClusterMap.newBuilder().setClusterId("one").setFactor(3).addNodes(node("a", "", NodeState.UP)))
+                .build(), 1);
+        RegionInfo whole = RegionInfo.newBuilder().setId(1).setEpoch(1).addPeers("a").build();
+        ClusterMap one = MetaStateMachine.apply(m, regions(whole), 2);
+        assertThat(one.getRegionsList()).containsExactly(whole);
+        assertThat(one.getVersion()).isEqualTo(m.getVersion() + 1);
+        assertThat(one.getNodesList()).isEqualTo(m.getNodesList());
+        assertThat(MetaStateMachine.apply(one, regions(whole), 3)).isSameAs(one);
+
+        RegionInfo left = whole.toBuilder().setEpoch(2).setEndKey(ByteString.copyFromUtf8("m")).build();
+        RegionInfo right = RegionInfo.newBuilder().setId(2).setEpoch(2).setStartKey(ByteString.copyFromUtf8("m"))
+                .addPeers("a").build();
+        ClusterMap split = MetaStateMachine.apply(one, regions(left, right), 4);
+        assertThat(split.getRegionsList()).containsExactly(left, right);
+        assertThat(split.getVersion()).isEqualTo(one.getVersion() + 1);
+    }
+
+    @Test
+    void theMapRecordsOnlyARegionsShapeAndVoters() {
+        RegionInfo reported = RegionInfo.newBuilder().setId(3).setStartKey(ByteString.copyFromUtf8("a"))
+                .setEndKey(ByteString.copyFromUtf8("b")).setEpoch(4).setConfVer(2).addPeers("n3").addPeers("n1")
+                .setLeader("n3").setTerm(9).setRole("LEADER").setAppliedIndex(77).build();
+        RegionInfo rec = MetaService.recordOf(reported);
+        assertThat(rec).isEqualTo(RegionInfo.newBuilder().setId(3).setStartKey(ByteString.copyFromUtf8("a"))
+                .setEndKey(ByteString.copyFromUtf8("b")).setEpoch(4).setConfVer(2).addPeers("n1").addPeers("n3").build());
+    }
+
+    private static MetaCommand regions(RegionInfo... rs) {
+        return MetaCommand.newBuilder().setRegions(RegionRecords.newBuilder().addAllRegions(java.util.List.of(rs)))
+                .build();
     }
 }
