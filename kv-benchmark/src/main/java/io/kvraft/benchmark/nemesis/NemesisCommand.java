@@ -259,7 +259,8 @@ public final class NemesisCommand implements Callable<Integer> {
                     + (join ? "; the spare node that join events start: " + all.get(nodes) : ""));
             cluster = ProcessCluster.start(files, dataRoot, serverJvmArgs, Duration.ofSeconds(120), launch, nodes);
             client = parent.connector().apply(new ClientConfig(endpoints, 2_000L, 8_000L, readMode, null, null));
-            List<RegionInfo> regions = client.regions().join();
+            List<RegionInfo> regions = tilingRegions(client, REGION_MAP_WAIT);
+            log.println("register keys in each of the " + regions.size() + " regions");
             KeySpace space = KeySpace.place(regions.stream().map(r -> r.getStartKey().toByteArray())
                     .sorted(Arrays::compareUnsigned).toList(), keysPerRegion);
             List<byte[]> keys = space.keys();
@@ -657,6 +658,26 @@ public final class NemesisCommand implements Callable<Integer> {
         }
         throw new UsageException("the clock fault needs libfaketime (Debian: apt-get install faketime);"
                 + " or leave clock out of --faults");
+    }
+
+    /**
+     * The cluster's regions once the nodes' answers tile the key space: a node that has just started may not list its
+     * regions yet, and with more nodes than replicas per region no one node lists them all.
+     */
+    private static List<RegionInfo> tilingRegions(KvClient client, Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            io.kvraft.client.route.RegionViews views = new io.kvraft.client.route.RegionViews();
+            views.add(client.regions().join());
+            if (views.covers()) {
+                return views.regions();
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("the nodes' regions do not tile the key space after "
+                        + timeout.toSeconds() + " s: " + views.regions().size() + " regions listed");
+            }
+            Thread.sleep(200); // polling interval: the nodes list their regions within a second of starting
+        }
     }
 
     private static void sleepUntil(long nanoTime) throws InterruptedException {
