@@ -142,6 +142,17 @@ class ClusterRouteLookupTest {
             assertThat(hop.getError().getLeaderHint()).isEqualTo(leader);
             assertThat(hop.getRegionsList()).isEmpty();
 
+            // with nothing changing, the map's leader writes no record after the first (reports every 200 ms)
+            KvServer mapLeader = metaLeader(cluster);
+            await().atMost(30, SECONDS).until(() -> mapLeader.meta().group().map().getRegionsCount() == REGIONS);
+            java.util.concurrent.atomic.AtomicLong seen = new java.util.concurrent.atomic.AtomicLong(-1);
+            await().during(3, SECONDS).atMost(30, SECONDS).until(() -> {
+                long version = mapLeader.meta().group().map().getVersion();
+                return seen.getAndSet(version) == version; // unchanged since the last look, for 15 report intervals
+            });
+            assertThat(mapLeader.meta().group().map().getRegionsList()).extracting(RegionInfo::getConfVer)
+                    .as("every region's voters recorded").allMatch(v -> v > 0);
+
             // a client that knows only this node routes every key, and sees the map's regions
             KvClient client = cluster.client(ClientConfig.of(List.of(node)));
             putAndReadAll(client, 1);
