@@ -27,6 +27,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.stream.IntStream;
 
 import static io.kvraft.client.KvClient.sync;
 import static java.util.concurrent.TimeUnit.SECONDS;
@@ -250,11 +251,15 @@ class MembershipClusterTest {
                 String gone = cluster.endpoints().get(3); // not a voter of the map: its first three nodes are
                 assertThat(cluster.node(3).host().regions()).isNotEmpty();
                 cluster.stopNode(3);
+                // the map records it down, in every live node's copy (a new leader of the map need not wait again)
+                await().atMost(60, SECONDS).until(() -> IntStream.range(0, 3).allMatch(i ->
+                        downSince(cluster.node(i), gone) > 0));
                 // a rebuilt replica is listed on its node while it is a learner, before the gone voter is removed: wait for both
                 await().atMost(120, SECONDS).until(() -> threeReplicasEach(cluster) && all(cluster).stream()
                         .flatMap(s -> s.host().regions().stream()).noneMatch(r -> r.peers().contains(gone)));
                 assertAllRead(client);
                 cluster.startNode(3); // back: its old replicas are dropped, and placement gives it its share again
+                await().atMost(60, SECONDS).until(() -> all(cluster).stream().allMatch(s -> downSince(s, gone) == 0));
                 await().atMost(120, SECONDS).until(() -> replicas(cluster).size() == 4 && even(replicas(cluster))
                         && threeReplicasEach(cluster));
                 assertAllRead(client);
@@ -263,6 +268,12 @@ class MembershipClusterTest {
                 throw e;
             }
         }
+    }
+
+    /** When node {@code endpoint} went down, as {@code server}'s copy of the map says; 0: not down. */
+    private static long downSince(KvServer server, String endpoint) {
+        return server.meta().group().map().getNodesList().stream().filter(n -> n.getEndpoint().equals(endpoint))
+                .findFirst().orElseThrow().getDownSinceMs();
     }
 
     /**

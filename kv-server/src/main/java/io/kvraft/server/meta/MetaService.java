@@ -125,6 +125,7 @@ public final class MetaService implements AutoCloseable {
     private volatile Running running;
     private volatile boolean metaChanging;
     private volatile boolean recording;
+    private volatile boolean recordingDown;
     private final Map<Integer, Long> retryAt = new ConcurrentHashMap<>();
     private final AtomicLong movesDone = new AtomicLong();
     /** Voters whose live node reports no replica of their region, since when (nanoTime). */
@@ -624,6 +625,35 @@ public final class MetaService implements AutoCloseable {
                 });
     }
 
+    /**
+     * Records in the map a node found down (silent longer than {@code placement.downAfterMs}), and one that reports again,
+     * one proposal at a time: a new leader of the map then treats a node the last one found down as down at once.
+     */
+    private void recordDown(ClusterMap map, Placement.View view) {
+        if (recordingDown) {
+            return;
+        }
+        for (NodeRecord n : map.getNodesList()) {
+            boolean down = view.down().contains(n.getEndpoint());
+            boolean back = n.getDownSinceMs() != 0 && view.live().contains(n.getEndpoint());
+            if (down && n.getDownSinceMs() == 0 || back) {
+                long since = back ? 0 : System.currentTimeMillis();
+                recordingDown = true;
+                group.propose(MetaCommand.newBuilder().setSetDown(NodeRecord.newBuilder().setEndpoint(n.getEndpoint())
+                        .setDownSinceMs(since)).build()).whenComplete((m, e) -> {
+                            recordingDown = false;
+                            if (e == null) {
+                                LOG.info(back ? "cluster map: node {} reports again: no longer down"
+                                        : "cluster map: node {} is down (silent longer than placement.downAfterMs {} ms):"
+                                        + " its replicas are rebuilt on other nodes", n.getEndpoint(),
+                                        TimeUnit.NANOSECONDS.toMillis(downAfterNanos));
+                            }
+                        });
+                return;
+            }
+        }
+    }
+
     /** What the map records of a region: its shape and voters, not who leads it (peers sorted, so records compare). */
     static RegionInfo recordOf(RegionInfo r) {
         return RegionInfo.newBuilder().setId(r.getId()).setStartKey(r.getStartKey()).setEndKey(r.getEndKey())
@@ -672,7 +702,9 @@ public final class MetaService implements AutoCloseable {
                 r.report().getRegionsList().forEach(x -> ids.add(x.getId()));
                 held.put(n.getEndpoint(), ids);
             }
-            if (age >= downAfterNanos && n.getState() != NodeState.REMOVED) {
+            // silent too long, or found so by an earlier leader of the map and not heard from since
+            boolean recordedDown = n.getDownSinceMs() != 0 && !live.contains(n.getEndpoint());
+            if ((age >= downAfterNanos || recordedDown) && n.getState() != NodeState.REMOVED) {
                 down.add(n.getEndpoint());
             }
         }
@@ -821,6 +853,7 @@ public final class MetaService implements AutoCloseable {
         }
         recordRegions(map);
         Placement.View view = view(true);
+        recordDown(map, view);
         if (!metaReplicas(map, view)) {
             return; // this node hands the map's leadership over
         }

@@ -96,6 +96,21 @@ final class MetaStateMachine extends StateMachineAdapter {
                 }
                 return b.addNodes(rec).build();
             }
+            case SET_DOWN -> {
+                NodeRecord rec = cmd.getSetDown();
+                ClusterMap.Builder b = map.toBuilder();
+                for (int i = 0; i < b.getNodesCount(); i++) {
+                    NodeRecord n = b.getNodes(i);
+                    if (n.getEndpoint().equals(rec.getEndpoint())) {
+                        if (n.getDownSinceMs() == rec.getDownSinceMs()) {
+                            return map;
+                        }
+                        return b.setNodes(i, n.toBuilder().setDownSinceMs(rec.getDownSinceMs()))
+                                .setVersion(map.getVersion() + 1).build();
+                    }
+                }
+                return map; // a node the map does not know: nothing to record
+            }
             case REGIONS -> {
                 if (map.getRegionsList().equals(cmd.getRegions().getRegionsList())) {
                     return map; // two proposals of one change

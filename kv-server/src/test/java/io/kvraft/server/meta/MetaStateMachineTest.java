@@ -64,6 +64,29 @@ class MetaStateMachineTest {
     }
 
     @Test
+    void aNodeFoundDownIsRecorded_andClearedWhenItIsBack() {
+        ClusterMap m = MetaStateMachine.apply(ClusterMap.getDefaultInstance(), MetaCommand.newBuilder()
+                .setInit(ClusterMap.newBuilder().setClusterId("one").setFactor(3).addNodes(node("a", "id-a", NodeState.UP))
+                        .addNodes(node("b", "id-b", NodeState.DRAINING))).build(), 1);
+        ClusterMap down = MetaStateMachine.apply(m, setDown("b", 1234), 2);
+        assertThat(down.getNodes(1).getDownSinceMs()).isEqualTo(1234);
+        assertThat(down.getNodes(1).getState()).as("its state is kept").isEqualTo(NodeState.DRAINING);
+        assertThat(down.getNodes(1).getNodeId()).isEqualTo("id-b");
+        assertThat(down.getNodes(0).getDownSinceMs()).isZero();
+        assertThat(down.getVersion()).isEqualTo(m.getVersion() + 1);
+        assertThat(MetaStateMachine.apply(down, setDown("b", 1234), 3)).isSameAs(down);
+        assertThat(MetaStateMachine.apply(down, setDown("zz", 99), 4)).isSameAs(down);
+        ClusterMap back = MetaStateMachine.apply(down, setDown("b", 0), 5);
+        assertThat(back.getNodes(1).getDownSinceMs()).isZero();
+        assertThat(back.getVersion()).isEqualTo(down.getVersion() + 1);
+    }
+
+    private static MetaCommand setDown(String endpoint, long sinceMs) {
+        return MetaCommand.newBuilder().setSetDown(NodeRecord.newBuilder().setEndpoint(endpoint).setDownSinceMs(sinceMs))
+                .build();
+    }
+
+    @Test
     void theMapRecordsOnlyARegionsShapeAndVoters() {
         RegionInfo reported = RegionInfo.newBuilder().setId(3).setStartKey(ByteString.copyFromUtf8("a"))
                 .setEndKey(ByteString.copyFromUtf8("b")).setEpoch(4).setConfVer(2).addPeers("n3").addPeers("n1")
