@@ -702,8 +702,10 @@ public final class MetaService implements AutoCloseable {
                 r.report().getRegionsList().forEach(x -> ids.add(x.getId()));
                 held.put(n.getEndpoint(), ids);
             }
-            // silent too long, or found so by an earlier leader of the map and not heard from since
-            boolean recordedDown = n.getDownSinceMs() != 0 && !live.contains(n.getEndpoint());
+            // silent too long, or found so by an earlier leader of the map and not heard from since; not before this
+            // leader had time to hear from every live node, so a node back just as the leader changed is not taken down
+            boolean recordedDown = n.getDownSinceMs() != 0 && !live.contains(n.getEndpoint())
+                    && now - leaderSinceNanos >= liveNanos;
             if ((age >= downAfterNanos || recordedDown) && n.getState() != NodeState.REMOVED) {
                 down.add(n.getEndpoint());
             }
