@@ -17,9 +17,9 @@ import java.util.TreeMap;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * Hands every region this node leads to a live peer (jraft's leadership transfer), spreading them
- * over the peers that lead least, and waits until this node leads none. Used by a graceful shutdown,
- * so clients see a quick leader change instead of an election timeout.
+ * Hands every region this node leads to a live peer (jraft's leadership transfer), spreading them over the peers that
+ * lead least, and waits until this node leads none and has heard from the new leader of each region it handed over.
+ * Used by a graceful shutdown, so clients see a quick leader change instead of an election timeout.
  */
 final class LeaderHandoff {
 
@@ -55,7 +55,7 @@ final class LeaderHandoff {
         while (true) {
             List<Region> mine = new ArrayList<>();
             for (Region r : host.regions()) {
-                if (ledHere(r.node())) {
+                if (ledHere(r.node()) || asked.containsKey(r.id()) && !ledElsewhere(r, self)) {
                     mine.add(r);
                 }
             }
@@ -92,6 +92,16 @@ final class LeaderHandoff {
             }
             LockSupport.parkNanos(POLL_NANOS); // jraft has no callback for a finished transfer: poll
         }
+    }
+
+    /**
+     * Whether this node has heard from another leader of the region. A region handed over is done only then: this node
+     * steps down as soon as the target answers its TimeoutNow, before the target has won its election, and were it to
+     * stop right away its vote could be lost with it, leaving the region to wait an election timeout.
+     */
+    private static boolean ledElsewhere(Region r, String self) {
+        String leader = r.leaderHint();
+        return !leader.isEmpty() && !leader.equals(self);
     }
 
     private static boolean ledHere(Node node) {
