@@ -244,7 +244,11 @@ public final class MetaService implements AutoCloseable {
         reports.clear();
         retryAt.clear();
         missingSince.clear();
-        housekeeping.execute(group::leaderSeen);
+        try {
+            housekeeping.execute(group::leaderSeen);
+        } catch (java.util.concurrent.RejectedExecutionException closing) {
+            // the node is closing: its housekeeping stopped before the map's group, which now leaves its leadership
+        }
     }
 
     // ---- every node: register, then report -------------------------------------------------------
