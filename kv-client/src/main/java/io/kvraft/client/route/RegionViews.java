@@ -14,8 +14,10 @@ import java.util.Map;
  * regions it holds a replica of, so with fewer replicas per region than nodes one answer can leave gaps; the client
  * asks node after node until the merged map {@link #covers} every key. Of two answers for one region the newer shape
  * wins (higher epoch, then higher conf version), then the fresher view of its leader (higher term, then the leader's
- * own answer). A region whose range a newer region (higher epoch) overlaps is left out: the answer came from a node
- * that had not applied a split or merge yet.
+ * own answer, then one that knows a leader, then the cluster map's record over a replica that knows neither: a replica
+ * that has heard from no leader yet, just made for a move, lists the voters it was made with, the record those a
+ * leader reported). The result does not depend on the order answers are added in. A region whose range a newer region
+ * (higher epoch) overlaps is left out: the answer came from a node that had not applied a split or merge yet.
  */
 public final class RegionViews {
 
@@ -41,11 +43,20 @@ public final class RegionViews {
         if (a.getTerm() != b.getTerm()) {
             return a.getTerm() > b.getTerm();
         }
-        return rank(a) > rank(b);
+        if (rank(a) != rank(b)) {
+            return rank(a) > rank(b);
+        }
+        return a.getAppliedIndex() > b.getAppliedIndex();
     }
 
     private static int rank(RegionInfo r) {
-        return r.getRole().equals("LEADER") ? 2 : r.getLeader().isEmpty() ? 0 : 1;
+        if (r.getRole().equals("LEADER")) {
+            return 3;
+        }
+        if (!r.getLeader().isEmpty()) {
+            return 2;
+        }
+        return r.getRole().isEmpty() ? 1 : 0; // only the map's record has no role
     }
 
     public boolean isEmpty() {

@@ -94,4 +94,36 @@ class RegionViewsTest {
         v.add(List.of(region(1, "", "", 1, 3, "", "FOLLOWER")));
         assertThat(v.regions().get(0).getRole()).as("a later answer that knows less does not replace it").isEqualTo("LEADER");
     }
+
+    @Test
+    void when_theMapsRecordAndAReplicaThatHeardFromNoLeaderTie_then_theRecordWinsInEitherOrder() {
+        RegionInfo record = RegionInfo.newBuilder().setId(1).setEpoch(2).setConfVer(3).addPeers("a:1").addPeers("b:1")
+                .addPeers("c:1").build();
+        RegionInfo fresh = RegionInfo.newBuilder().setId(1).setEpoch(2).setConfVer(3).addPeers("d:1").setTerm(0)
+                .setRole("LEARNER").build(); // just made for a move: lists only what it was made with
+
+        RegionViews recordFirst = new RegionViews();
+        recordFirst.add(List.of(record));
+        recordFirst.add(List.of(fresh));
+        RegionViews freshFirst = new RegionViews();
+        freshFirst.add(List.of(fresh));
+        freshFirst.add(List.of(record));
+
+        assertThat(recordFirst.regions()).containsExactly(record);
+        assertThat(freshFirst.regions()).containsExactly(record);
+    }
+
+    @Test
+    void when_aReplicaKnowsALeaderOrTheTermMovedOn_then_itsAnswerBeatsTheRecord() {
+        RegionInfo record = RegionInfo.newBuilder().setId(1).setEpoch(2).setConfVer(3).addPeers("a:1").build();
+        RegionInfo knowsLeader = record.toBuilder().setLeader("a:1").setRole("FOLLOWER").build();
+        RegionInfo laterTerm = record.toBuilder().setTerm(4).setRole("FOLLOWER").build();
+
+        for (RegionInfo report : List.of(knowsLeader, laterTerm)) {
+            RegionViews v = new RegionViews();
+            v.add(List.of(record));
+            v.add(List.of(report));
+            assertThat(v.regions()).containsExactly(report);
+        }
+    }
 }
