@@ -8,6 +8,7 @@ import com.alipay.sofa.jraft.entity.PeerId;
 import com.alipay.sofa.jraft.entity.Task;
 import com.alipay.sofa.jraft.error.RaftError;
 import com.alipay.sofa.jraft.option.NodeOptions;
+import com.alipay.sofa.jraft.option.RaftOptions;
 import com.alipay.sofa.jraft.option.ReadOnlyOption;
 import com.alipay.sofa.jraft.rpc.RpcServer;
 import io.kvraft.client.batch.Coalescer;
@@ -141,6 +142,13 @@ public final class Region {
     /** When this node's leadership of a term began, on its lease clock. */
     record TermStart(long term, long startMs) {
     }
+    /** A first campaign's election timeout and random delay ({@link #campaignFirst}); 0 = the options' own. */
+    private int firstCampaignMs;
+    private int firstCampaignDelayMs;
+    /** jraft's delay to restore once the region has a leader, when this replica campaigned first; 0 = none. */
+    private int normalElectionDelayMs;
+    /** Orders setting the first campaign's timeout against the region's first leader (which ends it). */
+    private final Object firstCampaignLock = new Object();
     private final Object readLock = new Object();
     /** Reads that arrived while an entry was in flight; they ride on the next one. Guarded by readLock. */
     private List<PendingRead> waitingReads = new ArrayList<>();
@@ -173,12 +181,32 @@ public final class Region {
         return "region-" + regionId;
     }
 
+    /**
+     * Makes this replica campaign after {@code timeoutMs} plus a random 0 to {@code delayMs}, until the region first has
+     * a leader; from then on the configured timeout and jraft's delay hold again. Call before {@link #start}. Applied
+     * once the group has started, because jraft fixes at start the heartbeat interval and the read-index scanner's
+     * period from the options' values, and short ones there would last as long as the group.
+     */
+    void campaignFirst(int timeoutMs, int delayMs) {
+        this.firstCampaignMs = timeoutMs;
+        this.firstCampaignDelayMs = delayMs;
+    }
+
     void start() {
         this.node = service.start(false);
         if (node == null) {
             throw new IllegalStateException("region " + id + ": raft group failed to start");
         }
         Node started = node;
+        synchronized (firstCampaignLock) {
+            // not when a leader is known already (another replica's TimeoutNow can come as the group starts)
+            if (firstCampaignMs > 0 && !startupTimeoutCleared.get()) {
+                RaftOptions raftOptions = started.getOptions().getRaftOptions();
+                normalElectionDelayMs = raftOptions.getMaxElectionDelayMs();
+                raftOptions.setMaxElectionDelayMs(firstCampaignDelayMs); // jraft reads it at each timer's next round
+                started.resetElectionTimeoutMs(firstCampaignMs); // the heartbeat interval stays: replicators keep theirs
+            }
+        }
         started.addReplicatorStateListener(new com.alipay.sofa.jraft.core.Replicator.ReplicatorStateListener() {
             // jraft makes a leader's replicators when it becomes leader, before its first entry commits (and
             // onLeaderStart): the start-up election timeout ends here, so that a new leader whose followers answer
@@ -708,7 +736,13 @@ public final class Region {
 
     private void leaderKnownOnce() {
         if (startupTimeoutCleared.compareAndSet(false, true)) {
-            onLeaderKnown.run();
+            synchronized (firstCampaignLock) {
+                Node n = node;
+                if (normalElectionDelayMs > 0 && n != null) {
+                    n.getOptions().getRaftOptions().setMaxElectionDelayMs(normalElectionDelayMs);
+                }
+            }
+            onLeaderKnown.run(); // the configured election timeout, after the first campaign's one if it was set
         }
     }
 

@@ -55,8 +55,10 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
     /**
      * The election timeout of a new region's replica on the node that leads its parent, until it first has a leader.
      * The other replicas ask it to campaign as soon as they have made their group ({@link FirstCampaign}), so this is
-     * the fallback. It is also how long that first campaign waits for votes: at 100 ms, a vote whose fsyncs took
-     * longer under load failed, and the region waited out another round.
+     * the fallback. Set once its group has started ({@link Region#campaignFirst}), not in the options it starts with:
+     * jraft fixes at start a leader's heartbeat interval (election timeout / factor) and the period of its read-index
+     * scanner (maxElectionDelayMs), and with these short values in the options such a replica heartbeat every 150 ms
+     * and woke its scanner every 20 ms for as long as it ran, in every region made by a split.
      */
     private static final int CHILD_CAMPAIGN_MS = 300;
     /** The random part of that replica's election timeouts (jraft's maxElectionDelayMs; its default is 1000). */
@@ -190,16 +192,6 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         Region parent = entry.parent() == 0 ? null : regions.get(entry.parent());
         boolean ledParent = campaignsFirst(entry, parent);
         campaignFirst.remove(regionId);
-        if (!entry.empty() && ledParent) {
-            // this node leads the parent: its replica of the new region campaigns first and wins (the logs are
-            // alike), so the new region is led within a fraction of a second, not after a start-up timeout
-            // during which every request to its range waits
-            options.setElectionTimeoutMs(Math.min(options.getElectionTimeoutMs(), CHILD_CAMPAIGN_MS));
-            // jraft adds a random 0 to maxElectionDelayMs (1 s by default) to every election timeout: the new region
-            // waited 0.1-1.1 s for its first election, and under a closed-loop load every client slot piled onto its
-            // keys meanwhile. The other replicas keep the full timeout and delay, so they do not run against it.
-            options.getRaftOptions().setMaxElectionDelayMs(CHILD_CAMPAIGN_DELAY_MS);
-        }
         if (entry.empty()) {
             // learned from a parent's snapshot: no log, no data; its leader sends a snapshot. With no configuration
             // of its own it never campaigns (its stored configuration, once it has one, takes over).
@@ -215,6 +207,15 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
         });
         Region region = new Region(stateOf(entry), entry.peers(), store, self, options, rpcServer, config.raft(), leaderKnown, this, housekeeping);
         holder[0] = region;
+        if (!entry.empty() && ledParent) {
+            // this node leads the parent: its replica of the new region campaigns first and wins (the logs are
+            // alike), so the new region is led within a fraction of a second, not after a start-up timeout
+            // during which every request to its range waits. jraft adds a random 0 to maxElectionDelayMs (1 s by
+            // default) to every election timeout: the new region waited 0.1-1.1 s for its first election, and under a
+            // closed-loop load every client slot piled onto its keys meanwhile. The other replicas keep the full
+            // timeout and delay, so they do not run against it.
+            region.campaignFirst(Math.min(options.getElectionTimeoutMs(), CHILD_CAMPAIGN_MS), CHILD_CAMPAIGN_DELAY_MS);
+        }
         return region;
     }
 
