@@ -182,6 +182,29 @@ class SplitClusterTest {
         }
     }
 
+    @Test
+    void when_aSplitOffRegionHasItsFirstLeader_then_everyReplicaRunsWithTheConfiguredTimeoutAndJraftsElectionDelay()
+            throws Exception {
+        try (InProcessCluster cluster = start(dir, "memory", MANUAL)) {
+            KvClient client = cluster.client();
+            int child = sync(client.split(1, key(1000))).get(1).getId();
+            awaitSameRegionMaps(cluster, 2);
+            cluster.leaderOf(child);
+            int configured = cluster.node(0).config().raft().electionTimeoutMs();
+            // the replica on the parent's leader campaigned first with a short timeout and jraft's random delay cut to
+            // 20 ms; once the region has a leader both are back, on every replica (set in its start options instead,
+            // they fixed the group's heartbeat interval and read-index scanner for as long as it ran)
+            await().atMost(30, SECONDS).untilAsserted(() -> {
+                for (int i = 0; i < cluster.size(); i++) {
+                    com.alipay.sofa.jraft.option.NodeOptions o = cluster.node(i).host().region(child).node().getOptions();
+                    assertThat(o.getElectionTimeoutMs()).as("node %d's election timeout", i).isEqualTo(configured);
+                    assertThat(o.getRaftOptions().getMaxElectionDelayMs()).as("node %d's election delay", i)
+                            .isEqualTo(new com.alipay.sofa.jraft.option.RaftOptions().getMaxElectionDelayMs());
+                }
+            });
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"memory", "rocksdb"})
     void when_theRegionOfASequenceAndALockSplits_then_theSequenceNeverRepeatsAndTheLockIsStillHeldWithItsToken(
