@@ -58,7 +58,8 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
      * the fallback. Set once its group has started ({@link Region#campaignFirst}), not in the options it starts with:
      * jraft fixes at start a leader's heartbeat interval (election timeout / factor) and the period of its read-index
      * scanner (maxElectionDelayMs), and with these short values in the options such a replica heartbeat every 150 ms
-     * and woke its scanner every 20 ms for as long as it ran, in every region made by a split.
+     * and woke its scanner every 20 ms for as long as it ran, in every region made by a split. Its vote timer keeps
+     * the start-up timeout (jraft resets only the election timer), so a first vote slowed by fsyncs is not cut short.
      */
     private static final int CHILD_CAMPAIGN_MS = 300;
     /** The random part of that replica's election timeouts (jraft's maxElectionDelayMs; its default is 1000). */
