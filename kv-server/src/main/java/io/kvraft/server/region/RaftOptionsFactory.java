@@ -66,7 +66,9 @@ public final class RaftOptionsFactory {
     }
 
     private static RaftOptions raftOptions(RaftConfig raft) {
-        RaftOptions r = new RaftOptions();
+        // jraft's read-index scanner, a fallback that finds nothing on a healthy node, every election timeout instead
+        // of every second: 24 fewer wake-ups a second on an idle node of 24 regions
+        RaftOptions r = new ScannerPeriodRaftOptions(raft.electionTimeoutMs());
         r.setSync(raft.sync());
         r.setReplicatorPipeline(raft.replicatorPipeline());
         r.setMaxReplicatorInflightMsgs(replicatorInflightLimit(raft));
