@@ -80,16 +80,14 @@ final class MetaStateMachine extends StateMachineAdapter {
             case JOIN, SET_STATE -> {
                 NodeRecord rec = cmd.getOpCase() == MetaCommand.OpCase.JOIN ? cmd.getJoin() : cmd.getSetState();
                 ClusterMap.Builder b = map.toBuilder().setVersion(map.getVersion() + 1);
-                for (int i = 0; i < b.getNodesCount(); i++) {
-                    NodeRecord n = b.getNodes(i);
-                    if (n.getEndpoint().equals(rec.getEndpoint())) {
-                        NodeRecord.Builder nb = n.toBuilder().setState(rec.getState()).setSinceMs(rec.getSinceMs());
-                        if (cmd.getOpCase() == MetaCommand.OpCase.JOIN) {
-                            nb.setNodeId(rec.getNodeId());
-                        }
-                        b.setNodes(i, nb);
-                        return b.build();
+                int i = indexOf(b, rec.getEndpoint());
+                if (i >= 0) {
+                    NodeRecord.Builder nb = b.getNodes(i).toBuilder().setState(rec.getState())
+                            .setSinceMs(rec.getSinceMs());
+                    if (cmd.getOpCase() == MetaCommand.OpCase.JOIN) {
+                        nb.setNodeId(rec.getNodeId());
                     }
+                    return b.setNodes(i, nb).build();
                 }
                 if (cmd.getOpCase() == MetaCommand.OpCase.SET_STATE) {
                     return map; // checked on the leader: not reached
@@ -99,17 +97,12 @@ final class MetaStateMachine extends StateMachineAdapter {
             case SET_DOWN -> {
                 NodeRecord rec = cmd.getSetDown();
                 ClusterMap.Builder b = map.toBuilder();
-                for (int i = 0; i < b.getNodesCount(); i++) {
-                    NodeRecord n = b.getNodes(i);
-                    if (n.getEndpoint().equals(rec.getEndpoint())) {
-                        if (n.getDownSinceMs() == rec.getDownSinceMs()) {
-                            return map;
-                        }
-                        return b.setNodes(i, n.toBuilder().setDownSinceMs(rec.getDownSinceMs()))
-                                .setVersion(map.getVersion() + 1).build();
-                    }
+                int i = indexOf(b, rec.getEndpoint());
+                if (i < 0 || b.getNodes(i).getDownSinceMs() == rec.getDownSinceMs()) {
+                    return map; // a node the map does not know, or one already recorded so: nothing to record
                 }
-                return map; // a node the map does not know: nothing to record
+                return b.setNodes(i, b.getNodes(i).toBuilder().setDownSinceMs(rec.getDownSinceMs()))
+                        .setVersion(map.getVersion() + 1).build();
             }
             case REGIONS -> {
                 if (map.getRegionsList().equals(cmd.getRegions().getRegionsList())) {
@@ -123,6 +116,16 @@ final class MetaStateMachine extends StateMachineAdapter {
                 return map;
             }
         }
+    }
+
+    /** The position of the node at {@code endpoint} in {@code b}'s node list, or -1. */
+    private static int indexOf(ClusterMap.Builder b, String endpoint) {
+        for (int i = 0; i < b.getNodesCount(); i++) {
+            if (b.getNodes(i).getEndpoint().equals(endpoint)) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     @Override

@@ -107,8 +107,8 @@ class ServerConfigTest {
         assertThat(c.store().engine()).isEqualTo("memory");
         assertThat(c.store().compression()).isEqualTo("lz4");
         assertThat(c.raft().electionTimeoutMs()).isEqualTo(5000);
-        assertThat(c.raft().startupElectionTimeoutMs()).isBetween(100, 5000);
-        assertThat(c.raft().electionHeartbeatFactor()).isEqualTo(10);
+        assertThat(c.raft().startupElectionTimeoutMs()).isEqualTo(2000);
+        assertThat(c.raft().electionHeartbeatFactor()).isEqualTo(5);
         assertThat(c.raft().sync()).isTrue();
         assertThat(c.raft().snapshotIntervalSecs()).isEqualTo(600);
         assertThat(c.raft().disruptorBufferSize()).isEqualTo(1024);
