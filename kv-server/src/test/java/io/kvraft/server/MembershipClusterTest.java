@@ -157,6 +157,21 @@ class MembershipClusterTest {
                 .findFirst().orElse(null);
     }
 
+    /** What a route lookup from the cluster map answers now, a line per region: for a failure's diagnosis. */
+    private static String mapAnswer(InProcessCluster cluster) {
+        try (KvClient c = cluster.client()) {
+            StringBuilder b = new StringBuilder("the cluster map's route answer:\n");
+            for (io.kvraft.client.proto.KvProto.RegionInfo r : c.mapRegions().get(10, SECONDS).getRegionsList()) {
+                b.append("  region ").append(r.getId()).append(" epoch ").append(r.getEpoch()).append(" conf ")
+                        .append(r.getConfVer()).append(" term ").append(r.getTerm()).append(" leader ")
+                        .append(r.getLeader()).append(" peers ").append(r.getPeersList()).append('\n');
+            }
+            return b.toString();
+        } catch (Exception e) {
+            return "the cluster map's route answer: none (" + e + ")";
+        }
+    }
+
     @Test
     void nodesJoinDrainAndLeave() throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(3, REGIONS, dir, "memory",
@@ -227,6 +242,7 @@ class MembershipClusterTest {
                         .equals(stranger.config().endpoint()));
             } catch (AssertionError | RuntimeException e) {
                 System.err.println(cluster.describe());
+                System.err.println(mapAnswer(cluster));
                 throw e;
             } finally {
                 joined.forEach(KvServer::close);
