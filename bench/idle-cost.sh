@@ -6,7 +6,7 @@
 # Usage: bench/idle-cost.sh [--engine memory|rocksdb] [--regions N] [--minutes 1,3,5,10] [--server-jvm-arg ARG]...
 #                           [--yaml TEXT] [--threads]
 #   --server-jvm-arg  an extra JVM argument for the three servers (repeatable; none by default: the JVM's defaults)
-#   --yaml            YAML appended to each server's config, e.g. 'raft: {electionHeartbeatFactor: 5}' (none by default)
+#   --yaml            YAML appended to each server's config, e.g. 'raft: {electionHeartbeatFactor: 10}' (none by default)
 #   --threads         also print, for each window, the cores by thread name (digits dropped) summed over the nodes
 # Prints one line per window and a last line with the bar's verdict; exits 0 either way (it measures, CI does not
 # judge speed). Written by hand: glue between our jars and /proc, nothing a library does.

@@ -40,8 +40,6 @@ final class HeartbeatBursts implements Scheduler {
     static final Bursts SHARED = new Bursts(new ScheduledThreadPoolExecutor(1,
             new NamedThreadFactory("kv-heartbeat-bursts-", true)));
 
-    private static final StackWalker WALKER = StackWalker.getInstance();
-
     private final Scheduler jraft;
     private final Bursts bursts;
     private final BooleanSupplier isHeartbeat;
@@ -58,8 +56,7 @@ final class HeartbeatBursts implements Scheduler {
 
     /** Whether the caller of {@link #schedule} is jraft's replicator scheduling its next heartbeat. */
     private static boolean calledFromHeartbeatTimer() {
-        return WALKER.walk(frames -> frames.limit(6).anyMatch(f -> f.getMethodName().equals("startHeartbeatTimer")
-                && f.getClassName().equals("com.alipay.sofa.jraft.core.Replicator")));
+        return JraftCallers.calledFrom("com.alipay.sofa.jraft.core.Replicator", "startHeartbeatTimer", 6);
     }
 
     @Override

@@ -10,14 +10,13 @@ import com.alipay.sofa.jraft.option.RaftOptions;
  * regions, each finding nothing, since jraft already hands those requests on when its state machine applies (the
  * scanner is a fallback). jraft takes that period from the same option as the random part of every election timeout,
  * so the option cannot simply be raised. This one answers {@code scannerPeriodMs} to the read-only service alone,
- * told by its caller on the stack (jraft asks once, when the group starts), and the configured delay to everyone else.
+ * told by its caller on the stack (jraft asks when the group starts), and the configured delay to everyone else.
  * In a jraft build where another class asks for the period, and in a {@link #copy} (jraft copies no node's options),
  * the scanner keeps jraft's own period.
  */
 final class ScannerPeriodRaftOptions extends RaftOptions {
 
     static final String READ_ONLY_SERVICE = "com.alipay.sofa.jraft.core.ReadOnlyServiceImpl";
-    private static final StackWalker WALKER = StackWalker.getInstance();
 
     private final int scannerPeriodMs;
 
@@ -34,9 +33,7 @@ final class ScannerPeriodRaftOptions extends RaftOptions {
 
     @Override
     public int getMaxElectionDelayMs() {
-        // frame 0 is this method, frame 1 its caller
-        boolean scanner = WALKER.walk(frames -> frames.skip(1).findFirst()
-                .map(f -> f.getClassName().equals(READ_ONLY_SERVICE)).orElse(false));
-        return scanner ? scannerPeriodMs : super.getMaxElectionDelayMs();
+        // this method, then its caller
+        return JraftCallers.calledFrom(READ_ONLY_SERVICE, null, 2) ? scannerPeriodMs : super.getMaxElectionDelayMs();
     }
 }
