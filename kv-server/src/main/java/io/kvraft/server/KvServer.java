@@ -63,6 +63,8 @@ public final class KvServer implements AutoCloseable {
     private io.kvraft.client.KvClient internalClient;
     /** Asks peers whether they serve (balancing and hand-off pick only those). */
     private final io.kvraft.client.rpc.Transport peerProbe;
+    /** One heartbeat per peer node and interval for all regions this node leads (raft.nodeHeartbeats); or null. */
+    private final io.kvraft.server.region.NodeBeats beats;
     /** The cluster map: membership, node reports and (on its leader) placement. */
     private final io.kvraft.server.meta.MetaService meta;
     /** Told when the cluster refuses this node for good (removed, or another cluster's); closes the node by default. */
@@ -101,6 +103,11 @@ public final class KvServer implements AutoCloseable {
             return t;
         });
         host.registerHandlers(new io.kvraft.server.rpc.BackupHandlers(handlers, backups, backupPages)::register);
+        this.beats = config.raft().nodeHeartbeats() ? new io.kvraft.server.region.NodeBeats(host, peerProbe,
+                config.raft().electionTimeoutMs() / config.raft().electionHeartbeatFactor()) : null;
+        if (beats != null) {
+            host.registerHandlers(beats::register);
+        }
         this.splitWork = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "kv-split");
             t.setDaemon(true);
@@ -153,6 +160,9 @@ public final class KvServer implements AutoCloseable {
         KvServer server = new KvServer(config, storeWrapper);
         try {
             server.host.start();
+            if (server.beats != null) {
+                server.beats.start();
+            }
             server.meta.start();
             server.metrics.start(config.metrics(), config.endpoint());
         } catch (IOException | RuntimeException e) {
@@ -325,6 +335,9 @@ public final class KvServer implements AutoCloseable {
         closed = true;
         handlers.beginShutdown();
         housekeeping.shutdownNow();
+        if (beats != null) {
+            beats.close();
+        }
         splitWork.shutdownNow();
         moveWork.shutdownNow();
         if (internalClient != null) {

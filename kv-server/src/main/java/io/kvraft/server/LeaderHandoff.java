@@ -76,7 +76,7 @@ final class LeaderHandoff {
                 if (last != null && now - last < 10 * POLL_NANOS) {
                     continue; // it fell back to leader a moment ago; give the target a little time
                 }
-                String target = leastLoaded(node, serving, load);
+                String target = leastLoaded(r, serving, load);
                 if (target == null) {
                     continue; // no live peer to take it: it is stopped with the node, and the others elect
                 }
@@ -119,11 +119,10 @@ final class LeaderHandoff {
         return s == State.STATE_LEADER || s == State.STATE_TRANSFERRING || s == State.STATE_CANDIDATE;
     }
 
-    private static String leastLoaded(Node node, java.util.Set<String> serving, Map<String, Integer> load) {
+    private static String leastLoaded(Region r, java.util.Set<String> serving, Map<String, Integer> load) {
         String best = null;
         int least = Integer.MAX_VALUE;
-        for (PeerId p : node.listAlivePeers()) {
-            String ep = p.getEndpoint().toString();
+        for (String ep : r.alivePeers()) {
             int n = load.getOrDefault(ep, 0);
             if (serving.contains(ep) && n < least) {
                 least = n;

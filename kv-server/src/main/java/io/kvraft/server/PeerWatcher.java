@@ -1,7 +1,6 @@
 package io.kvraft.server;
 
 import com.alipay.sofa.jraft.Node;
-import com.alipay.sofa.jraft.entity.PeerId;
 import io.kvraft.server.region.Region;
 import io.kvraft.server.region.RegionHost;
 import org.slf4j.Logger;
@@ -12,7 +11,7 @@ import java.util.Set;
 
 /**
  * Logs one line when a peer joins (is heard from) or leaves (is no longer heard from), as this node
- * sees it: a peer is up while some region this node leads gets its replies, or while it leads a
+ * sees it: a peer is up while some region this node leads gets its replies (jraft's or to node heartbeats), or while it leads a
  * region this node follows. Runs on the housekeeping thread every second.
  */
 final class PeerWatcher implements Runnable {
@@ -45,9 +44,7 @@ final class PeerWatcher implements Runnable {
             }
             if (r.isLeader()) {
                 leadsAny = true;
-                for (PeerId p : node.listAlivePeers()) {
-                    now.add(p.getEndpoint().toString());
-                }
+                now.addAll(r.alivePeers());
             } else if (!r.leaderHint().isEmpty()) {
                 now.add(r.leaderHint());
             }

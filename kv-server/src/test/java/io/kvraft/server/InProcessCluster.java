@@ -71,7 +71,7 @@ public final class InProcessCluster implements AutoCloseable {
         }
         // 2 s: a test JVM runs three nodes on two cores, often beside other builds; with 1 s, a few seconds of CPU
         // starvation made leaders step down ("majority of the group dies") and left writes with unknown outcomes
-        RaftConfig raft = new RaftConfig(2000, 500, 10, true, 0, true, 256, 2, 4096, 1024, logStorage, 2);
+        RaftConfig raft = new RaftConfig(2000, 500, 10, true, 0, true, 256, 2, 4096, 1024, logStorage, 2, null);
         List<ServerConfig> configs = new ArrayList<>();
         for (int i = 0; i < nodes; i++) {
             configs.add(tweak.apply(new ServerConfig(peers.get(i), dir.resolve("node" + (i + 1)).toString(),

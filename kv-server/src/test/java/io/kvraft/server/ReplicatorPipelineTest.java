@@ -34,7 +34,7 @@ class ReplicatorPipelineTest {
     void when_thePipelineIsSwitched_then_theLeadersReplicatorDepthFollowsAndEveryWriteIsReplicated(boolean pipeline)
             throws Exception {
         // S3/S4's shape: one log entry per put, many entries in flight per leader
-        RaftConfig raft = new RaftConfig(1000, 500, 5, true, 0, pipeline, 64, 256, 1, 1024, RaftConfig.LOG_SHARED, 2);
+        RaftConfig raft = new RaftConfig(1000, 500, 5, true, 0, pipeline, 64, 256, 1, 1024, RaftConfig.LOG_SHARED, 2, null);
         try (InProcessCluster cluster = InProcessCluster.start(3, 2, dir, "memory", RaftConfig.LOG_SHARED,
                 c -> c.withRaft(raft))) {
             await().atMost(30, SECONDS).until(cluster::allRegionsLed);

@@ -56,7 +56,9 @@ public final class WireProtocol {
             parser(KvProto.NodeReport.class, KvProto.NodeReport.parser()),
             parser(KvProto.NodeReportResponse.class, KvProto.NodeReportResponse.parser()),
             parser(KvProto.MergeStepRequest.class, KvProto.MergeStepRequest.parser()),
-            parser(KvProto.MergeStepResponse.class, KvProto.MergeStepResponse.parser()));
+            parser(KvProto.MergeStepResponse.class, KvProto.MergeStepResponse.parser()),
+            parser(KvProto.NodeBeat.class, KvProto.NodeBeat.parser()),
+            parser(KvProto.NodeBeatResponse.class, KvProto.NodeBeatResponse.parser()));
 
     private static Map.Entry<String, Parser<? extends Message>> parser(Class<? extends Message> type,
                                                                       Parser<? extends Message> parser) {

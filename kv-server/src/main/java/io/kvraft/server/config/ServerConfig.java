@@ -273,6 +273,11 @@ public record ServerConfig(
      * @param appendEntriesThreads      pool threads on which a follower handles AppendEntries for all its groups (one more
      *                                  joins while groups hold them all); 0 = jraft's own (with pipelining a thread per
      *                                  group and leader, 48 per node with 24 groups)
+     * @param nodeHeartbeats            one heartbeat per node pair and interval vouches for every region the two share
+     *                                  (the regions the sender leads), and a region that committed nothing for two
+     *                                  intervals sends jraft's own heartbeats 30 times less often; failover is unchanged
+     *                                  (a follower still campaigns an election timeout after its leader's node went
+     *                                  quiet). Off: jraft's heartbeats alone, one per region and follower
      */
     public record RaftConfig(
             Integer electionTimeoutMs,
@@ -286,14 +291,15 @@ public record ServerConfig(
             Integer maxRequestsPerEntry,
             Integer disruptorBufferSize,
             String logStorage,
-            Integer appendEntriesThreads) {
+            Integer appendEntriesThreads,
+            Boolean nodeHeartbeats) {
 
         /** One RocksDB log for all groups of the node (appends share fsyncs). */
         public static final String LOG_SHARED = "shared";
         /** jraft's own: one RocksDB log per group. */
         public static final String LOG_PER_REGION = "per-region";
 
-        public static final RaftConfig DEFAULT = new RaftConfig(null, null, null, null, null, null, null, null, null, null, null, null);
+        public static final RaftConfig DEFAULT = new RaftConfig(null, null, null, null, null, null, null, null, null, null, null, null, null);
 
         public RaftConfig {
             electionTimeoutMs = requireNonNullElse(electionTimeoutMs, 5000);
@@ -309,6 +315,7 @@ public record ServerConfig(
             disruptorBufferSize = requireNonNullElse(disruptorBufferSize, 1024);
             logStorage = requireNonNullElse(logStorage, LOG_SHARED);
             appendEntriesThreads = requireNonNullElse(appendEntriesThreads, 2);
+            nodeHeartbeats = requireNonNullElse(nodeHeartbeats, true);
             if (appendEntriesThreads < 0 || appendEntriesThreads > 64) {
                 throw new IllegalArgumentException("raft.appendEntriesThreads must be 0 (jraft's own threads) to 64, got "
                         + appendEntriesThreads);
@@ -339,19 +346,25 @@ public record ServerConfig(
         public RaftConfig withElectionTimeoutMs(int ms) {
             return new RaftConfig(ms, null, electionHeartbeatFactor, sync, snapshotIntervalSecs, replicatorPipeline,
                     maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize, logStorage,
-                    appendEntriesThreads);
+                    appendEntriesThreads, nodeHeartbeats);
         }
 
         public RaftConfig withAppendEntriesThreads(int threads) {
             return new RaftConfig(electionTimeoutMs, startupElectionTimeoutMs, electionHeartbeatFactor, sync, snapshotIntervalSecs,
                     replicatorPipeline, maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize,
-                    logStorage, threads);
+                    logStorage, threads, nodeHeartbeats);
         }
 
         public RaftConfig withSnapshotIntervalSecs(int secs) {
             return new RaftConfig(electionTimeoutMs, startupElectionTimeoutMs, electionHeartbeatFactor, sync, secs, replicatorPipeline,
                     maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize, logStorage,
-                    appendEntriesThreads);
+                    appendEntriesThreads, nodeHeartbeats);
+        }
+
+        public RaftConfig withNodeHeartbeats(boolean on) {
+            return new RaftConfig(electionTimeoutMs, startupElectionTimeoutMs, electionHeartbeatFactor, sync, snapshotIntervalSecs,
+                    replicatorPipeline, maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize,
+                    logStorage, appendEntriesThreads, on);
         }
     }
 

@@ -17,6 +17,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import java.util.function.IntSupplier;
 
 /**
  * jraft's Raft scheduler with the region leaders' heartbeats sent in bursts. Every replicator schedules its own
@@ -43,15 +44,27 @@ final class HeartbeatBursts implements Scheduler {
     private final Scheduler jraft;
     private final Bursts bursts;
     private final BooleanSupplier isHeartbeat;
+    private final IntSupplier stretch;
+    /** This node's heartbeats not yet run or cancelled. */
+    private final java.util.Set<Task> waiting = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
-    HeartbeatBursts(Scheduler jraft) {
-        this(jraft, SHARED, HeartbeatBursts::calledFromHeartbeatTimer);
+    /**
+     * @param stretch how many heartbeat intervals apart this node's heartbeats go now (1, or more while node
+     *                heartbeats keep its region alive: {@link QuietRegions}); asked with jraft's replicator lock held
+     */
+    HeartbeatBursts(Scheduler jraft, IntSupplier stretch) {
+        this(jraft, SHARED, HeartbeatBursts::calledFromHeartbeatTimer, stretch);
     }
 
     HeartbeatBursts(Scheduler jraft, Bursts bursts, BooleanSupplier isHeartbeat) {
+        this(jraft, bursts, isHeartbeat, () -> 1);
+    }
+
+    HeartbeatBursts(Scheduler jraft, Bursts bursts, BooleanSupplier isHeartbeat, IntSupplier stretch) {
         this.jraft = jraft;
         this.bursts = bursts;
         this.isHeartbeat = isHeartbeat;
+        this.stretch = stretch;
     }
 
     /** Whether the caller of {@link #schedule} is jraft's replicator scheduling its next heartbeat. */
@@ -64,8 +77,33 @@ final class HeartbeatBursts implements Scheduler {
         if (!isHeartbeat.getAsBoolean()) {
             return jraft.schedule(command, delay, unit);
         }
-        return bursts.add(new Task(command, jraft, System.nanoTime() + unit.toNanos(Math.max(0, delay))),
-                unit.toNanos(Math.max(0, delay)) / 2);
+        long nanos = unit.toNanos(Math.max(0, delay)) * Math.max(1, stretch.getAsInt());
+        Task task = new Task(command, jraft, System.nanoTime() + nanos, waiting);
+        waiting.add(task);
+        return bursts.add(task, nanos / 2);
+    }
+
+    /**
+     * Sends this node's waiting heartbeats now (each replicator's next one), on jraft's threads as when they fall due;
+     * each is then scheduled again from now, as jraft does after every heartbeat. For a quiet region's leader whose
+     * follower needs one soon: to learn the commit index, or to be probed after a restart (jraft probes a follower
+     * whose heartbeat answer shows it behind).
+     */
+    void sendNow() {
+        for (Task t : waiting.toArray(new Task[0])) {
+            if (!t.isDone()) {
+                try {
+                    t.jraft.schedule(t, 0, TimeUnit.NANOSECONDS); // a FutureTask runs once: its burst skips it later
+                } catch (RejectedExecutionException e) {
+                    LOG.debug("a heartbeat's scheduler is shut down (its node stopped): {}", e.toString());
+                }
+            }
+        }
+    }
+
+    /** Heartbeats scheduled here and not yet run or cancelled (for tests). */
+    int waiting() {
+        return waiting.size();
     }
 
     @Override
@@ -152,11 +190,18 @@ final class HeartbeatBursts implements Scheduler {
 
         final long due;
         final Scheduler jraft;
+        private final java.util.Set<Task> waiting;
 
-        Task(Runnable command, Scheduler jraft, long due) {
+        Task(Runnable command, Scheduler jraft, long due, java.util.Set<Task> waiting) {
             super(command, null);
             this.jraft = jraft;
             this.due = due;
+            this.waiting = waiting;
+        }
+
+        @Override
+        protected void done() {
+            waiting.remove(this); // ran or cancelled
         }
 
         @Override

@@ -9,6 +9,7 @@ import com.alipay.sofa.jraft.rpc.RpcServer;
 import com.alipay.sofa.jraft.rpc.impl.ConnectionClosedEventListener;
 import com.alipay.sofa.jraft.rpc.impl.core.AppendEntriesRequestProcessor;
 import com.alipay.sofa.jraft.rpc.impl.core.InstallSnapshotRequestProcessor;
+import com.alipay.sofa.jraft.rpc.impl.core.RequestVoteRequestProcessor;
 import com.alipay.sofa.jraft.util.Endpoint;
 import com.alipay.sofa.jraft.util.NamedThreadFactory;
 import com.alipay.sofa.jraft.util.RpcFactoryHelper;
@@ -168,8 +169,9 @@ final class RaftRpcServers {
 
     /**
      * Hands jraft's own processor list on to the server, with jraft's AppendEntries processor replaced by the shared
-     * one (unless that is null) and its InstallSnapshot processor by one on the given pool, so whatever else a jraft
-     * release registers stays.
+     * one (unless that is null), its InstallSnapshot processor by one on the given pool, and its RequestVote processor
+     * by one that refuses pre-votes while node heartbeats vouch for a live leader ({@link QuietPreVotes}), so whatever
+     * else a jraft release registers stays.
      *
      * <p>The AppendEntries processor's connection listener is left out. On a closed connection it drops the pipeline
      * state (request and response sequence numbers) of the connection's (follower, leader) pair in every group, not
@@ -189,6 +191,8 @@ final class RaftRpcServers {
                 target.registerProcessor(shared);
             } else if (processor instanceof InstallSnapshotRequestProcessor) {
                 target.registerProcessor(new InstallSnapshotRequestProcessor(install));
+            } else if (processor instanceof RequestVoteRequestProcessor votes) {
+                target.registerProcessor(new QuietPreVotes(votes.executor()));
             } else {
                 target.registerProcessor(processor);
             }

@@ -57,6 +57,8 @@ public final class Region {
     private final Splits splits;
     private final RegionStateMachine fsm;
     private final RaftGroupService service;
+    /** What node heartbeats tell of this replica (raft.nodeHeartbeats); null when they are off. */
+    private final QuietRegions.Replica quiet;
     private final Coalescer<WriteProposal> proposer;
     /** Writes whose leader stepped down before their entry committed, waiting for its fate in the log. */
     private final UndecidedWrites undecided;
@@ -167,6 +169,29 @@ public final class Region {
         this.fsm = new RegionStateMachine(this, store);
         options.setFsm(fsm);
         this.service = new RaftGroupService(groupId(id), self, options, rpcServer, true);
+        this.quiet = raft.nodeHeartbeats() ? new QuietRegions.Replica(QuietRegions.key(groupId(id), self),
+                new QuietRegions.View() {
+                    @Override
+                    public boolean isLeader() {
+                        return Region.this.isLeader();
+                    }
+
+                    @Override
+                    public long term() {
+                        return Region.this.term();
+                    }
+
+                    @Override
+                    public String leaderHint() {
+                        return Region.this.leaderHint();
+                    }
+
+                    @Override
+                    public boolean changing() {
+                        return moving || mergingInto() != 0;
+                    }
+                }, raft.electionTimeoutMs(), raft.electionTimeoutMs() / raft.electionHeartbeatFactor(), System::nanoTime)
+                : null;
         this.proposer = new Coalescer<>(raft.maxProposalsInflight(), raft.maxRequestsPerEntry(), 64 << 20,
                 Integer.MAX_VALUE, WriteProposal::bytes, this::propose);
         this.leaderWaits = new LeaderWaits(id, timer, LEADER_WAIT_MS, LEADER_WAIT_CAPACITY, System::nanoTime);
@@ -193,7 +218,12 @@ public final class Region {
     }
 
     void start() {
-        this.node = service.start(false);
+        if (quiet != null) {
+            QuietRegions.register(quiet); // before jraft makes the group's timers, which look it up when they fall due
+            this.node = QuietRegions.starting(quiet.key, () -> service.start(false));
+        } else {
+            this.node = service.start(false);
+        }
         if (node == null) {
             throw new IllegalStateException("region " + id + ": raft group failed to start");
         }
@@ -232,6 +262,9 @@ public final class Region {
     void shutdown() {
         leaderWaits.close();
         service.shutdown();
+        if (quiet != null) {
+            QuietRegions.unregister(quiet);
+        }
         undecided.giveUp("the region stopped on this node");
     }
 
@@ -307,6 +340,35 @@ public final class Region {
 
     public Node node() {
         return node;
+    }
+
+    /**
+     * The voters this leader has heard from within its lease, as host:port: by jraft's replicators' answers and by node
+     * heartbeats' (a quiet region's jraft heartbeats are far apart, so jraft's view alone would miss live followers).
+     */
+    public java.util.Set<String> alivePeers() {
+        java.util.Set<String> out = new java.util.HashSet<>();
+        Node n = node;
+        if (n == null) {
+            return out;
+        }
+        for (PeerId p : n.listAlivePeers()) {
+            out.add(p.getEndpoint().toString());
+        }
+        if (quiet != null) {
+            out.addAll(quiet.answeredWithin(System.nanoTime()));
+        }
+        return out;
+    }
+
+    /** What node heartbeats tell of this replica; null when they are off. */
+    QuietRegions.Replica quiet() {
+        return quiet;
+    }
+
+    /** The term this replica last led or followed in, as its state machine was told. */
+    long term() {
+        return fsm.term();
     }
 
     public io.kvraft.server.metrics.RegionMetrics metrics() {

@@ -75,6 +75,7 @@ class ServerConfigTest {
                   maxRequestsPerEntry: 100
                   disruptorBufferSize: 256
                   logStorage: per-region
+                  nodeHeartbeats: false
                 limits:
                   maxKeyBytes: 100
                   maxValueBytes: 0
@@ -93,7 +94,7 @@ class ServerConfigTest {
         assertThat(c.cluster().regionCount()).isEqualTo(3);
         assertThat(c.cluster().splitKeys()).containsExactly("55", "aa");
         assertThat(c.store()).isEqualTo(new ServerConfig.StoreConfig("rocksdb", 1L << 20, 2L << 20, "zstd"));
-        assertThat(c.raft()).isEqualTo(new ServerConfig.RaftConfig(2000, 800, 8, false, 0, false, 16, 4, 100, 256, "per-region", 2));
+        assertThat(c.raft()).isEqualTo(new ServerConfig.RaftConfig(2000, 800, 8, false, 0, false, 16, 4, 100, 256, "per-region", 2, false));
         assertThat(c.limits()).isEqualTo(new ServerConfig.LimitsConfig(100, 0, 7));
         assertThat(c.balance()).isEqualTo(new ServerConfig.BalanceConfig(false, 250, 500));
     }
@@ -109,6 +110,7 @@ class ServerConfigTest {
         assertThat(c.raft().electionTimeoutMs()).isEqualTo(5000);
         assertThat(c.raft().startupElectionTimeoutMs()).isEqualTo(2000);
         assertThat(c.raft().electionHeartbeatFactor()).isEqualTo(5);
+        assertThat(c.raft().nodeHeartbeats()).isTrue();
         assertThat(c.raft().sync()).isTrue();
         assertThat(c.raft().snapshotIntervalSecs()).isEqualTo(600);
         assertThat(c.raft().disruptorBufferSize()).isEqualTo(1024);

@@ -69,7 +69,7 @@ class MetricsEndpointTest {
             peers.add("127.0.0.1:" + ports.get(i));
             metricsPorts.add(ports.get(3 + i));
         }
-        RaftConfig raft = new RaftConfig(1000, 500, 5, false, 0, true, 256, 2, 4096, 1024, RaftConfig.LOG_SHARED, 2);
+        RaftConfig raft = new RaftConfig(1000, 500, 5, false, 0, true, 256, 2, 4096, 1024, RaftConfig.LOG_SHARED, 2, null);
         for (int i = 0; i < 3; i++) {
             servers.add(KvServer.start(new ServerConfig(peers.get(i), dir.resolve("n" + i).toString(),
                     new ClusterConfig(peers, REGIONS, null), new StoreConfig("memory", null, null, null), raft, null,

@@ -68,6 +68,35 @@ class HeartbeatBurstsTest {
     }
 
     @Test
+    void when_stretched_then_aHeartbeatWaitsThatManyIntervals() {
+        HeartbeatBursts s = new HeartbeatBursts(jraft(jraftThreads), bursts, () -> true, () -> 30);
+
+        ScheduledFuture<?> f = s.schedule(() -> { }, 1000, MILLISECONDS);
+
+        assertThat(f.getDelay(MILLISECONDS)).isBetween(29_000L, 30_000L);
+        f.cancel(false);
+        assertThat(s.waiting()).isZero();
+    }
+
+    @Test
+    void when_heartbeatsAreSentNow_then_eachWaitingOneRunsOnceAtOnceAndNotAgainWithItsBurst() {
+        HeartbeatBursts s = new HeartbeatBursts(jraft(jraftThreads), bursts, () -> true);
+        AtomicInteger ran = new AtomicInteger();
+        s.schedule(ran::incrementAndGet, 600, MILLISECONDS);
+        s.schedule(ran::incrementAndGet, 700, MILLISECONDS);
+        assertThat(s.waiting()).isEqualTo(2);
+
+        s.sendNow();
+
+        await().atMost(10, SECONDS).until(() -> ran.get() == 2);
+        assertThat(toJraft).containsExactly("schedule 0", "schedule 0");
+        assertThat(s.waiting()).isZero();
+        await().atMost(10, SECONDS).until(() -> bursts.fired() == 1); // the burst fires and finds them done
+        assertThat(ran).hasValue(2);
+        assertThat(toJraft).hasSize(2);
+    }
+
+    @Test
     void when_heartbeatsFallDueWithinHalfAnIntervalOfTheFirst_then_theyGoInOneBurst() {
         HeartbeatBursts s = new HeartbeatBursts(jraft(jraftThreads), bursts, () -> true);
         AtomicInteger ran = new AtomicInteger();
@@ -123,7 +152,7 @@ class HeartbeatBurstsTest {
 
     @Test
     void when_theSchedulerIsCalledFromAnythingButJraftsReplicator_then_itIsNoHeartbeat() {
-        HeartbeatBursts s = new HeartbeatBursts(jraft(jraftThreads));
+        HeartbeatBursts s = new HeartbeatBursts(jraft(jraftThreads), () -> 1);
         s.schedule(() -> { }, 60_000, MILLISECONDS);
 
         assertThat(toJraft).containsExactly("schedule 60000");

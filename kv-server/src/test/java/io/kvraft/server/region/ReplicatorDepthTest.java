@@ -95,7 +95,7 @@ class ReplicatorDepthTest {
         assertThat(fakeServer.init(null)).isTrue();
 
         List<PeerId> peers = List.of(new PeerId(real, 0), new PeerId(fake, 0));
-        RaftConfig raft = new RaftConfig(1000, 500, 5, true, 0, pipeline, 64, 1, 1, 1024, RaftConfig.LOG_PER_REGION, 0);
+        RaftConfig raft = new RaftConfig(1000, 500, 5, true, 0, pipeline, 64, 1, 1, 1024, RaftConfig.LOG_PER_REGION, 0, null);
         ServerConfig config = new ServerConfig(real.toString(), dir.toString(),
                 new ClusterConfig(peers.stream().map(PeerId::toString).toList(), 1, null),
                 new StoreConfig("memory", 8L << 20, 4L << 20, "lz4"), raft, null, new BalanceConfig(false, null, null));
