@@ -57,7 +57,7 @@ public final class WireProtocol {
             parser(KvProto.NodeReportResponse.class, KvProto.NodeReportResponse.parser()),
             parser(KvProto.MergeStepRequest.class, KvProto.MergeStepRequest.parser()),
             parser(KvProto.MergeStepResponse.class, KvProto.MergeStepResponse.parser()),
-            parser(KvProto.NodeBeat.class, KvProto.NodeBeat.parser()),
+            parser(KvProto.NodeBeatRequest.class, KvProto.NodeBeatRequest.parser()),
             parser(KvProto.NodeBeatResponse.class, KvProto.NodeBeatResponse.parser()));
 
     private static Map.Entry<String, Parser<? extends Message>> parser(Class<? extends Message> type,

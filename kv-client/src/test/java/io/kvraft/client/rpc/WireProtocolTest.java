@@ -103,7 +103,10 @@ class WireProtocolTest {
                 KvProto.JoinRequest.newBuilder().setEndpoint("10.0.0.5:8185").setNodeId("9a3f").setClusterId("c1").build(),
                 KvProto.ClusterRequest.getDefaultInstance(),
                 KvProto.NodeStateRequest.newBuilder().setEndpoint("10.0.0.4:8184").setState(KvProto.NodeState.REMOVED)
-                        .setForce(true).build());
+                        .setForce(true).build(),
+                KvProto.NodeBeatRequest.newBuilder().setFrom("10.0.0.1:8181")
+                        .addRegions(KvProto.RegionTerm.newBuilder().setRegion(5).setTerm(7))
+                        .addRegions(KvProto.RegionTerm.newBuilder().setRegion(65_537).setTerm(2)).build());
     }
 
     static Stream<Named<Message>> responses() {
@@ -176,7 +179,8 @@ class WireProtocolTest {
                 KvProto.NodeStateResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.INVALID_ARGUMENT)
                         .setDetail("would leave 2 UP nodes")).build(),
                 KvProto.NodeReportResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.WRONG_CLUSTER))
-                        .build());
+                        .build(),
+                KvProto.NodeBeatResponse.newBuilder().addFollowed(5).addFollowed(65_537).build());
     }
 
     private static KvProto.ClusterMap clusterMap() {

@@ -4,7 +4,7 @@ import com.alipay.sofa.jraft.Node;
 import com.alipay.sofa.jraft.entity.PeerId;
 import com.alipay.sofa.jraft.rpc.RpcContext;
 import com.alipay.sofa.jraft.rpc.RpcServer;
-import io.kvraft.client.proto.KvProto.NodeBeat;
+import io.kvraft.client.proto.KvProto.NodeBeatRequest;
 import io.kvraft.client.proto.KvProto.NodeBeatResponse;
 import io.kvraft.client.proto.KvProto.RegionTerm;
 import io.kvraft.client.rpc.Transport;
@@ -67,7 +67,7 @@ public final class NodeBeats implements AutoCloseable {
 
     /** Registers the receiving side on the node's RPC server. */
     public void register(RpcServer server) {
-        server.registerProcessor(KvHandlers.processor(NodeBeat.class, this::handle));
+        server.registerProcessor(KvHandlers.processor(NodeBeatRequest.class, this::handle));
     }
 
     /** Starts the rounds, on the heartbeat grid of the guards' put-off timers ({@link QuietRegions#onGrid}). */
@@ -85,7 +85,7 @@ public final class NodeBeats implements AutoCloseable {
     /** One round: a message to each peer node that holds a replica of a region this node leads. */
     void round() {
         String self = host.endpoint();
-        Map<String, NodeBeat.Builder> out = new HashMap<>();
+        Map<String, NodeBeatRequest.Builder> out = new HashMap<>();
         long now = clock.getAsLong();
         for (Region r : host.regions()) {
             QuietRegions.Replica q = r.quiet();
@@ -110,15 +110,15 @@ public final class NodeBeats implements AutoCloseable {
             }
             RegionTerm rt = RegionTerm.newBuilder().setRegion(r.id()).setTerm(r.term()).build();
             for (String ep : others) {
-                out.computeIfAbsent(ep, e -> NodeBeat.newBuilder().setFrom(self)).addRegions(rt);
+                out.computeIfAbsent(ep, e -> NodeBeatRequest.newBuilder().setFrom(self)).addRegions(rt);
             }
         }
-        for (Map.Entry<String, NodeBeat.Builder> e : out.entrySet()) {
+        for (Map.Entry<String, NodeBeatRequest.Builder> e : out.entrySet()) {
             send(e.getKey(), e.getValue().build());
         }
     }
 
-    private void send(String peer, NodeBeat beat) {
+    private void send(String peer, NodeBeatRequest beat) {
         long sent = clock.getAsLong();
         transport.<NodeBeatResponse>call(peer, beat, Math.max(1, intervalMs)).whenComplete((resp, err) -> {
             if (err != null) {
@@ -141,7 +141,7 @@ public final class NodeBeats implements AutoCloseable {
     }
 
     /** A peer's beat: each region whose replica here follows the sender in the beat's term is vouched for. */
-    private void handle(RpcContext ctx, NodeBeat beat) {
+    private void handle(RpcContext ctx, NodeBeatRequest beat) {
         NodeBeatResponse.Builder resp = NodeBeatResponse.newBuilder();
         long now = clock.getAsLong();
         for (RegionTerm rt : beat.getRegionsList()) {

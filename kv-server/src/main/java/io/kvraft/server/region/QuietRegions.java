@@ -21,9 +21,9 @@ import java.util.function.Supplier;
  *   <li>a pre-vote is refused while either holds ({@link Replica#leaderAlive}), as jraft refuses one while it hears
  *       its leader.</li>
  * </ul>
- * With those, jraft's own heartbeats of a region that has committed nothing for two intervals can go
- * {@link #QUIET_STRETCH} times less often ({@link Replica#heartbeatStretch}): one message per node pair and interval
- * then keeps every region the two share alive. Raft's safety does not depend on any of it (terms, votes and logs are
+ * With those, jraft's own heartbeats of a region whose voters all answer and that has committed nothing for two
+ * intervals can go {@link #QUIET_STRETCH} times less often ({@link Replica#heartbeatStretch}): one message per node pair
+ * and interval then keeps every region the two share alive. Raft's safety does not depend on any of it (terms, votes and logs are
  * jraft's, unchanged); only when an election may start does. A replica is found by jraft's node id, the one string
  * jraft's timer names carry. Written by hand: jraft has no coalesced heartbeats (CockroachDB and TiKV have their own).
  */
