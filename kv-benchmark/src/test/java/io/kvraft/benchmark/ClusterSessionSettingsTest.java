@@ -32,7 +32,7 @@ class ClusterSessionSettingsTest {
 
         assertThat(lines).containsExactly("settings (" + dir + "): regions=24 nodes=3 replication.factor=3 store.engine=memory raft.sync=true"
                 + " raft.logStorage=shared raft.replicatorPipeline=false (at most 2 AppendEntries outstanding per"
-                + " follower) raft.maxProposalsInflight=256 raft.maxRequestsPerEntry=1 raft.appendEntriesThreads=2"
+                + " follower) raft.maxProposalsInflight=256 raft.maxRequestsPerEntry=1 raft.appendEntriesThreads=2 raft.nodeHeartbeats=true"
                 + " tls=false");
     }
 

@@ -89,7 +89,8 @@ public record ServerConfig(
                 + " raft.logStorage=" + raft.logStorage() + " " + pipeline
                 + " raft.maxProposalsInflight=" + raft.maxProposalsInflight()
                 + " raft.maxRequestsPerEntry=" + raft.maxRequestsPerEntry()
-                + " raft.appendEntriesThreads=" + raft.appendEntriesThreads() + " tls=" + tls.enabled();
+                + " raft.appendEntriesThreads=" + raft.appendEntriesThreads() + " raft.nodeHeartbeats=" + raft.nodeHeartbeats()
+                + " tls=" + tls.enabled();
     }
 
     /** Without the operational sections: their defaults apply. */
