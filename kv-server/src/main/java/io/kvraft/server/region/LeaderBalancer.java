@@ -117,14 +117,7 @@ public final class LeaderBalancer implements Runnable {
             }
             String target = null;
             int least = Integer.MAX_VALUE;
-            List<PeerId> alive;
-            try {
-                alive = r.node().listAlivePeers();
-            } catch (IllegalStateException notLeaderAnyMore) {
-                continue;
-            }
-            for (PeerId p : alive) {
-                String ep = p.getEndpoint().toString();
+            for (String ep : r.alivePeers()) { // empty if it no longer leads
                 int c = counts.getOrDefault(ep, 0);
                 if (!ep.equals(host.endpoint()) && c < least && !host.draining().contains(ep)) { // its replicas leave
                     least = c;

@@ -104,7 +104,11 @@ public final class NodeBeats implements AutoCloseable {
                     others.add(ep);
                 }
             }
-            boolean committedMoved = q.leading(others, n.getLastCommittedIndex(), now);
+            boolean replicated = r.replicators().containsAll(others);
+            for (PeerId p : n.listLearners()) {
+                replicated &= r.replicators().contains(p.getEndpoint().toString());
+            }
+            boolean committedMoved = q.leading(others, replicated, n.getLastCommittedIndex(), now);
             if (committedMoved || unanswered.remove(r.id())) {
                 q.sendHeartbeatsNow();
             }

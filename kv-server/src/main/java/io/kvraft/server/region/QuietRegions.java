@@ -125,6 +125,8 @@ public final class QuietRegions {
         private volatile long committedChangedAt;
         /** Sends the replica's waiting jraft heartbeats now (its group's scheduler, once the group started). */
         private volatile Runnable heartbeatsNow = () -> { };
+        /** Leader: whether the last round found a jraft replicator for every voter and learner. */
+        private volatile boolean replicated;
         /** Leader: the send time of the oldest ack among all voters; Long.MIN_VALUE when one has none. */
         private volatile long allSince = Long.MIN_VALUE;
         /** When a jraft heartbeat was last put {@link #QUIET_STRETCH} intervals off; Long.MIN_VALUE if never. */
@@ -169,9 +171,12 @@ public final class QuietRegions {
             return since != Long.MIN_VALUE && now - since <= leaseNanos && region.isLeader();
         }
 
-        /** Whether the step-down check that fell due should be put off (a quorum answered within the lease). */
+        /**
+         * Whether the step-down check that fell due should be put off: a quorum answered within the lease, and the
+         * leader has a replicator for every peer (jraft starts one that failed to start only from that check).
+         */
         boolean stepDownPutOff(long now) {
-            return quorumAlive(now);
+            return replicated && quorumAlive(now);
         }
 
         /** How long a step-down check scheduled {@code delay} ahead waits when put off: that, on the grid. */
@@ -209,7 +214,7 @@ public final class QuietRegions {
         int heartbeatStretch() {
             long now = clock.getAsLong();
             long all = allSince;
-            if (all != Long.MIN_VALUE && now - all <= leaseNanos && region.isLeader()
+            if (replicated && all != Long.MIN_VALUE && now - all <= leaseNanos && region.isLeader()
                     && now - committedChangedAt >= 2 * heartbeatNanos && !region.changing()) {
                 stretchedAt = now;
                 return QUIET_STRETCH;
@@ -218,12 +223,14 @@ public final class QuietRegions {
         }
 
         /**
-         * A leader's round: its voters other than itself and its committed index. Returns whether the index moved
+         * A leader's round: its voters other than itself, whether it has a replicator for every peer, and its committed
+         * index. Returns whether the index moved
          * since the last round while a stretched jraft heartbeat may still be pending: then nothing carries the new
          * index to the followers for a while unless the leader sends a heartbeat now.
          */
-        boolean leading(List<String> voters, long committedIndex, long now) {
+        boolean leading(List<String> voters, boolean replicatorsForAll, long committedIndex, long now) {
             others = voters;
+            replicated = replicatorsForAll;
             acks.keySet().retainAll(voters);
             recompute();
             if (committedIndex != committed) {
@@ -250,6 +257,7 @@ public final class QuietRegions {
         /** No longer leading: nothing vouches for a quorum. */
         void notLeading() {
             acks.clear();
+            replicated = false;
             allSince = Long.MIN_VALUE;
             quorumSince = Long.MIN_VALUE;
             committed = -1;

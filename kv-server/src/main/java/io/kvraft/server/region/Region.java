@@ -57,6 +57,8 @@ public final class Region {
     private final Splits splits;
     private final RegionStateMachine fsm;
     private final RaftGroupService service;
+    /** The peers this replica, as leader, has a jraft replicator for (host:port). */
+    private final java.util.Set<String> replicators = java.util.concurrent.ConcurrentHashMap.newKeySet();
     /** What node heartbeats tell of this replica (raft.nodeHeartbeats); null when they are off. */
     private final QuietRegions.Replica quiet;
     private final Coalescer<WriteProposal> proposer;
@@ -243,6 +245,7 @@ public final class Region {
             // slowly under load does not step down on that short timeout's lease, then wait out the long one
             @Override
             public void onCreated(PeerId peer) {
+                replicators.add(peer.getEndpoint().toString());
                 leaderKnownOnce();
             }
 
@@ -252,6 +255,7 @@ public final class Region {
 
             @Override
             public void onDestroyed(PeerId peer) {
+                replicators.remove(peer.getEndpoint().toString());
             }
         });
         started.addReplicatorStateListener(new ReplicatorLoopBreaker(id,
@@ -343,8 +347,9 @@ public final class Region {
     }
 
     /**
-     * The voters this leader has heard from within its lease, as host:port: by jraft's replicators' answers and by node
-     * heartbeats' (a quiet region's jraft heartbeats are far apart, so jraft's view alone would miss live followers).
+     * The voters this leader has heard from within its lease (itself included), as host:port: by jraft's replicators'
+     * answers and by node heartbeats' (a quiet region's jraft heartbeats are far apart, so jraft's view alone would miss
+     * live followers); empty when this replica does not lead.
      */
     public java.util.Set<String> alivePeers() {
         java.util.Set<String> out = new java.util.HashSet<>();
@@ -352,13 +357,25 @@ public final class Region {
         if (n == null) {
             return out;
         }
-        for (PeerId p : n.listAlivePeers()) {
-            out.add(p.getEndpoint().toString());
+        try {
+            for (PeerId p : n.listAlivePeers()) {
+                out.add(p.getEndpoint().toString());
+            }
+        } catch (IllegalStateException notLeader) {
+            return out; // jraft answers only its leader
         }
         if (quiet != null) {
             out.addAll(quiet.answeredWithin(System.nanoTime()));
         }
         return out;
+    }
+
+    /**
+     * The peers this replica has a jraft replicator for, as host:port. jraft makes a leader's replicators as it is
+     * elected and retries one that failed to start (its peer was down) only from its step-down check.
+     */
+    java.util.Set<String> replicators() {
+        return replicators;
     }
 
     /** What node heartbeats tell of this replica; null when they are off. */

@@ -19,7 +19,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -209,10 +208,9 @@ public final class ReplicaMover {
 
     /** The leader's own replica moves: hand the leadership to another voter first; the client asks that one again. */
     private MoveReplicaResponse handOff(Region region, Node node, String from, String to) {
-        for (PeerId p : node.listAlivePeers()) {
-            String ep = p.getEndpoint().toString();
+        for (String ep : region.alivePeers()) {
             if (!ep.equals(from)) {
-                Status st = node.transferLeadershipTo(p);
+                Status st = node.transferLeadershipTo(PeerId.parsePeer(ep));
                 LOG.info("region {}: moving this node's replica to {}: leadership handed to {} first: {}", region.id(), to,
                         ep, st.isOk() ? "started" : st.getErrorMsg());
                 return failed(ErrorCode.NOT_LEADER, st.isOk() ? ep : "", "region " + region.id() + "'s replica on its"
@@ -229,10 +227,7 @@ public final class ReplicaMover {
      */
     private static String quorumProblem(Region region, Node node, String from) {
         List<String> voters = region.peers();
-        Set<String> alive = new HashSet<>();
-        for (PeerId p : node.listAlivePeers()) {
-            alive.add(p.getEndpoint().toString());
-        }
+        Set<String> alive = region.alivePeers();
         alive.retainAll(voters);
         int majority = voters.size() / 2 + 1;
         int staying = (int) alive.stream().filter(v -> !v.equals(from)).count();
@@ -248,10 +243,7 @@ public final class ReplicaMover {
     private static String rebuildQuorumProblem(Region region, Node node, String lost) {
         List<String> others = new ArrayList<>(region.peers());
         others.remove(lost);
-        Set<String> alive = new HashSet<>();
-        for (PeerId p : node.listAlivePeers()) {
-            alive.add(p.getEndpoint().toString());
-        }
+        Set<String> alive = region.alivePeers();
         alive.retainAll(others);
         if (alive.size() < others.size() / 2 + 1) {
             return "rebuilding region " + region.id() + "'s replica on " + lost + " would leave it without a majority: "
@@ -300,7 +292,7 @@ public final class ReplicaMover {
         after.remove(from); // from empty: a replica added (or rebuilt), none taken out
         after.add(to);
         // a source that is down (its disk died) is tried once at the end, not a few times
-        boolean sourceAlive = node.listAlivePeers().stream().anyMatch(p -> p.getEndpoint().toString().equals(from));
+        boolean sourceAlive = region.alivePeers().contains(from);
         st = await(done -> node.removeLearners(List.of(learner), done::complete));
         LOG.info("region {}: {} left the learners: {}", id, to, st);
         if (st.isOk()) {

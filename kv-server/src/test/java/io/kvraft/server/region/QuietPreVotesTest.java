@@ -80,7 +80,7 @@ class QuietPreVotesTest {
     void when_aQuorumAnswersThisLeader_then_aPreVoteIsRefusedHere() {
         QuietRegions.register(replica);
         leader = true;
-        replica.leading(List.of("10.0.0.1:8181", "10.0.0.3:8181"), 10, System.nanoTime());
+        replica.leading(List.of("10.0.0.1:8181", "10.0.0.3:8181"), true, 10, System.nanoTime());
         replica.acked("10.0.0.1:8181", System.nanoTime());
 
         Message answer = votes.processRequest0(jraft, request(true), null);

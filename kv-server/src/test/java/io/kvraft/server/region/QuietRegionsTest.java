@@ -92,7 +92,7 @@ class QuietRegionsTest {
     @Test
     void when_aQuorumAnsweredWithinTheLease_then_theLeadersStepDownCheckIsPutOff() {
         view.leader = true;
-        replica.leading(List.of("a:1", "b:1"), 10, clock.get());
+        replica.leading(List.of("a:1", "b:1"), true, 10, clock.get());
         assertThat(replica.stepDownPutOff(clock.get())).isFalse();
 
         long sent = clock.get();
@@ -105,9 +105,24 @@ class QuietRegionsTest {
     }
 
     @Test
+    void when_theLeaderLacksAReplicatorForAPeer_then_jraftsStepDownCheckRunsToStartIt() {
+        view.leader = true;
+        replica.leading(List.of("a:1", "b:1"), false, 10, clock.get());
+        replica.acked("a:1", clock.get());
+        replica.acked("b:1", clock.get());
+
+        assertThat(replica.stepDownPutOff(clock.get())).isFalse();
+        clock.addAndGet(400 * MS);
+        assertThat(replica.heartbeatStretch()).isEqualTo(1);
+
+        replica.leading(List.of("a:1", "b:1"), true, 10, clock.get());
+        assertThat(replica.stepDownPutOff(clock.get())).isTrue();
+    }
+
+    @Test
     void when_fiveReplicasAndOneFollowerAnswered_then_thatIsNoQuorum() {
         view.leader = true;
-        replica.leading(List.of("a:1", "b:1", "c:1", "d:1"), 10, clock.get());
+        replica.leading(List.of("a:1", "b:1", "c:1", "d:1"), true, 10, clock.get());
         long sent = clock.get();
         replica.acked("a:1", sent);
         assertThat(replica.stepDownPutOff(sent)).isFalse();
@@ -121,7 +136,7 @@ class QuietRegionsTest {
     @Test
     void when_thisReplicaIsNoLongerLeader_then_earlierAnswersVouchForNothing() {
         view.leader = true;
-        replica.leading(List.of("a:1", "b:1"), 10, clock.get());
+        replica.leading(List.of("a:1", "b:1"), true, 10, clock.get());
         replica.acked("a:1", clock.get());
 
         view.leader = false;
@@ -135,7 +150,7 @@ class QuietRegionsTest {
     @Test
     void when_everyVoterAnswersAndNothingCommittedForTwoHeartbeats_then_jraftsHeartbeatsAreStretched() {
         view.leader = true;
-        replica.leading(List.of("a:1", "b:1"), 10, clock.get());
+        replica.leading(List.of("a:1", "b:1"), true, 10, clock.get());
         replica.acked("a:1", clock.get());
         replica.acked("b:1", clock.get());
         assertThat(replica.heartbeatStretch()).isEqualTo(1); // committed just now (the first round)
@@ -145,19 +160,19 @@ class QuietRegionsTest {
         assertThat(replica.heartbeatStretch()).isEqualTo(QuietRegions.QUIET_STRETCH);
 
         // a write: the leader tells its followers the new index at once, since a stretched heartbeat is pending
-        assertThat(replica.leading(List.of("a:1", "b:1"), 11, clock.get())).isTrue();
+        assertThat(replica.leading(List.of("a:1", "b:1"), true, 11, clock.get())).isTrue();
         assertThat(replica.heartbeatStretch()).isEqualTo(1);
         // further writes while no stretched heartbeat was scheduled since
         clock.addAndGet(31 * 200 * MS);
         replica.acked("a:1", clock.get());
         replica.acked("b:1", clock.get());
-        assertThat(replica.leading(List.of("a:1", "b:1"), 12, clock.get())).isFalse();
+        assertThat(replica.leading(List.of("a:1", "b:1"), true, 12, clock.get())).isFalse();
     }
 
     @Test
     void when_oneFollowerDoesNotAnswer_then_jraftsHeartbeatsKeepTheirIntervalThoughAQuorumAnswers() {
         view.leader = true;
-        replica.leading(List.of("a:1", "b:1"), 10, clock.get());
+        replica.leading(List.of("a:1", "b:1"), true, 10, clock.get());
         clock.addAndGet(400 * MS);
         replica.acked("a:1", clock.get());
 
@@ -168,7 +183,7 @@ class QuietRegionsTest {
     @Test
     void when_aMoveOrMergeIsUnderWay_then_jraftsHeartbeatsKeepTheirInterval() {
         view.leader = true;
-        replica.leading(List.of("a:1", "b:1"), 10, clock.get());
+        replica.leading(List.of("a:1", "b:1"), true, 10, clock.get());
         clock.addAndGet(400 * MS);
         replica.acked("a:1", clock.get());
         replica.acked("b:1", clock.get());
@@ -182,7 +197,7 @@ class QuietRegionsTest {
     @Test
     void when_noQuorumAnswers_then_jraftsHeartbeatsKeepTheirInterval() {
         view.leader = true;
-        replica.leading(List.of("a:1", "b:1"), 10, clock.get());
+        replica.leading(List.of("a:1", "b:1"), true, 10, clock.get());
         clock.addAndGet(5000 * MS);
 
         assertThat(replica.heartbeatStretch()).isEqualTo(1);
@@ -191,7 +206,7 @@ class QuietRegionsTest {
     @Test
     void when_aRegionHasOneReplica_then_itIsItsOwnQuorum() {
         view.leader = true;
-        replica.leading(List.of(), 10, clock.get());
+        replica.leading(List.of(), true, 10, clock.get());
 
         assertThat(replica.stepDownPutOff(clock.get())).isTrue();
     }
