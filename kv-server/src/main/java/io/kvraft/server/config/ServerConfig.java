@@ -275,8 +275,9 @@ public record ServerConfig(
      *                                  joins while groups hold them all); 0 = jraft's own (with pipelining a thread per
      *                                  group and leader, 48 per node with 24 groups)
      * @param nodeHeartbeats            one heartbeat per node pair and interval vouches for every region the two share
-     *                                  (the regions the sender leads), and a region that committed nothing for two
-     *                                  intervals sends jraft's own heartbeats 30 times less often; failover is unchanged
+     *                                  (the regions the sender leads), and a region whose replicas all answer and that
+     *                                  committed nothing for two intervals sends jraft's own heartbeats 30 times less
+     *                                  often; failover is unchanged
      *                                  (a follower still campaigns an election timeout after its leader's node went
      *                                  quiet). Off: jraft's heartbeats alone, one per region and follower
      */
