@@ -59,12 +59,13 @@ print(node, ",".join(ids))')
   killed_at=$(date +%s.%N)
   kill -9 "${pids[$idx]}"
   wait "${pids[$idx]}" 2>/dev/null || true
-  kv_cluster_await_health
-  # "HH:MM:SS.mmm ... region N: leader now, term T" lines written after the kill, on the survivors
-  for i in "${!nodes[@]}"; do
-    [ "$i" -eq "$idx" ] && continue
-    tail -n +"$(($(cat "$work/lines-$((i + 1))") + 1))" "$work/node-$((i + 1)).log"
-  done | python3 -c '
+  # "HH:MM:SS.mmm ... region N: leader now, term T" lines written after the kill, on the survivors; polled until each
+  # of the killed node's regions has one (up to 120 s): a survivor may still name the dead node as leader meanwhile
+  for _ in $(seq 600); do
+    report=$(for i in "${!nodes[@]}"; do
+      [ "$i" -eq "$idx" ] && continue
+      tail -n +"$(($(cat "$work/lines-$((i + 1))") + 1))" "$work/node-$((i + 1)).log"
+    done | python3 -c '
 import re, sys, datetime, statistics
 killed = float(sys.argv[1]); ids = set(sys.argv[2].split(",")); victim = sys.argv[3]; rnd = sys.argv[4]
 day = datetime.datetime.fromtimestamp(killed).date()
@@ -75,11 +76,15 @@ for line in sys.stdin:
         t = datetime.datetime.combine(day, datetime.time.fromisoformat(m.group(1))).timestamp()
         first[m.group(2)] = t - killed
 times = sorted(first.values())
-if not times:
-    print(f"failover: round {rnd}: killed {victim} ({len(ids)} regions led); no new leader logged"); sys.exit(0)
+if len(times) < len(ids):
+    print(f"failover: round {rnd}: killed {victim} ({len(ids)} regions led); new leaders {len(times)}/{len(ids)} so far")
+    sys.exit(1)
 print(f"failover: round {rnd}: killed {victim} ({len(ids)} regions led); new leaders {len(times)}/{len(ids)} after"
       f" {times[0]:.1f} s first, {statistics.median(times):.1f} s median, {times[-1]:.1f} s last")
-' "$killed_at" "$led" "$victim" "$round"
+' "$killed_at" "$led" "$victim" "$round") && break
+    sleep 0.2
+  done
+  echo "$report"
   kv_node_start "$n"
   kv_cluster_await_health
 done
