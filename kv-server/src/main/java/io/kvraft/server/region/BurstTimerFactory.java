@@ -5,6 +5,8 @@ import com.alipay.sofa.jraft.util.SPI;
 import com.alipay.sofa.jraft.util.timer.DefaultRaftTimerFactory;
 import com.alipay.sofa.jraft.util.timer.Timer;
 
+import java.util.function.ToLongBiFunction;
+
 /**
  * jraft's timer factory (its {@code RaftTimerFactory} extension point, found by jraft's service loader, which takes the
  * highest priority), with the Raft scheduler wrapped so that a node's heartbeats go in bursts ({@link HeartbeatBursts})
@@ -35,27 +37,26 @@ public class BurstTimerFactory extends DefaultRaftTimerFactory {
 
     @Override
     public Timer getElectionTimer(boolean shared, String name) {
-        Timer jraft = super.getElectionTimer(shared, name);
-        if (!name.startsWith(ELECTION)) {
-            return jraft;
-        }
-        String key = name.substring(ELECTION.length());
-        return new GuardedTimer(jraft, delay -> {
-            QuietRegions.Replica r = QuietRegions.get(key);
-            return r == null ? 0 : r.electionPutOffNanos(System.nanoTime());
-        });
+        return guarded(super.getElectionTimer(shared, name), name, ELECTION,
+                (r, delay) -> r.electionPutOffNanos(System.nanoTime()));
     }
 
     @Override
     public Timer getStepDownTimer(boolean shared, String name) {
-        Timer jraft = super.getStepDownTimer(shared, name);
-        if (!name.startsWith(STEP_DOWN)) {
+        return guarded(super.getStepDownTimer(shared, name), name, STEP_DOWN,
+                (r, delay) -> r.stepDownPutOffNanos(System.nanoTime(), delay));
+    }
+
+    /** jraft's timer named {@code name}, its tasks put off as {@code putOff} says while the replica is registered. */
+    private static Timer guarded(Timer jraft, String name, String prefix,
+                                 ToLongBiFunction<QuietRegions.Replica, Long> putOff) {
+        if (!name.startsWith(prefix)) {
             return jraft;
         }
-        String key = name.substring(STEP_DOWN.length());
+        String key = name.substring(prefix.length()); // jraft's node id: "<group/peer>"
         return new GuardedTimer(jraft, delay -> {
             QuietRegions.Replica r = QuietRegions.get(key);
-            return r == null ? 0 : r.stepDownPutOffNanos(System.nanoTime(), delay);
+            return r == null ? 0 : putOff.applyAsLong(r, delay);
         });
     }
 }

@@ -20,31 +20,9 @@ class QuietPreVotesTest {
     private static final String SELF = "10.0.0.2:8181";
     private static final String LEADER = "10.0.0.1:8181";
 
-    private boolean leader;
-    private long term = 4;
-    private String leaderHint = LEADER;
+    private final FakeRegionView view = new FakeRegionView(4, LEADER);
     private final QuietRegions.Replica replica = new QuietRegions.Replica(QuietRegions.key(GROUP, PeerId.parsePeer(SELF)),
-            new QuietRegions.View() {
-                @Override
-                public boolean isLeader() {
-                    return leader;
-                }
-
-                @Override
-                public long term() {
-                    return term;
-                }
-
-                @Override
-                public String leaderHint() {
-                    return leaderHint;
-                }
-
-                @Override
-                public boolean changing() {
-                    return false;
-                }
-            }, 2000, 200, System::nanoTime);
+            view, 2000, 200, System::nanoTime);
     /** What reached jraft's node: "pre-vote" or "vote". */
     private final List<String> toJraft = new ArrayList<>();
     private final RaftServerService jraft = (RaftServerService) Proxy.newProxyInstance(getClass().getClassLoader(),
@@ -79,7 +57,7 @@ class QuietPreVotesTest {
     @Test
     void when_aQuorumAnswersThisLeader_then_aPreVoteIsRefusedHere() {
         QuietRegions.register(replica);
-        leader = true;
+        view.leader = true;
         replica.leading(List.of("10.0.0.1:8181", "10.0.0.3:8181"), true, 10, System.nanoTime());
         replica.acked("10.0.0.1:8181", System.nanoTime());
 
@@ -92,7 +70,7 @@ class QuietPreVotesTest {
     @Test
     void when_nothingVouchesForALeader_then_jraftDecidesThePreVote() {
         QuietRegions.register(replica);
-        leaderHint = "";
+        view.leaderHint = "";
 
         Message answer = votes.processRequest0(jraft, request(true), null);
 

@@ -11,35 +11,7 @@ class QuietRegionsTest {
 
     private static final long MS = 1_000_000L;
 
-    /** A replica's own state, set by the test. */
-    private static final class FakeView implements QuietRegions.View {
-        boolean leader;
-        long term = 5;
-        String leaderHint = "10.0.0.1:8181";
-        boolean changing;
-
-        @Override
-        public boolean isLeader() {
-            return leader;
-        }
-
-        @Override
-        public long term() {
-            return term;
-        }
-
-        @Override
-        public String leaderHint() {
-            return leaderHint;
-        }
-
-        @Override
-        public boolean changing() {
-            return changing;
-        }
-    }
-
-    private final FakeView view = new FakeView();
+    private final FakeRegionView view = new FakeRegionView(5, "10.0.0.1:8181");
     private final AtomicLong clock = new AtomicLong(1_000_000 * MS);
     // a 2 s election timeout (lease 1.8 s), 200 ms heartbeats
     private final QuietRegions.Replica replica = new QuietRegions.Replica("<region-1/10.0.0.2:8181>", view, 2000, 200,
