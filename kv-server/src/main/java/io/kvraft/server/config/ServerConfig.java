@@ -277,9 +277,9 @@ public record ServerConfig(
      * @param nodeHeartbeats            one heartbeat per node pair and interval vouches for every region the two share
      *                                  (the regions the sender leads), and a region whose replicas all answer and that
      *                                  committed nothing for two intervals sends jraft's own heartbeats 30 times less
-     *                                  often; failover is unchanged
-     *                                  (a follower still campaigns an election timeout after its leader's node went
-     *                                  quiet). Off: jraft's heartbeats alone, one per region and follower
+     *                                  often; failover is unchanged (a follower still campaigns an election timeout
+     *                                  after its leader's node went quiet). Off: jraft's heartbeats alone, one per
+     *                                  region and follower
      */
     public record RaftConfig(
             Integer electionTimeoutMs,

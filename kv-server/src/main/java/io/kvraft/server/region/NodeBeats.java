@@ -19,9 +19,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.function.LongSupplier;
 
 /**
  * Node heartbeats ({@code raft.nodeHeartbeats}): once per heartbeat interval this node sends each peer node one
@@ -43,26 +42,18 @@ public final class NodeBeats implements AutoCloseable {
     private final RegionHost host;
     private final Transport transport;
     private final long intervalMs;
-    private final LongSupplier clock;
-    private final ScheduledExecutorService timer;
+    private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "kv-node-beats");
+        t.setDaemon(true);
+        return t;
+    });
     /** Regions (by id) whose followers did not all answer as followers in the last round: nudged in the next. */
     private final Set<Integer> unanswered = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     public NodeBeats(RegionHost host, Transport transport, long intervalMs) {
-        this(host, transport, intervalMs, System::nanoTime);
-    }
-
-    NodeBeats(RegionHost host, Transport transport, long intervalMs, LongSupplier clock) {
         this.host = host;
         this.transport = transport;
         this.intervalMs = intervalMs;
-        this.clock = clock;
-        ScheduledThreadPoolExecutor t = new ScheduledThreadPoolExecutor(1, r -> {
-            Thread th = new Thread(r, "kv-node-beats");
-            th.setDaemon(true);
-            return th;
-        });
-        this.timer = t;
     }
 
     /** Registers the receiving side on the node's RPC server. */
@@ -86,7 +77,7 @@ public final class NodeBeats implements AutoCloseable {
     void round() {
         String self = host.endpoint();
         Map<String, NodeBeatRequest.Builder> out = new HashMap<>();
-        long now = clock.getAsLong();
+        long now = System.nanoTime();
         for (Region r : host.regions()) {
             QuietRegions.Replica q = r.quiet();
             Node n = r.node();
@@ -123,7 +114,7 @@ public final class NodeBeats implements AutoCloseable {
     }
 
     private void send(String peer, NodeBeatRequest beat) {
-        long sent = clock.getAsLong();
+        long sent = System.nanoTime();
         transport.<NodeBeatResponse>call(peer, beat, Math.max(1, intervalMs)).whenComplete((resp, err) -> {
             if (err != null) {
                 return; // the peer's acks age; the guards then let jraft decide
@@ -147,7 +138,7 @@ public final class NodeBeats implements AutoCloseable {
     /** A peer's beat: each region whose replica here follows the sender in the beat's term is vouched for. */
     private void handle(RpcContext ctx, NodeBeatRequest beat) {
         NodeBeatResponse.Builder resp = NodeBeatResponse.newBuilder();
-        long now = clock.getAsLong();
+        long now = System.nanoTime();
         for (RegionTerm rt : beat.getRegionsList()) {
             Region r = host.region(rt.getRegion());
             QuietRegions.Replica q = r == null ? null : r.quiet();

@@ -27,10 +27,10 @@ import java.util.function.Supplier;
  * jraft's, unchanged); only when an election may start does. A replica is found by jraft's node id, the one string
  * jraft's timer names carry. Written by hand: jraft has no coalesced heartbeats (CockroachDB and TiKV have their own).
  */
-public final class QuietRegions {
+final class QuietRegions {
 
     /** A quiet region's jraft heartbeats go this many heartbeat intervals apart (a safety net: 30 s by default). */
-    public static final int QUIET_STRETCH = 30;
+    static final int QUIET_STRETCH = 30;
 
     private static final Map<String, Replica> REPLICAS = new ConcurrentHashMap<>();
     private static final ThreadLocal<String> STARTING = new ThreadLocal<>();
@@ -39,7 +39,7 @@ public final class QuietRegions {
     }
 
     /** jraft's node id string of a replica: the key of its timers' names and of this registry. */
-    public static String key(String groupId, PeerId peer) {
+    static String key(String groupId, PeerId peer) {
         return new NodeId(groupId, peer).toString();
     }
 
@@ -102,7 +102,7 @@ public final class QuietRegions {
     }
 
     /** What is known of one replica. Fields are written by the node-heartbeat thread and read by jraft's timers. */
-    public static final class Replica {
+    static final class Replica {
 
         /** Who vouched for this follower's leader, in which term, and when (System.nanoTime()). */
         record Proof(String leader, long term, long atNanos) {
@@ -198,11 +198,6 @@ public final class QuietRegions {
                 }
             });
             return out;
-        }
-
-        /** The term a refused pre-vote is answered with. */
-        long term() {
-            return region.term();
         }
 
         /**
