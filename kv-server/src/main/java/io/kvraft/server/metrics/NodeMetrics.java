@@ -69,6 +69,7 @@ public final class NodeMetrics implements AutoCloseable {
     /** Registers the node's and every region's gauges and timers. */
     public void bind(RegionHost host, LongSupplier requestsInFlight) {
         registry.register("kv.node.regions_led", (Gauge<Long>) () -> host.regions().stream().filter(Region::isLeader).count());
+        registry.register("kv.node.regions_quiet", (Gauge<Long>) () -> host.regions().stream().filter(Region::isQuiet).count());
         registry.register("kv.node.requests_in_flight", (Gauge<Long>) requestsInFlight::getAsLong);
         registry.register("kv.node.queued_write_requests",
                 (Gauge<Integer>) () -> host.regions().stream().mapToInt(Region::queuedWriteRequests).sum());

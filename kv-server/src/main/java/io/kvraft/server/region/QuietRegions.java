@@ -208,13 +208,22 @@ final class QuietRegions {
          */
         int heartbeatStretch() {
             long now = clock.getAsLong();
-            long all = allSince;
-            if (replicated && all != Long.MIN_VALUE && now - all <= leaseNanos && region.isLeader()
-                    && now - committedChangedAt >= 2 * heartbeatNanos && !region.changing()) {
+            if (quiet(now)) {
                 stretchedAt = now;
                 return QUIET_STRETCH;
             }
             return 1;
+        }
+
+        /**
+         * Whether this replica leads a quiet region now: every voter answers node heartbeats within the lease, it has a
+         * replicator for every peer, it committed nothing for two intervals, and no move or merge is under way. Its
+         * jraft heartbeats then go {@link #QUIET_STRETCH} intervals apart. Reads volatiles only.
+         */
+        boolean quiet(long now) {
+            long all = allSince;
+            return replicated && all != Long.MIN_VALUE && now - all <= leaseNanos && region.isLeader()
+                    && now - committedChangedAt >= 2 * heartbeatNanos && !region.changing();
         }
 
         /**

@@ -383,6 +383,14 @@ public final class Region {
         return quiet;
     }
 
+    /**
+     * Whether this replica leads a quiet region: node heartbeats stand in for its jraft heartbeats, which go 30
+     * intervals apart (false when node heartbeats are off). For the {@code kv_node_regions_quiet} gauge.
+     */
+    public boolean isQuiet() {
+        return quiet != null && quiet.quiet(System.nanoTime());
+    }
+
     /** The term this replica last led or followed in, as its state machine was told. */
     long term() {
         return fsm.term();

@@ -211,6 +211,18 @@ class MetricsEndpointTest {
             assertThat(all).as("dashboard metric %s", name).containsPattern("(?m)^" + name + "[{ ]");
         }
 
+        // idle after the load: every region's leader goes quiet (node heartbeats stand in for its jraft heartbeats)
+        await().atMost(60, SECONDS).untilAsserted(() -> {
+            double quiet = 0;
+            for (int i = 0; i < 3; i++) {
+                String node = scrape(i);
+                assertThat(sum(node, "kv_node_regions_quiet", "")).as("node %d", i)
+                        .isLessThanOrEqualTo(sum(node, "kv_node_regions_led", ""));
+                quiet += sum(node, "kv_node_regions_quiet", "");
+            }
+            assertThat(quiet).isEqualTo(REGIONS);
+        });
+
         // a snapshot shows up as its index and time
         Region first = servers.get(0).host().region(1);
         CompletableFuture<Boolean> snap = new CompletableFuture<>();

@@ -126,14 +126,17 @@ class QuietRegionsTest {
         replica.acked("a:1", clock.get());
         replica.acked("b:1", clock.get());
         assertThat(replica.heartbeatStretch()).isEqualTo(1); // committed just now (the first round)
+        assertThat(replica.quiet(clock.get())).isFalse();
 
         clock.addAndGet(400 * MS);
         replica.acked("b:1", clock.get());
         assertThat(replica.heartbeatStretch()).isEqualTo(QuietRegions.QUIET_STRETCH);
+        assertThat(replica.quiet(clock.get())).isTrue(); // what the kv_node_regions_quiet gauge counts
 
         // a write: the leader tells its followers the new index at once, since a stretched heartbeat is pending
         assertThat(replica.leading(List.of("a:1", "b:1"), true, 11, clock.get())).isTrue();
         assertThat(replica.heartbeatStretch()).isEqualTo(1);
+        assertThat(replica.quiet(clock.get())).isFalse();
         // further writes while no stretched heartbeat was scheduled since
         clock.addAndGet(31 * 200 * MS);
         replica.acked("a:1", clock.get());
