@@ -114,13 +114,29 @@ final class RegionAdmin {
         CompletableFuture<R> result = new CompletableFuture<>();
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         client.refreshRoutes().whenComplete((v, e) -> attempt(new Call<>(regionId, request, hasError, error, deadline,
-                result), null));
+                result, new java.util.ArrayDeque<>()), null));
         return result;
     }
 
+    /** @param tries the answers so far, "node: CODE", the newest last (a call's tries run one after another) */
     private record Call<R extends Message>(int regionId, Message request, Predicate<R> hasError,
                                            Function<R, io.kvraft.client.proto.KvProto.Error> error, long deadline,
-                                           CompletableFuture<R> result) {
+                                           CompletableFuture<R> result, java.util.Deque<String> tries) {
+
+        /** How many tries a failure's message names: the last ones say where the call went in the end. */
+        private static final int TRIES_SHOWN = 6;
+
+        /** Records one try's answer; returns what the failure's message adds when this one is the last. */
+        synchronized String tried(String target, ErrorCode code, String hint) {
+            tries.addLast(target + ": " + code + (hint.isEmpty() ? "" : " -> " + hint));
+            int all = tries.size();
+            if (all == 1) {
+                return "";
+            }
+            List<String> last = List.copyOf(tries).subList(Math.max(0, all - TRIES_SHOWN), all);
+            return " (after " + all + " tries; " + (all > TRIES_SHOWN ? "the last " + TRIES_SHOWN + ": " : "")
+                    + String.join(", ", last) + ")";
+        }
     }
 
     private <R extends Message> void attempt(Call<R> call, String hint) {
@@ -145,6 +161,7 @@ final class RegionAdmin {
             }
             String detail = err != null ? KvException.unwrap(err).getMessage() : call.error().apply(resp).getDetail();
             String next = err == null ? call.error().apply(resp).getLeaderHint() : "";
+            String path = call.tried(target, code, next);
             // only answers that prove the change was not taken are retried (a timeout may have made it: then the
             // caller sees the regions as they are now in `regions`, and a retry would change them again)
             boolean retry = switch (code) {
@@ -153,7 +170,9 @@ final class RegionAdmin {
                 default -> false;
             };
             if (!retry || System.nanoTime() - deadline > 0) {
-                result.completeExceptionally(err != null ? KvException.unwrap(err) : new KvException(code, detail, next));
+                // the path of a call that followed hints shows in its message: where it went, and who said what
+                result.completeExceptionally(err != null && path.isEmpty() ? KvException.unwrap(err)
+                        : new KvException(code, detail + path, next));
                 return;
             }
             if (next.isEmpty()) {

@@ -160,6 +160,85 @@ class ReplicaMoveClusterTest {
         }
     }
 
+    /**
+     * The target takes the learner, holds back its catch-up and then stops: the leader gives the move up once the
+     * target has not reported its replica for {@code SILENT_TARGET_MS}, not after the catch-up bound (5 minutes), so the
+     * move thread of that node is free again and the region is as it was. A second move meanwhile is refused at once.
+     */
+    @Test
+    @Timeout(value = 150, unit = SECONDS)
+    void when_theTargetStopsBeforeItCatchesUp_then_theMoveIsGivenUpSoon_andNothingChanges() throws Exception {
+        try (InProcessCluster cluster = start("memory")) {
+            List<String> nodes = cluster.endpoints();
+            KvClient client = cluster.client();
+            for (int i = 0; i < 100; i++) {
+                sync(IdempotentWrites.put(client, key("k", i), value(i)));
+            }
+            java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+            AtomicBoolean held = new AtomicBoolean();
+            cluster.stopNode(3);
+            cluster.startNode(3, store -> new ForwardingStore(store) {
+                private void holdRegionOne(int region) {
+                    if (region == 1) {
+                        held.set(true);
+                        try {
+                            release.await();
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                    }
+                }
+
+                @Override
+                public void apply(int region, long appliedIndex, io.kvraft.server.store.StoreBatch batch) {
+                    holdRegionOne(region);
+                    super.apply(region, appliedIndex, batch);
+                }
+
+                @Override
+                public void loadSnapshot(int region, long appliedIndex, io.kvraft.server.store.KeyRange range, Path dir,
+                                         byte[] state) throws java.io.IOException {
+                    holdRegionOne(region);
+                    super.loadSnapshot(region, appliedIndex, range, dir, state);
+                }
+            });
+            Set<String> before = cluster.hostsOf(1);
+            int leader = cluster.leaderOf(1);
+            String from = before.stream().filter(n -> !n.equals(nodes.get(leader))).findFirst().orElseThrow();
+            KvServer target = cluster.node(3);
+            Thread stopping = new Thread(() -> cluster.stopNode(3), "stop-node-3");
+            try {
+                java.util.concurrent.CompletableFuture<RegionInfo> move = client.moveReplica(1, from, nodes.get(3));
+                await().atMost(60, SECONDS).untilTrue(held); // a learner now, and behind
+                // the leader's move thread is busy with that move: a second one is answered at once, not queued there
+                java.util.concurrent.CompletableFuture<RegionInfo> second = client.moveReplica(1, from, nodes.get(3));
+                await().atMost(30, SECONDS).until(second::isDone);
+                assertThatThrownBy(() -> sync(second))
+                        .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.BUSY))
+                        .hasMessageContaining("another replica move");
+                stopping.start();
+                await().atMost(30, SECONDS).until(target::isClosed); // it answers SHUTTING_DOWN from now on, then nothing
+                release.countDown(); // so that its groups can stop
+
+                assertThatThrownBy(() -> sync(move))
+                        .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.UNAVAILABLE))
+                        .hasMessageContaining("given up, nothing changed")
+                        .hasMessageContaining("did not report its replica");
+            } finally {
+                release.countDown();
+                if (stopping.getState() != Thread.State.NEW) {
+                    stopping.join(60_000);
+                }
+            }
+            io.kvraft.server.region.Region led = cluster.node(cluster.leaderOf(1)).host().region(1);
+            assertThat(Set.copyOf(led.peers())).isEqualTo(before);
+            assertThat(led.node().listLearners()).as("the learner taken out again").isEmpty();
+            for (int i = 0; i < 100; i++) {
+                assertThat(sync(client.get(key("k", i)))).as("key k%d", i).isEqualTo(value(i));
+            }
+        }
+    }
+
     @Test
     void when_aMoveIsBad_then_itIsRefusedWithATypedError_andNothingChanges() throws Exception {
         try (InProcessCluster cluster = start("memory")) {

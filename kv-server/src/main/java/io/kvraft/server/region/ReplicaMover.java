@@ -50,6 +50,8 @@ public final class ReplicaMover {
     /** A source that is down does not drop its replica: a few quick tries, then the move is done without it. */
     private static final int DROP_ATTEMPTS = 3;
     private static final long NUDGE_MS = 200;
+    /** How long the target of a move may leave the leader's questions unanswered before the move is given up. */
+    static final long SILENT_TARGET_MS = 30_000;
 
     private final RegionHost host;
     private final Transport peers;
@@ -68,8 +70,16 @@ public final class ReplicaMover {
         this.catchUpTimeoutMs = catchUpTimeoutMs;
     }
 
-    /** Never fails the future: errors are in the answer. */
+    /**
+     * Never fails the future: errors are in the answer. A node that does not lead the region, or leads it through
+     * another move, answers at once: moves run one at a time on {@code work}, and an answer that names the leader must
+     * not wait behind another region's move there (its catch-up may take minutes).
+     */
     public CompletableFuture<MoveReplicaResponse> move(MoveReplicaRequest req) {
+        MoveReplicaResponse refused = refusedAtOnce(req.getRegionId());
+        if (refused != null) {
+            return CompletableFuture.completedFuture(refused);
+        }
         try {
             return CompletableFuture.supplyAsync(() -> moveNow(req), work);
         } catch (RejectedExecutionException closed) {
@@ -82,28 +92,41 @@ public final class ReplicaMover {
         return MoveReplicaResponse.newBuilder().setError(Responses.error(code, hint, detail)).build();
     }
 
-    private MoveReplicaResponse moveNow(MoveReplicaRequest req) {
-        int id = req.getRegionId();
-        String from = req.getFrom();
-        String to = req.getTo();
+    /** The answer to a move of region {@code id} that this node cannot run now, or null when it may. */
+    private MoveReplicaResponse refusedAtOnce(int id) {
         Region region = host.region(id);
         if (region == null) {
             return failed(ErrorCode.REGION_NOT_FOUND, "", "no region " + id + " on " + host.endpoint());
         }
-        Node node = region.node();
-        if (!region.isLeader() || node == null) {
+        if (!region.isLeader() || region.node() == null) {
             String hint = region.leaderHint();
             return failed(hint.isEmpty() ? ErrorCode.NO_LEADER : ErrorCode.NOT_LEADER, hint,
                     "this node does not lead region " + id);
+        }
+        if (region.mergingInto() != 0 || region.leaderPinned() || region.moving()) {
+            return failed(ErrorCode.BUSY, "", "region " + id + " is in a merge or another replica move");
+        }
+        return null;
+    }
+
+    private MoveReplicaResponse moveNow(MoveReplicaRequest req) {
+        int id = req.getRegionId();
+        String from = req.getFrom();
+        String to = req.getTo();
+        MoveReplicaResponse refused = refusedAtOnce(id); // again: the leadership may have gone while it queued
+        if (refused != null) {
+            return refused;
+        }
+        Region region = host.region(id);
+        Node node = region == null ? null : region.node();
+        if (node == null) {
+            return failed(ErrorCode.NO_LEADER, "", "this node does not lead region " + id);
         }
         boolean rebuild = req.getRebuild();
         String invalid = rebuild ? invalidRebuild(region, from, to) : from.isEmpty() ? invalidAdd(region, to)
                 : invalid(region, from, to);
         if (invalid != null) {
             return failed(ErrorCode.INVALID_ARGUMENT, "", invalid);
-        }
-        if (region.mergingInto() != 0 || region.leaderPinned() || region.moving()) {
-            return failed(ErrorCode.BUSY, "", "region " + id + " is in a merge or another replica move");
         }
         if (!rebuild && from.equals(host.endpoint())) {
             return handOff(region, node, from, to);
@@ -274,7 +297,7 @@ public final class ReplicaMover {
         LOG.info("region {}: moving its replica {} -> {}: learner added", id, from, to);
         // 3. caught up: it has applied what this leader had committed once it joined
         long target = node.getLastCommittedIndex();
-        String behind = awaitCaughtUp(id, to, target);
+        String behind = awaitCaughtUp(region, to, target);
         if (behind != null || !region.isLeader()) {
             Status undone = await(done -> node.removeLearners(List.of(learner), done::complete));
             dropOn(to, region, before);
@@ -388,12 +411,27 @@ public final class ReplicaMover {
         return awaitNudging(null, 2 * RPC_TIMEOUT_MS, call);
     }
 
-    /** Null once node {@code to}'s replica of region {@code id} has applied {@code index}, else why not (at the timeout). */
-    private String awaitCaughtUp(int id, String to, long index) {
+    /**
+     * Null once node {@code to}'s replica of {@code region} has applied {@code index}, else why not: the timeout, this
+     * node's leadership gone, or {@code to} not reporting the replica for {@link #SILENT_TARGET_MS} (a node that is
+     * down, stopping or wiped receives no snapshot, and the move would hold this node's move thread for the whole
+     * timeout). A replica that receives a long snapshot is reported all along, and waited for.
+     */
+    private String awaitCaughtUp(Region region, String to, long index) {
+        int id = region.id();
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(catchUpTimeoutMs);
         long applied = -1;
         long logged = System.nanoTime();
+        long answered = System.nanoTime();
+        String silence = null;
         while (System.nanoTime() - deadline < 0) {
+            if (!region.isLeader()) {
+                return "this node lost the leadership";
+            }
+            if (System.nanoTime() - answered > TimeUnit.MILLISECONDS.toNanos(SILENT_TARGET_MS)) {
+                return "node " + to + " did not report its replica for " + SILENT_TARGET_MS + " ms (last: " + silence
+                        + ")";
+            }
             if (System.nanoTime() - logged > TimeUnit.SECONDS.toNanos(5)) {
                 logged = System.nanoTime();
                 LOG.info("region {}: the learner on {} has applied index {} of {}", id, to, applied, index);
@@ -401,9 +439,13 @@ public final class ReplicaMover {
             try {
                 RegionsResponse resp = peers.<RegionsResponse>call(to, RegionsRequest.getDefaultInstance(), RPC_TIMEOUT_MS)
                         .get(RPC_TIMEOUT_MS + 1000, TimeUnit.MILLISECONDS);
+                silence = resp.hasError() && resp.getError().getCode() != ErrorCode.OK
+                        ? resp.getError().getCode() + ": " + resp.getError().getDetail()
+                        : "its answer lists no replica of region " + id;
                 for (RegionInfo r : resp.getRegionsList()) {
                     if (r.getId() == id) {
                         applied = r.getAppliedIndex();
+                        answered = System.nanoTime();
                     }
                 }
                 if (applied >= index) {
@@ -414,6 +456,8 @@ public final class ReplicaMover {
                     Thread.currentThread().interrupt();
                     return "interrupted";
                 }
+                silence = (e instanceof java.util.concurrent.ExecutionException && e.getCause() != null ? e.getCause() : e)
+                        .toString();
             }
             LockSupport.parkNanos(POLL_NANOS);
         }
