@@ -244,7 +244,10 @@ public interface KvClient extends AutoCloseable {
      * {@code to} holds one already or is not a node of the cluster, REGION_NOT_FOUND for an unknown region, BUSY while
      * the region splits, merges or moves another replica, UNAVAILABLE when the move would leave the region without a
      * majority or {@code to} did not catch up in time (then nothing changed), or when the leader changed during the
-     * configuration change (then its outcome is unknown: {@link #regions} shows the replicas).
+     * configuration change (then its outcome is unknown: {@link #regions} shows the replicas). Fails with NO_LEADER
+     * or NOT_LEADER (and the nodes it asked, in the message) when no leader of the region takes it within
+     * {@code operationTimeoutMs}: a region that lost a majority of its replicas has none. The move itself may take up
+     * to 10 minutes (a large region's snapshot).
      */
     default CompletableFuture<RegionInfo> moveReplica(int regionId, String from, String to) {
         return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,

@@ -112,16 +112,24 @@ final class RegionAdmin {
                                                           Function<R, io.kvraft.client.proto.KvProto.Error> error,
                                                           long timeoutMs) {
         CompletableFuture<R> result = new CompletableFuture<>();
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        long now = System.nanoTime();
+        long deadline = now + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        // looking for the leader takes at most an operation's time, however long the change itself may take: a region
+        // with no leader (a majority of its replicas lost) would otherwise hold a move's caller for its 10 minutes
+        long searchEnd = now + TimeUnit.MILLISECONDS.toNanos(Math.min(timeoutMs, client.operationTimeoutMs()));
         client.refreshRoutes().whenComplete((v, e) -> attempt(new Call<>(regionId, request, hasError, error, deadline,
-                result, new java.util.ArrayDeque<>()), null));
+                searchEnd, result, new java.util.ArrayDeque<>()), null));
         return result;
     }
 
-    /** @param tries the answers so far, "node: CODE", the newest last (a call's tries run one after another) */
+    /**
+     * @param deadline  when the whole call ends (System.nanoTime)
+     * @param searchEnd after it, an answer that the change was not taken (not the leader, no leader) is not retried
+     * @param tries     the answers so far, "node: CODE", the newest last (a call's tries run one after another)
+     */
     private record Call<R extends Message>(int regionId, Message request, Predicate<R> hasError,
                                            Function<R, io.kvraft.client.proto.KvProto.Error> error, long deadline,
-                                           CompletableFuture<R> result, java.util.Deque<String> tries) {
+                                           long searchEnd, CompletableFuture<R> result, java.util.Deque<String> tries) {
 
         /** How many tries a failure's message names: the last ones say where the call went in the end. */
         private static final int TRIES_SHOWN = 6;
@@ -169,7 +177,8 @@ final class RegionAdmin {
                 case UNAVAILABLE -> err != null && KvException.unwrap(err).unsent();
                 default -> false;
             };
-            if (!retry || System.nanoTime() - deadline > 0) {
+            long now = System.nanoTime();
+            if (!retry || now - deadline > 0 || now - call.searchEnd() > 0) {
                 // the path of a call that followed hints shows in its message: where it went, and who said what
                 result.completeExceptionally(err != null && path.isEmpty() ? KvException.unwrap(err)
                         : new KvException(code, detail + path, next));

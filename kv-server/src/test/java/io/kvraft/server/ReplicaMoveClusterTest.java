@@ -239,6 +239,28 @@ class ReplicaMoveClusterTest {
         }
     }
 
+    /**
+     * Region 1 loses two of its three replicas' nodes: no leader can be elected, and a move of it fails after the
+     * client's operation timeout with NO_LEADER (or NOT_LEADER) naming the nodes asked, not after the move's 10 minutes.
+     */
+    @Test
+    @Timeout(value = 150, unit = SECONDS)
+    void when_theRegionHasNoLeader_then_aMoveFailsAfterTheOperationTimeout_namingTheNodesAsked() throws Exception {
+        try (InProcessCluster cluster = start("memory")) {
+            List<String> nodes = cluster.endpoints();
+            cluster.stopNode(1);
+            cluster.stopNode(2); // region 1 is on nodes 0, 1 and 2: one replica left
+            KvClient client = cluster.client(new io.kvraft.client.config.ClientConfig(List.of(nodes.get(0), nodes.get(3)),
+                    1_000L, 5_000L, null, null, null));
+
+            assertThatThrownBy(() -> sync(client.moveReplica(1, nodes.get(1), nodes.get(3))))
+                    .isInstanceOfSatisfying(KvException.class,
+                            e -> assertThat(e.code()).isIn(ErrorCode.NO_LEADER, ErrorCode.NOT_LEADER, ErrorCode.UNAVAILABLE))
+                    .hasMessageContaining("tries");
+            assertThat(cluster.node(0).host().region(1).peers()).containsExactlyInAnyOrderElementsOf(nodes.subList(0, 3));
+        }
+    }
+
     @Test
     void when_aMoveIsBad_then_itIsRefusedWithATypedError_andNothingChanges() throws Exception {
         try (InProcessCluster cluster = start("memory")) {

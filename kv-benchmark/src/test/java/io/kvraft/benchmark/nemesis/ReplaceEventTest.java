@@ -179,6 +179,10 @@ class ReplaceEventTest {
         rebuilding.moves.add(ReplicaMove.newBuilder().setRegionId(2).setFrom(NODES.get(1)).setTo(NODES.get(1))
                 .setReason("rebuild").build());
         assertThat(ReplaceEvent.unaffordable(rebuilding.build())).isEqualTo("region 2 is being given a replica (rebuild)");
+        assertThat(ReplaceEvent.unaffordable(new Map3().replicas(1, 0).build()))
+                .as("a node replaced before, its replicas not rebuilt yet, no move running at this moment")
+                .isEqualTo("node 10.0.0.2:7001 holds 0 of the 2 replicas the map lists on it (a rebuild is under way)");
+        assertThat(ReplaceEvent.unaffordable(new Map3().replicas(1, 3).build())).as("one more: a move's target").isNull();
         Map3 gap = new Map3();
         gap.gap = true;
         assertThat(ReplaceEvent.unaffordable(gap.build())).isEqualTo("the map's regions do not cover the key space yet");
