@@ -138,9 +138,7 @@ class ReplicaMoveClusterTest {
         try (InProcessCluster cluster = start("memory")) {
             List<String> nodes = cluster.endpoints();
             KvClient client = cluster.client();
-            for (int i = 0; i < 100; i++) {
-                sync(IdempotentWrites.put(client, key("k", i), value(i)));
-            }
+            putKeys(client);
             cluster.stopNode(1); // a node whose disk died: its replicas are rebuilt elsewhere
 
             RegionInfo moved = sync(client.moveReplica(1, nodes.get(1), nodes.get(3)));
@@ -154,9 +152,7 @@ class ReplicaMoveClusterTest {
             assertThat(cluster.hostsOf(1)).containsExactlyInAnyOrderElementsOf(now);
             assertThat(cluster.node(1).host().region(2)).as("node 1's other replicas stay").isNotNull();
             cluster.stopNode(0);
-            for (int i = 0; i < 100; i++) {
-                assertThat(sync(client.get(key("k", i)))).as("key k%d", i).isEqualTo(value(i));
-            }
+            assertKeys(client);
         }
     }
 
@@ -171,9 +167,7 @@ class ReplicaMoveClusterTest {
         try (InProcessCluster cluster = start("memory")) {
             List<String> nodes = cluster.endpoints();
             KvClient client = cluster.client();
-            for (int i = 0; i < 100; i++) {
-                sync(IdempotentWrites.put(client, key("k", i), value(i)));
-            }
+            putKeys(client);
             java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
             AtomicBoolean held = new AtomicBoolean();
             cluster.stopNode(3);
@@ -233,9 +227,7 @@ class ReplicaMoveClusterTest {
             io.kvraft.server.region.Region led = cluster.node(cluster.leaderOf(1)).host().region(1);
             assertThat(Set.copyOf(led.peers())).isEqualTo(before);
             assertThat(led.node().listLearners()).as("the learner taken out again").isEmpty();
-            for (int i = 0; i < 100; i++) {
-                assertThat(sync(client.get(key("k", i)))).as("key k%d", i).isEqualTo(value(i));
-            }
+            assertKeys(client);
         }
     }
 
@@ -277,6 +269,20 @@ class ReplicaMoveClusterTest {
 
             assertThat(cluster.hostsOf(1)).isEqualTo(before);
             assertThat(cluster.node(3).host().region(1)).isNull();
+        }
+    }
+
+    /** Writes keys k0..k99 of region 1. */
+    private static void putKeys(KvClient client) {
+        for (int i = 0; i < 100; i++) {
+            sync(IdempotentWrites.put(client, key("k", i), value(i)));
+        }
+    }
+
+    /** Reads keys k0..k99 back. */
+    private static void assertKeys(KvClient client) {
+        for (int i = 0; i < 100; i++) {
+            assertThat(sync(client.get(key("k", i)))).as("key k%d", i).isEqualTo(value(i));
         }
     }
 
