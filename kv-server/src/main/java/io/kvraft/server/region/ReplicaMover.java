@@ -412,10 +412,11 @@ public final class ReplicaMover {
     }
 
     /**
-     * Null once node {@code to}'s replica of {@code region} has applied {@code index}, else why not: the timeout, this
-     * node's leadership gone, or {@code to} not reporting the replica for {@link #SILENT_TARGET_MS} (a node that is
-     * down, stopping or wiped receives no snapshot, and the move would hold this node's move thread for the whole
-     * timeout). A replica that receives a long snapshot is reported all along, and waited for.
+     * Null once node {@code to}'s replica of {@code region} has applied {@code index}, else why not: the timeout, or
+     * {@code to} not reporting the replica for {@link #SILENT_TARGET_MS} (a node that is down, stopping or wiped
+     * receives no snapshot, and the move would hold this node's move thread for the whole timeout). A replica that
+     * receives a long snapshot is reported all along, and waited for. A leadership lost meanwhile does not end the
+     * wait: the next leader goes on replicating to the learner, which the caller then takes out.
      */
     private String awaitCaughtUp(Region region, String to, long index) {
         int id = region.id();
@@ -425,9 +426,6 @@ public final class ReplicaMover {
         long answered = System.nanoTime();
         String silence = null;
         while (System.nanoTime() - deadline < 0) {
-            if (!region.isLeader()) {
-                return "this node lost the leadership";
-            }
             if (System.nanoTime() - answered > TimeUnit.MILLISECONDS.toNanos(SILENT_TARGET_MS)) {
                 return "node " + to + " did not report its replica for " + SILENT_TARGET_MS + " ms (last: " + silence
                         + ")";
