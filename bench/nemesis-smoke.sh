@@ -11,10 +11,10 @@
 # NEMESIS_MEMBERSHIP_DURATION (default 150s): drain,join,replace,pause,kill (NEMESIS_MEMBERSHIP_FAULTS) in turn:
 # a drain, spare node 5 joins (and stays), a node is killed, wiped and started empty (replace), a pause, a kill, ...
 # Drains, joins and replaces wait NEMESIS_DRAIN_HOLD (default 10s, a few replica moves) for their replicas, so
-# replicas keep moving while the pauses and kills hit; those waits use up the run's time (150 s: 5-7 faults, the
-# last a kill; a join or a replace takes 25-40 s on a loaded 2-core machine, most of it the new JVM's start, and 100 s
-# then fits only 4, so the pause never came), and at its end the spare is drained and removed (a second join event in the run does that earlier),
-# about 30 s more. It fails like the first,
+# replicas keep moving while the pauses and kills hit; those waits use up the run's time (150 s: 7-9 faults, the
+# last a kill; a join or a replace takes 25-40 s on a loaded 2-core machine, most of it the new JVM's start, and
+# 100 s then fit only 4, so the pause never came), and at its end the spare is drained and removed (a second join
+# event in the run does that earlier), about 30 s more. It fails like the first,
 # and also when no drain was taken or a node was left draining, no node joined or the spare was not removed by the
 # end, or no replace was taken. NEMESIS_MEMBERSHIP_ENGINES limits it to some engines (default "memory rocksdb"; CI:
 # memory). NEMESIS_MEMBERSHIP=only runs the membership runs alone.

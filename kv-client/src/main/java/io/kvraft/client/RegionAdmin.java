@@ -118,31 +118,39 @@ final class RegionAdmin {
         // with no leader (a majority of its replicas lost) would otherwise hold a move's caller for its 10 minutes
         long searchEnd = now + TimeUnit.MILLISECONDS.toNanos(Math.min(timeoutMs, client.operationTimeoutMs()));
         client.refreshRoutes().whenComplete((v, e) -> attempt(new Call<>(regionId, request, hasError, error, deadline,
-                searchEnd, result, new java.util.ArrayDeque<>()), null));
+                searchEnd, result, new Tries()), null));
         return result;
     }
 
     /**
      * @param deadline  when the whole call ends (System.nanoTime)
      * @param searchEnd after it, an answer that the change was not taken (not the leader, no leader) is not retried
-     * @param tries     the answers so far, "node: CODE", the newest last (a call's tries run one after another)
      */
     private record Call<R extends Message>(int regionId, Message request, Predicate<R> hasError,
                                            Function<R, io.kvraft.client.proto.KvProto.Error> error, long deadline,
-                                           long searchEnd, CompletableFuture<R> result, java.util.Deque<String> tries) {
+                                           long searchEnd, CompletableFuture<R> result, Tries tries) {
+    }
+
+    /** The answers of a call's tries, which run one after another: the last few, for the failure's message. */
+    private static final class Tries {
 
         /** How many tries a failure's message names: the last ones say where the call went in the end. */
-        private static final int TRIES_SHOWN = 6;
+        private static final int SHOWN = 6;
 
-        /** Records one try's answer; returns what the failure's message adds when this one is the last. */
-        synchronized String tried(String target, ErrorCode code, String hint) {
-            tries.addLast(target + ": " + code + (hint.isEmpty() ? "" : " -> " + hint));
-            int all = tries.size();
-            if (all == 1) {
-                return "";
+        private final java.util.ArrayDeque<String> last = new java.util.ArrayDeque<>(SHOWN);
+        private int count;
+
+        void add(String target, ErrorCode code, String hint) {
+            if (last.size() == SHOWN) {
+                last.removeFirst();
             }
-            List<String> last = List.copyOf(tries).subList(Math.max(0, all - TRIES_SHOWN), all);
-            return " (after " + all + " tries; " + (all > TRIES_SHOWN ? "the last " + TRIES_SHOWN + ": " : "")
+            last.addLast(target + ": " + code + (hint.isEmpty() ? "" : " -> " + hint));
+            count++;
+        }
+
+        /** What a failure's message adds: nothing after one try, else the path, "(after 7 tries; the last 6: ...)". */
+        String path() {
+            return count < 2 ? "" : " (after " + count + " tries; " + (count > SHOWN ? "the last " + SHOWN + ": " : "")
                     + String.join(", ", last) + ")";
         }
     }
@@ -169,7 +177,7 @@ final class RegionAdmin {
             }
             String detail = err != null ? KvException.unwrap(err).getMessage() : call.error().apply(resp).getDetail();
             String next = err == null ? call.error().apply(resp).getLeaderHint() : "";
-            String path = call.tried(target, code, next);
+            call.tries().add(target, code, next);
             // only answers that prove the change was not taken are retried (a timeout may have made it: then the
             // caller sees the regions as they are now in `regions`, and a retry would change them again)
             boolean retry = switch (code) {
@@ -180,6 +188,7 @@ final class RegionAdmin {
             long now = System.nanoTime();
             if (!retry || now - deadline > 0 || now - call.searchEnd() > 0) {
                 // the path of a call that followed hints shows in its message: where it went, and who said what
+                String path = call.tries().path();
                 result.completeExceptionally(err != null && path.isEmpty() ? KvException.unwrap(err)
                         : new KvException(code, detail + path, next));
                 return;

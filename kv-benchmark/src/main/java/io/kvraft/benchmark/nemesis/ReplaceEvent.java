@@ -209,18 +209,18 @@ final class ReplaceEvent {
             }
         }
         for (NodeRecord n : c.getMap().getNodesList()) {
+            if (n.getState() != NodeState.UP) {
+                continue;
+            }
             NodeStatus s = ClusterAdmin.status(c, n.getEndpoint());
-            if (n.getState() == NodeState.UP && (s == null || !s.getLive())) {
+            if (s == null || !s.getLive()) {
                 return "node " + n.getEndpoint() + " is UP and not live";
             }
-        }
-        // a node replaced before holds fewer replicas than the map lists on it until every rebuild is done (they run
-        // one at a time, with pauses between them that show no move): wiping a second node then would take two of a
-        // region's three copies, which no store survives
-        for (NodeRecord n : c.getMap().getNodesList()) {
-            NodeStatus s = ClusterAdmin.status(c, n.getEndpoint());
+            // a node replaced before holds fewer replicas than the map lists on it until every rebuild is done (they
+            // run one at a time, with pauses between them that show no move): wiping a second node then would take two
+            // of a region's three copies, which no store survives
             int listed = listedOn(c, n.getEndpoint()).size();
-            if (n.getState() == NodeState.UP && s != null && s.getReplicas() < listed) {
+            if (s.getReplicas() < listed) {
                 return "node " + n.getEndpoint() + " holds " + s.getReplicas() + " of the " + listed
                         + " replicas the map lists on it (a rebuild is under way)";
             }
