@@ -10,6 +10,7 @@ import io.kvraft.client.proto.KvProto.SplitRequest;
 import io.kvraft.client.proto.KvProto.SplitResponse;
 import io.kvraft.client.route.RouteTable.Route;
 
+import java.util.ArrayDeque;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -137,7 +138,7 @@ final class RegionAdmin {
         /** How many tries a failure's message names: the last ones say where the call went in the end. */
         private static final int SHOWN = 6;
 
-        private final java.util.ArrayDeque<String> last = new java.util.ArrayDeque<>(SHOWN);
+        private final ArrayDeque<String> last = new ArrayDeque<>(SHOWN);
         private int count;
 
         void add(String target, ErrorCode code, String hint) {
