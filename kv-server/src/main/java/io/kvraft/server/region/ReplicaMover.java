@@ -416,7 +416,8 @@ public final class ReplicaMover {
      * {@code to} not reporting the replica for {@link #SILENT_TARGET_MS} (a node that is down, stopping or wiped
      * receives no snapshot, and the move would hold this node's move thread for the whole timeout). A replica that
      * receives a long snapshot is reported all along, and waited for. A leadership lost meanwhile does not end the
-     * wait: the next leader goes on replicating to the learner, which the caller then takes out.
+     * wait (the next leader goes on replicating to the learner); the caller then gives the move up, and its removal of
+     * the learner, which only a leader can make, is refused.
      */
     private String awaitCaughtUp(Region region, String to, long index) {
         int id = region.id();
