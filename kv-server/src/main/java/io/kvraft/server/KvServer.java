@@ -51,6 +51,8 @@ public final class KvServer implements AutoCloseable {
     private static final int MAX_BACKUP_SESSIONS = 64;
     /** How long a replica moving to a node may take to catch up (a snapshot of its region, then the log). */
     static final long MOVE_CATCH_UP_MS = Long.getLong("kv.move.catchUpMs", 300_000L);
+    /** Learners a lost leader's move left in a region stay this long before its leader takes them out (read per node). */
+    static final String STRAY_LEARNER_MS = "kv.move.strayLearnerMs";
     private final NodeMetrics metrics = new NodeMetrics();
     private volatile boolean closed;
     private volatile ScheduledFuture<?> balancer;
@@ -59,6 +61,7 @@ public final class KvServer implements AutoCloseable {
     private final java.util.concurrent.ExecutorService splitWork;
     /** Replica moves, one at a time: each waits for a snapshot to reach the new replica. */
     private final java.util.concurrent.ExecutorService moveWork;
+    private final io.kvraft.server.region.ReplicaMover mover;
     /** A client of the cluster's own API (region ids for splits), made when first needed. */
     private io.kvraft.client.KvClient internalClient;
     /** Asks peers whether they serve (balancing and hand-off pick only those). */
@@ -125,7 +128,9 @@ public final class KvServer implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-        handlers.mover(new io.kvraft.server.region.ReplicaMover(host, peerProbe, moveWork, MOVE_CATCH_UP_MS));
+        this.mover = new io.kvraft.server.region.ReplicaMover(host, peerProbe, moveWork, MOVE_CATCH_UP_MS,
+                Long.getLong(STRAY_LEARNER_MS, 60_000L), System::nanoTime);
+        handlers.mover(mover);
         this.meta = new io.kvraft.server.meta.MetaService(config, host, host.rpcServer(), peerProbe,
                 () -> new io.kvraft.server.meta.MetaService.Mover() {
                     @Override
@@ -184,6 +189,7 @@ public final class KvServer implements AutoCloseable {
         server.housekeeping.scheduleWithFixedDelay(new io.kvraft.server.region.ReplicaGc(server.host, server.peerProbe,
                 server.moveWork, 2L * gcMs, System::nanoTime), gcMs, gcMs, TimeUnit.MILLISECONDS);
         server.housekeeping.scheduleWithFixedDelay(server.backups::expireIdle, 1, 1, TimeUnit.SECONDS);
+        server.housekeeping.scheduleWithFixedDelay(server.mover::sweepStrayLearners, 1, 1, TimeUnit.SECONDS);
         if (config.split().enabled()) {
             long ms = config.split().checkIntervalMs();
             server.housekeeping.scheduleWithFixedDelay(server.splitter, ms, ms, TimeUnit.MILLISECONDS);

@@ -232,6 +232,86 @@ class ReplicaMoveClusterTest {
     }
 
     /**
+     * The leadership moves while the learner catches up: the old leader gives the move up and cannot take the learner
+     * out (jraft refuses a configuration change on a follower). The next leader takes it out once it has stayed {@code
+     * kv.move.strayLearnerMs} (2 s here) with no move of its own, and the learner's node drops its replica. A learner
+     * of a move that runs stays however long the move lasts.
+     */
+    @Test
+    @Timeout(value = 150, unit = SECONDS)
+    void when_theLeaderChangesDuringTheMove_then_theNextLeaderTakesTheLearnerOut_andNothingChanges() throws Exception {
+        System.setProperty(KvServer.STRAY_LEARNER_MS, "2000");
+        try (InProcessCluster cluster = start("memory")) {
+            List<String> nodes = cluster.endpoints();
+            KvClient client = cluster.client();
+            putKeys(client);
+            java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+            AtomicBoolean held = new AtomicBoolean();
+            cluster.stopNode(3);
+            cluster.startNode(3, store -> new ForwardingStore(store) {
+                private void holdRegionOne(int region) {
+                    if (region == 1) {
+                        held.set(true);
+                        try {
+                            release.await();
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                    }
+                }
+
+                @Override
+                public void apply(int region, long appliedIndex, io.kvraft.server.store.StoreBatch batch) {
+                    holdRegionOne(region);
+                    super.apply(region, appliedIndex, batch);
+                }
+
+                @Override
+                public void loadSnapshot(int region, long appliedIndex, io.kvraft.server.store.KeyRange range, Path dir,
+                                         byte[] state) throws java.io.IOException {
+                    holdRegionOne(region);
+                    super.loadSnapshot(region, appliedIndex, range, dir, state);
+                }
+            });
+            System.clearProperty(KvServer.STRAY_LEARNER_MS); // every node read it when it started
+            Set<String> before = cluster.hostsOf(1);
+            int a = cluster.leaderOf(1);
+            String from = before.stream().filter(n -> !n.equals(nodes.get(a))).findFirst().orElseThrow();
+            int b = nodes.indexOf(before.stream().filter(n -> !n.equals(nodes.get(a)) && !n.equals(from))
+                    .findFirst().orElseThrow());
+            io.kvraft.server.region.Region onA = cluster.node(a).host().region(1);
+            com.alipay.sofa.jraft.entity.PeerId learner = com.alipay.sofa.jraft.entity.PeerId.parsePeer(nodes.get(3));
+            try {
+                java.util.concurrent.CompletableFuture<RegionInfo> move = client.moveReplica(1, from, nodes.get(3));
+                await().atMost(60, SECONDS).untilTrue(held); // a learner now, and behind
+                // the mover's own learner is no stray, however long its move takes
+                await().during(4, SECONDS).atMost(30, SECONDS).until(() -> onA.node().listLearners().contains(learner));
+
+                assertThat(onA.node().transferLeadershipTo(com.alipay.sofa.jraft.entity.PeerId.parsePeer(nodes.get(b)))
+                        .isOk()).isTrue();
+                io.kvraft.server.region.Region onB = cluster.node(b).host().region(1);
+                await().atMost(60, SECONDS).until(onB::isLeader);
+                release.countDown();
+
+                assertThatThrownBy(() -> sync(move))
+                        .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.UNAVAILABLE))
+                        .hasMessageContaining("given up, nothing changed");
+                await().atMost(60, SECONDS).untilAsserted(() -> {
+                    io.kvraft.server.region.Region led = cluster.node(cluster.leaderOf(1)).host().region(1);
+                    assertThat(led.node().listLearners()).as("the old leader's learner, taken out").isEmpty();
+                    assertThat(cluster.node(3).host().region(1)).as("the learner's replica, dropped").isNull();
+                });
+            } finally {
+                release.countDown();
+            }
+            assertThat(cluster.hostsOf(1)).isEqualTo(before);
+            assertKeys(client);
+        } finally {
+            System.clearProperty(KvServer.STRAY_LEARNER_MS);
+        }
+    }
+
+    /**
      * Region 1 loses two of its three replicas' nodes: no leader can be elected, and a move of it fails after the
      * client's operation timeout with NO_LEADER (or NOT_LEADER) naming the nodes asked, not after the move's 10 minutes.
      */

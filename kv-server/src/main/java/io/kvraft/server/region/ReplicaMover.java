@@ -19,13 +19,17 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongSupplier;
 
 /**
  * Moves one replica of a region from one node to another, driven from the region's leader, by jraft's own steps:
@@ -41,6 +45,12 @@ import java.util.concurrent.locks.LockSupport;
  * gives its new region the voters of that moment). A move that cannot finish before the configuration change takes
  * the learner out again and drops its replica: the region is as it was. A move that would leave the region without
  * a majority is not started. The leader's balancer, splits and merges leave the region alone meanwhile.
+ *
+ * <p>A move whose leader loses the leadership before step 4 cannot take its learner out (only a leader changes the
+ * configuration): the learner stays, with its replica, and the next leader goes on replicating to it. Every leader
+ * takes out the learners of a region it leads with no move of its own once they have stayed there {@code
+ * strayLearnerMs} ({@link #sweepStrayLearners}), and drops their replicas: learners exist only for moves, so these are
+ * a lost leader's, and its move has been given up.
  */
 public final class ReplicaMover {
 
@@ -57,17 +67,28 @@ public final class ReplicaMover {
     private final Transport peers;
     private final Executor work;
     private final long catchUpTimeoutMs;
+    private final long strayLearnerNanos;
+    private final LongSupplier nanoClock;
+    /** Per region this node leads with learners and no move of its own, since when (nanoClock); the sweeper's only. */
+    private final Map<Integer, Long> strayingSince = new HashMap<>();
+    /** Regions whose stray learners are being taken out on {@code work}. */
+    private final Set<Integer> sweeping = ConcurrentHashMap.newKeySet();
 
     /**
      * @param work             where moves run (they wait for snapshots and configuration changes): never a request
      *                         handler's thread
      * @param catchUpTimeoutMs how long the new replica may take to catch up before the move is given up
+     * @param strayLearnerMs   how long a region this node leads may keep learners that no move of this node uses
+     *                         before they are taken out (see {@link #sweepStrayLearners})
      */
-    public ReplicaMover(RegionHost host, Transport peers, Executor work, long catchUpTimeoutMs) {
+    public ReplicaMover(RegionHost host, Transport peers, Executor work, long catchUpTimeoutMs, long strayLearnerMs,
+                        LongSupplier nanoClock) {
         this.host = host;
         this.peers = peers;
         this.work = work;
         this.catchUpTimeoutMs = catchUpTimeoutMs;
+        this.strayLearnerNanos = TimeUnit.MILLISECONDS.toNanos(strayLearnerMs);
+        this.nanoClock = nanoClock;
     }
 
     /**
@@ -299,10 +320,8 @@ public final class ReplicaMover {
         long target = node.getLastCommittedIndex();
         String behind = awaitCaughtUp(region, to, target);
         if (behind != null || !region.isLeader()) {
-            Status undone = await(done -> node.removeLearners(List.of(learner), done::complete));
-            dropOn(to, region, before);
             String why = behind != null ? behind : "this node lost the leadership";
-            LOG.info("region {}: move {} -> {} given up ({}); learner removed: {}", id, from, to, why, undone);
+            takeOut(region, node, learner, before, "move " + from + " -> " + to + " given up (" + why + ")");
             return failed(ErrorCode.UNAVAILABLE, region.leaderHint(), "region " + id + ": move " + from + " -> " + to
                     + " given up, nothing changed: " + why);
         }
@@ -336,10 +355,8 @@ public final class ReplicaMover {
                 return failed(ErrorCode.UNAVAILABLE, region.leaderHint(), "region " + id + ": move " + from + " -> " + to
                         + " outcome unknown (" + st.getErrorMsg() + "): see `regions` for the region's replicas");
             }
-            Status undone = await(done -> node.removeLearners(List.of(learner), done::complete));
-            dropOn(to, region, before);
-            LOG.info("region {}: move {} -> {}: configuration change not taken ({}); learner removed: {}", id, from, to,
-                    st, undone);
+            takeOut(region, node, learner, before, "move " + from + " -> " + to + ": configuration change not taken ("
+                    + st + ")");
             return failed(codeOf(st), region.leaderHint(), "region " + id + ": move " + from + " -> " + to
                     + " not taken, nothing changed: " + st.getErrorMsg());
         }
@@ -361,6 +378,98 @@ public final class ReplicaMover {
         LOG.info("region {}: replica moved {} -> {} in {} ms; replicas now on {}", id, from, to,
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began), after);
         return MoveReplicaResponse.newBuilder().setRegion(region.info()).build();
+    }
+
+    /**
+     * Takes a move's learner out of the region's configuration and drops its replica. On a node that no longer leads
+     * the region jraft refuses the removal: the learner then stays, with its replica (the next leader replicates to it),
+     * until the leader's {@link #sweepStrayLearners} takes it out.
+     */
+    private void takeOut(Region region, Node node, PeerId learner, List<String> voters, String what) {
+        Status undone = await(done -> node.removeLearners(List.of(learner), done::complete));
+        if (undone.isOk()) {
+            dropOn(learner.getEndpoint().toString(), region, voters);
+            LOG.info("region {}: {}; learner {} taken out and its replica dropped", region.id(), what, learner);
+        } else {
+            LOG.info("region {}: {}; learner {} not taken out here ({}): it stays with its replica until the region's"
+                    + " leader takes out the learners no move of its own uses, after {} ms", region.id(), what, learner,
+                    undone, TimeUnit.NANOSECONDS.toMillis(strayLearnerNanos));
+        }
+    }
+
+    /**
+     * Takes out the learners of each region this node leads that have stayed {@code strayLearnerMs} with no move of
+     * this node running there, and drops their replicas. Learners exist only while a move runs on the region's leader,
+     * so these were added by a leader that lost the leadership mid-move (its move is given up, and it could not take
+     * them out); left alone they would stay in the configuration for ever, each one replicated to. The wait lets the
+     * next leader finish the catch-up it inherited (a snapshot loop jraft gets into there ends by itself only with a
+     * snapshot) and keeps a leadership that bounces back to the mover from racing it. Run periodically; the removals
+     * run on the move thread, so never beside a move of this node.
+     */
+    public void sweepStrayLearners() {
+        try {
+            sweepOnce();
+        } catch (RuntimeException e) {
+            LOG.warn("stray learner check failed: {}", e.toString());
+        }
+    }
+
+    void sweepOnce() {
+        long now = nanoClock.getAsLong();
+        Set<Integer> straying = new java.util.HashSet<>();
+        for (Region r : host.regions()) {
+            Node n = r.node();
+            if (n == null || !r.isLeader() || r.moving() || sweeping.contains(r.id()) || n.listLearners().isEmpty()) {
+                continue;
+            }
+            straying.add(r.id());
+            long since = strayingSince.computeIfAbsent(r.id(), id -> now);
+            if (now - since >= strayLearnerNanos && sweeping.add(r.id())) {
+                straying.remove(r.id());
+                int id = r.id();
+                try {
+                    work.execute(() -> {
+                        try {
+                            takeOutStrays(id);
+                        } finally {
+                            sweeping.remove(id);
+                        }
+                    });
+                } catch (RejectedExecutionException closed) {
+                    sweeping.remove(id);
+                }
+            }
+        }
+        strayingSince.keySet().retainAll(straying);
+    }
+
+    private void takeOutStrays(int id) {
+        if (refusedAtOnce(id) != null) { // not the leader now, or in a merge or a move
+            return;
+        }
+        Region region = host.region(id);
+        Node node = region.node();
+        List<PeerId> learners = node == null ? List.of() : node.listLearners();
+        if (learners.isEmpty()) {
+            return;
+        }
+        region.moving(true); // a move asked meanwhile is answered BUSY, and the balancer leaves the region alone
+        try {
+            LOG.info("region {}: learners {} stayed {} ms with no move of this leader: a leader that lost the leadership"
+                    + " mid-move added them; taking them out", id, learners, TimeUnit.NANOSECONDS.toMillis(strayLearnerNanos));
+            Status st = await(done -> node.removeLearners(learners, done::complete));
+            if (!st.isOk()) {
+                LOG.info("region {}: learners {} not taken out ({}); tried again later", id, learners, st);
+                return;
+            }
+            for (PeerId l : learners) {
+                dropOn(l.getEndpoint().toString(), region, region.peers());
+            }
+            LOG.info("region {}: learners {} taken out and their replicas dropped; replicas on {}", id, learners,
+                    region.peers());
+        } finally {
+            region.moving(false);
+        }
     }
 
     private static ErrorCode codeOf(Status st) {
@@ -416,8 +525,8 @@ public final class ReplicaMover {
      * {@code to} not reporting the replica for {@link #SILENT_TARGET_MS} (a node that is down, stopping or wiped
      * receives no snapshot, and the move would hold this node's move thread for the whole timeout). A replica that
      * receives a long snapshot is reported all along, and waited for. A leadership lost meanwhile does not end the
-     * wait (the next leader goes on replicating to the learner); the caller then gives the move up, and its removal of
-     * the learner, which only a leader can make, is refused.
+     * wait (the next leader goes on replicating to the learner); the caller then gives the move up, and the learner
+     * stays for the next leader to take out ({@link #sweepStrayLearners}).
      */
     private String awaitCaughtUp(Region region, String to, long index) {
         int id = region.id();
