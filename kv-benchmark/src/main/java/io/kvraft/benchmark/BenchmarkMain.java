@@ -47,8 +47,9 @@ public final class BenchmarkMain implements Callable<Integer> {
 
     @Option(names = "--warmup", defaultValue = "auto", paramLabel = "TIME|auto", converter = WarmupConverter.class,
             description = "Time before the measurement, excluded from the results. auto (the default): until the"
-                    + " throughput is stable, its last 10 s within 5%% of the 10 s before, at most 120 s; the line"
-                    + " 'warm-up ended after N s: ...' says why. A time is a fixed warm-up: " + DurationConverter.HELP + ".")
+                    + " throughput is stable, its last 10 s within 5%% of each of the two 10 s blocks before, at most"
+                    + " 120 s; the line 'warm-up ended after N s: ...' says why. A time is a fixed warm-up: "
+                    + DurationConverter.HELP + ".")
     Duration warmupArg; // null = auto
 
     /** {@code auto} (null) or a duration. */
