@@ -286,6 +286,7 @@ class ReplicaMoveClusterTest {
                 await().atMost(60, SECONDS).untilTrue(held); // a learner now, and behind
                 // the mover's own learner is no stray, however long its move takes
                 await().during(4, SECONDS).atMost(30, SECONDS).until(() -> onA.node().listLearners().contains(learner));
+                assertThat(regionOne(client).getLearnersList()).as("regions lists the learner").containsExactly(nodes.get(3));
 
                 assertThat(onA.node().transferLeadershipTo(com.alipay.sofa.jraft.entity.PeerId.parsePeer(nodes.get(b)))
                         .isOk()).isTrue();
@@ -298,8 +299,9 @@ class ReplicaMoveClusterTest {
                         .hasMessageContaining("given up, nothing changed");
                 await().atMost(60, SECONDS).untilAsserted(() -> {
                     io.kvraft.server.region.Region led = cluster.node(cluster.leaderOf(1)).host().region(1);
-                    assertThat(led.node().listLearners()).as("the old leader's learner, taken out").isEmpty();
+                    assertThat(led.learners()).as("the old leader's learner, taken out").isEmpty();
                     assertThat(cluster.node(3).host().region(1)).as("the learner's replica, dropped").isNull();
+                    assertThat(regionOne(client).getLearnersList()).isEmpty();
                 });
             } finally {
                 release.countDown();
@@ -352,6 +354,11 @@ class ReplicaMoveClusterTest {
             assertThat(cluster.hostsOf(1)).isEqualTo(before);
             assertThat(cluster.node(3).host().region(1)).isNull();
         }
+    }
+
+    /** Region 1 as {@code regions} lists it (its leader's answer). */
+    private static RegionInfo regionOne(KvClient client) {
+        return client.regions().join().stream().filter(r -> r.getId() == 1).findFirst().orElseThrow();
     }
 
     /** Writes keys k0..k99 of region 1. */

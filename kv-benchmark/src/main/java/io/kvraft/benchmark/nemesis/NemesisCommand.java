@@ -46,7 +46,8 @@ import java.util.concurrent.TimeUnit;
         exitCodeList = {"0:no violation, no lost write, every key decided, the cluster recovered, the nodes' region"
                 + " maps agree",
                 "1:a violation, a lost acknowledged write, an undecided key, a malformed scan, no recovery after the"
-                        + " last heal, or region maps that differ between nodes or do not tile the key space",
+                        + " last heal, or region maps that differ between nodes, do not tile the key space or keep a replica"
+                        + " move's learner",
                 "2:bad usage, or a fault this machine cannot inject"},
         description = {"Fault-injection run with a linearizability check, against a local cluster it starts (--nodes):"
                 + " get, put, compare-and-put, scans and range deletes on register keys in every region, checked key by"

@@ -190,6 +190,24 @@ class RegionMapCheckTest {
     }
 
     @Test
+    void when_aRegionKeepsALearner_then_theRegionTheLearnerAndTheNodesListingItAreNamed() {
+        // region 1 is on n2, n3 and n4; n2 and n3 still list the learner n5 a move left (n4 has applied its removal)
+        List<NodeView> views = fourNodes();
+        for (int n : new int[]{1, 2}) {
+            views = replace(views, n, views.get(n).regions().stream()
+                    .map(r -> r.getId() == 1 ? r.toBuilder().addLearners("n5").build() : r).toList());
+        }
+        assertThat(RegionMapCheck.compare(views, 3)).containsExactly(
+                "region 1 keeps learners [n5] (listed by [n2, n3]): a replica move's, not taken out");
+        // every node holding every region: the same check
+        List<NodeView> full = nodes(split(), split(), split());
+        full = replace(full, 0, full.get(0).regions().stream()
+                .map(r -> r.getId() == 2 ? r.toBuilder().addLearners("n9").build() : r).toList());
+        assertThat(RegionMapCheck.compare(full)).containsExactly(
+                "region 2 keeps learners [n9] (listed by [n1]): a replica move's, not taken out");
+    }
+
+    @Test
     void when_aNodeListsOverlappingRegions_then_theOverlapIsNamed() {
         // n1 still lists region 3 as it was before a split it has not applied, and the region split off it
         List<NodeView> overlap = replace(fourNodes(), 0, List.of(region(2, "d", "g", 1), region(3, "g", "", 1),

@@ -19,12 +19,14 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 
 /**
- * {@code regions}: one row per region: id, key range, epoch, conf version, leader, term, applied index, peers. By
+ * {@code regions}: one row per region: id, key range, epoch, conf version, leader, term, applied index, peers (and a
+ * move's learners). By
  * default from the nodes' own answers, asked node by node (live); {@code --from-map} from the cluster map: its record of
  * the regions with the nodes' last reports over it, from the map's leader or, when it cannot answer, the node's copy.
  */
 @Command(name = "regions", description = "Lists the regions: id, key range (hex), epoch, conf version, leader, term,"
-        + " applied index, peers: by default as the nodes holding them answer now, merged node by node.")
+        + " applied index, peers, and the learners of a replica move: by default as the nodes holding them answer now,"
+        + " merged node by node.")
 final class RegionsCommand implements Callable<Integer> {
 
     @ParentCommand
@@ -85,6 +87,9 @@ final class RegionsCommand implements Callable<Integer> {
                     if (r.getMergingInto() != 0) {
                         row.put("mergingInto", r.getMergingInto());
                     }
+                    if (r.getLearnersCount() > 0) {
+                        row.put("learners", r.getLearnersList());
+                    }
                     rows.add(row);
                 }
                 out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(rows));
@@ -93,11 +98,12 @@ final class RegionsCommand implements Callable<Integer> {
             out.printf("%-6s %-10s %-10s %-6s %-5s %-21s %-6s %-10s %s%n", "ID", "START", "END", "EPOCH", "CONF",
                     "LEADER", "TERM", "APPLIED", "PEERS");
             for (RegionInfo r : regions) {
-                out.printf("%-6d %-10s %-10s %-6d %-5d %-21s %-6d %-10d %s%s%n", r.getId(),
+                out.printf("%-6d %-10s %-10s %-6d %-5d %-21s %-6d %-10d %s%s%s%n", r.getId(),
                         r.getStartKey().isEmpty() ? "-inf" : KvCtl.hexKey(r.getStartKey()),
                         r.getEndKey().isEmpty() ? "+inf" : KvCtl.hexKey(r.getEndKey()), r.getEpoch(), r.getConfVer(),
                         r.getLeader().isEmpty() ? "(none)" : r.getLeader(), r.getTerm(), r.getAppliedIndex(),
                         String.join(",", r.getPeersList()),
+                        r.getLearnersCount() == 0 ? "" : "  (learners " + String.join(",", r.getLearnersList()) + ")",
                         r.getMergingInto() == 0 ? "" : "  (merging into " + r.getMergingInto() + ")");
             }
             return 0;

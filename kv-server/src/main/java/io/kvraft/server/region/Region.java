@@ -863,6 +863,18 @@ public final class Region {
         splits.peersChanged(this, this.peers);
     }
 
+    /**
+     * The learners of this replica's configuration (the last one in its log): a replica move's, while it catches up.
+     * Read from jraft's node, since jraft tells a state machine only its voters and answers {@code listLearners} only
+     * on the leader.
+     */
+    public List<String> learners() {
+        Node n = node;
+        com.alipay.sofa.jraft.conf.Configuration conf = n instanceof com.alipay.sofa.jraft.core.NodeImpl impl
+                ? impl.getCurrentConf() : null;
+        return conf == null ? List.of() : conf.listLearners().stream().map(p -> p.getEndpoint().toString()).toList();
+    }
+
     public boolean moving() {
         return moving;
     }
@@ -897,6 +909,7 @@ public final class Region {
                 .setRole(role)
                 .setMergingInto(mergingInto())
                 .setMergeReady(mergingInto() != 0 && mergeReady())
+                .addAllLearners(learners())
                 .build();
     }
 

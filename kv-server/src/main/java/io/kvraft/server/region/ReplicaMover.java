@@ -339,7 +339,7 @@ public final class ReplicaMover {
         LOG.info("region {}: {} left the learners: {}", id, to, st);
         if (st.isOk()) {
             Configuration conf = new Configuration(after.stream().map(PeerId::parsePeer).toList());
-            for (PeerId l : node.listLearners()) {
+            for (PeerId l : learners(node)) {
                 conf.addLearner(l);
             }
             st = awaitNudging(region, catchUpTimeoutMs, done -> node.changePeers(conf, done::complete));
@@ -419,7 +419,7 @@ public final class ReplicaMover {
         Set<Integer> straying = new java.util.HashSet<>();
         for (Region r : host.regions()) {
             Node n = r.node();
-            if (n == null || !r.isLeader() || r.moving() || sweeping.contains(r.id()) || n.listLearners().isEmpty()) {
+            if (n == null || !r.isLeader() || r.moving() || sweeping.contains(r.id()) || learners(n).isEmpty()) {
                 continue;
             }
             straying.add(r.id());
@@ -449,7 +449,7 @@ public final class ReplicaMover {
         }
         Region region = host.region(id);
         Node node = region.node();
-        List<PeerId> learners = node == null ? List.of() : node.listLearners();
+        List<PeerId> learners = node == null ? List.of() : learners(node);
         if (learners.isEmpty()) {
             return;
         }
@@ -469,6 +469,15 @@ public final class ReplicaMover {
                     region.peers());
         } finally {
             region.moving(false);
+        }
+    }
+
+    /** The learners of {@code node}'s configuration: none on a node that lost the lead (jraft's call throws there). */
+    private static List<PeerId> learners(Node node) {
+        try {
+            return node.listLearners();
+        } catch (IllegalStateException notLeader) {
+            return List.of();
         }
     }
 
