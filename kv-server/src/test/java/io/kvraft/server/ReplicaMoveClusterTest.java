@@ -42,9 +42,18 @@ class ReplicaMoveClusterTest {
     Path dir;
 
     private InProcessCluster start(String engine) throws Exception {
+        return start(engine, true);
+    }
+
+    /** @param balance whether the leader balancer runs (it may hand a leadership a test moved straight back) */
+    private InProcessCluster start(String engine, boolean balance) throws Exception {
         InProcessCluster cluster = InProcessCluster.start(4, 4, dir, engine, ServerConfig.RaftConfig.LOG_SHARED,
-                c -> c.withReplication(new ReplicationConfig(3)).withSplit(new SplitConfig(false, null, null, null, null))
-                        .withPlacement(new ServerConfig.PlacementConfig(false, null, null))); // moves here are by hand only
+                c -> {
+                    ServerConfig moves = c.withReplication(new ReplicationConfig(3))
+                            .withSplit(new SplitConfig(false, null, null, null, null))
+                            .withPlacement(new ServerConfig.PlacementConfig(false, null, null)); // moves by hand only
+                    return balance ? moves : moves.withBalance(new ServerConfig.BalanceConfig(false, null, null));
+                });
         await().atMost(60, SECONDS).until(cluster::allRegionsLed);
         return cluster;
     }
@@ -241,7 +250,8 @@ class ReplicaMoveClusterTest {
     @Timeout(value = 150, unit = SECONDS)
     void when_theLeaderChangesDuringTheMove_then_theNextLeaderTakesTheLearnerOut_andNothingChanges() throws Exception {
         System.setProperty(KvServer.STRAY_LEARNER_MS, "2000");
-        try (InProcessCluster cluster = start("memory")) {
+        // no leader balancer: it would hand the leadership straight back to the mover, whose move then completes
+        try (InProcessCluster cluster = start("memory", false)) {
             List<String> nodes = cluster.endpoints();
             KvClient client = cluster.client();
             putKeys(client);

@@ -20,13 +20,14 @@ import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.LongSupplier;
@@ -416,7 +417,7 @@ public final class ReplicaMover {
 
     void sweepOnce() {
         long now = nanoClock.getAsLong();
-        Set<Integer> straying = new java.util.HashSet<>();
+        Set<Integer> straying = new HashSet<>();
         for (Region r : host.regions()) {
             Node n = r.node();
             if (n == null || !r.isLeader() || r.moving() || sweeping.contains(r.id()) || learners(n).isEmpty()) {
