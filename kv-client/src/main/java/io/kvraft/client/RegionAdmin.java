@@ -157,6 +157,24 @@ final class RegionAdmin {
     }
 
     private <R extends Message> void attempt(Call<R> call, String hint) {
+        attempt(call, hint, null);
+    }
+
+    /** The hint when given, else the route's leader or its next peer in turn, other than {@code notThere}. */
+    static String target(Route route, String hint, String notThere) {
+        String target = hint != null && !hint.isEmpty() ? hint : route.target();
+        for (int i = 0; target.equals(notThere) && i < route.info().getPeersCount(); i++) {
+            target = route.anyReplica();
+        }
+        return target;
+    }
+
+    /**
+     * @param notThere a node that just answered it holds no replica of the region (it lost its data, or the replica
+     *                 moved off): when the refreshed route still names it (a leader it had, or its turn among the
+     *                 peers), another peer is asked instead, which answers or names the leader
+     */
+    private <R extends Message> void attempt(Call<R> call, String hint, String notThere) {
         CompletableFuture<R> result = call.result();
         long deadline = call.deadline();
         Route route = client.routes().byId(call.regionId());
@@ -165,7 +183,7 @@ final class RegionAdmin {
                     "no region " + call.regionId() + " in the cluster"));
             return;
         }
-        String target = hint != null && !hint.isEmpty() ? hint : route.target();
+        String target = target(route, hint, notThere);
         // the whole operation's time for one try: the leader answers once the change is applied, which includes making
         // or stopping groups on that node (a snapshot of a range), far more than a read or write takes
         long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()));
@@ -201,7 +219,7 @@ final class RegionAdmin {
             }
             String nextTarget = next;
             Runnable again = code == ErrorCode.REGION_NOT_FOUND
-                    ? () -> client.refreshRoutes().whenComplete((v, e) -> attempt(call, null))
+                    ? () -> client.refreshRoutes().whenComplete((v, e) -> attempt(call, null, target))
                     : () -> attempt(call, nextTarget);
             if (!client.later(again, next.isEmpty() ? RETRY_PAUSE_NANOS : 0)) {
                 result.completeExceptionally(new KvException(ErrorCode.UNAVAILABLE, "client closed"));

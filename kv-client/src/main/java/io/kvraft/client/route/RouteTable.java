@@ -82,6 +82,17 @@ public final class RouteTable {
             }
         }
 
+        /** Takes over where {@code old}'s rotation through the peers stands (its peers may differ; it wraps). */
+        private void continueGuessesOf(Route old) {
+            int at;
+            synchronized (old) {
+                at = old.nextPeer;
+            }
+            synchronized (this) {
+                nextPeer = at;
+            }
+        }
+
         private synchronized String nextPeerGuess() {
             List<String> peers = info.getPeersList();
             if (peers.isEmpty()) {
@@ -115,8 +126,13 @@ public final class RouteTable {
             }
             Route old = byId.get(r.getId());
             Route route = new Route(r);
-            if (r.getLeader().isEmpty() && old != null && old.epoch() == r.getEpoch()) {
-                route.leader(old.leader);
+            if (old != null) {
+                // a refresh goes on with the peer rotation: a new route starting it over would guess the same replica
+                // after every refresh, and a caller that refreshes on each REGION_NOT_FOUND would ask only that one
+                route.continueGuessesOf(old);
+                if (r.getLeader().isEmpty() && old.epoch() == r.getEpoch()) {
+                    route.leader(old.leader);
+                }
             }
             for (byte[] start : overlapped) {
                 next.remove(start);

@@ -159,6 +159,26 @@ class RouteTableTest {
         assertThat(targets.subList(3, 6)).as("the rotation repeats").isEqualTo(targets.subList(0, 3));
     }
 
+    /**
+     * A region answered with no leader, refreshed after each failed guess (a move's caller does so on REGION_NOT_FOUND):
+     * the guesses go on through the peers instead of starting over with each new route, which asked one replica, one
+     * that had lost its data, for minutes (the membership smoke of 2026-11-28).
+     */
+    @Test
+    void when_aLeaderlessRegionIsRefreshedAfterEachGuess_then_theGuessesStillRotateThroughAllPeers() {
+        RouteTable t = new RouteTable();
+        t.update(List.of(region(1, "", "", 1, "")));
+
+        List<String> targets = new ArrayList<>();
+        for (int i = 0; i < PEERS.size(); i++) {
+            RouteTable.Route r = t.byId(1);
+            targets.add(r.target());
+            r.leaderUnknown(targets.get(i));
+            t.update(List.of(region(1, "", "", 1, "")));
+        }
+        assertThat(targets).containsExactlyInAnyOrderElementsOf(PEERS);
+    }
+
     @Test
     void when_aFailureIsReportedForANodeThatIsNoLongerTheLeader_then_theNewerLeaderIsKept() {
         RouteTable t = new RouteTable();
