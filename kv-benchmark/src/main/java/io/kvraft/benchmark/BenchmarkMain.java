@@ -188,9 +188,10 @@ public final class BenchmarkMain implements Callable<Integer> {
                             + " (check them with: kv-benchmark verify --acked " + recordAcked + " --servers ...)");
                 }
             }
+            result = result.plusWarmupOps(warmupOps); // the report and the result file name the adaptive warm-up's too
             ReportPrinter.printRunReport(stdout, result);
             if (usage != null) {
-                usage.print(stdout, warmupOps + result.warmupOps() + result.ops(), warmup + duration);
+                usage.print(stdout, result.warmupOps() + result.ops(), warmup + duration);
             }
             if (out != null) {
                 Path json = ResultFiles.write(out, result);

@@ -200,6 +200,12 @@ public final class RunResult {
         return warmupOps;
     }
 
+    /** This result with {@code more} warm-up operations: those of an adaptive warm-up, run before this one's load. */
+    RunResult plusWarmupOps(long more) {
+        return new RunResult(options, start, end, durationSeconds, byOp, errors, errorsByOp, getHits, getMisses, scanKeys,
+                warmupOps + more, unfinished, unsent, intervals, hlog, cpuNanos);
+    }
+
     /** Operations still in flight when the drain timeout ended the run (counted as errors). */
     public long unfinished() {
         return unfinished;

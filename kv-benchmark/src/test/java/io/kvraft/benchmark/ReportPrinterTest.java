@@ -128,4 +128,16 @@ class ReportPrinterTest {
         assertThat(text).doesNotContainPattern("(?m)^scan\\s").doesNotContain("scan_benchmark_timer");
         assertThat(text).containsPattern("(?m)^get\\s+100\\s");
     }
+
+    /** An adaptive warm-up runs before the measured load: its operations are added to the result, and the report says so. */
+    @Test
+    void runBlockCountsTheAdaptiveWarmupsOperations() {
+        RunResult r = TestData.result("warm", TestData.range(1, 200), TestData.range(1, 100), Map.of(), 10);
+        long before = r.warmupOps();
+        RunResult warmed = r.plusWarmupOps(1_234_567);
+        assertThat(warmed.warmupOps()).isEqualTo(before + 1_234_567);
+        assertThat(warmed.ops()).isEqualTo(r.ops());
+        assertThat(capture(out -> ReportPrinter.printRunReport(out, warmed)))
+                .contains(String.format(java.util.Locale.ROOT, "%,d warm-up operations not counted", before + 1_234_567));
+    }
 }

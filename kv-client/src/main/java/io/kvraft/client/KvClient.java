@@ -183,7 +183,10 @@ public interface KvClient extends AutoCloseable {
      */
     CompletableFuture<Void> restoreSystemRecord(byte[] key, io.kvraft.client.proto.KvProto.CoordRecord record);
 
-    /** The cluster's regions as one server sees them now: range, epoch, peers, a replica move's learners, leader, term, applied index. */
+    /**
+     * The cluster's regions as one server sees them now: range, epoch, peers, a replica move's learners, leader, term,
+     * applied index.
+     */
     CompletableFuture<List<RegionInfo>> regions();
 
     /**

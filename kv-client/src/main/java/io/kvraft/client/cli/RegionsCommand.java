@@ -20,9 +20,9 @@ import java.util.concurrent.Callable;
 
 /**
  * {@code regions}: one row per region: id, key range, epoch, conf version, leader, term, applied index, peers (and a
- * move's learners). By
- * default from the nodes' own answers, asked node by node (live); {@code --from-map} from the cluster map: its record of
- * the regions with the nodes' last reports over it, from the map's leader or, when it cannot answer, the node's copy.
+ * replica move's learners). By default from the nodes' own answers, asked node by node (live); {@code --from-map} from
+ * the cluster map: its record of the regions with the nodes' last reports over it, from the map's leader or, when it
+ * cannot answer, the node's copy.
  */
 @Command(name = "regions", description = "Lists the regions: id, key range (hex), epoch, conf version, leader, term,"
         + " applied index, peers, and the learners of a replica move: by default as the nodes holding them answer now,"
