@@ -180,31 +180,7 @@ class ReplicaMoveClusterTest {
             java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
             AtomicBoolean held = new AtomicBoolean();
             cluster.stopNode(3);
-            cluster.startNode(3, store -> new ForwardingStore(store) {
-                private void holdRegionOne(int region) {
-                    if (region == 1) {
-                        held.set(true);
-                        try {
-                            release.await();
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                        }
-                    }
-                }
-
-                @Override
-                public void apply(int region, long appliedIndex, io.kvraft.server.store.StoreBatch batch) {
-                    holdRegionOne(region);
-                    super.apply(region, appliedIndex, batch);
-                }
-
-                @Override
-                public void loadSnapshot(int region, long appliedIndex, io.kvraft.server.store.KeyRange range, Path dir,
-                                         byte[] state) throws java.io.IOException {
-                    holdRegionOne(region);
-                    super.loadSnapshot(region, appliedIndex, range, dir, state);
-                }
-            });
+            cluster.startNode(3, store -> new HoldsRegionOne(store, held, release));
             Set<String> before = cluster.hostsOf(1);
             int leader = cluster.leaderOf(1);
             String from = before.stream().filter(n -> !n.equals(nodes.get(leader))).findFirst().orElseThrow();
@@ -258,31 +234,7 @@ class ReplicaMoveClusterTest {
             java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
             AtomicBoolean held = new AtomicBoolean();
             cluster.stopNode(3);
-            cluster.startNode(3, store -> new ForwardingStore(store) {
-                private void holdRegionOne(int region) {
-                    if (region == 1) {
-                        held.set(true);
-                        try {
-                            release.await();
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                        }
-                    }
-                }
-
-                @Override
-                public void apply(int region, long appliedIndex, io.kvraft.server.store.StoreBatch batch) {
-                    holdRegionOne(region);
-                    super.apply(region, appliedIndex, batch);
-                }
-
-                @Override
-                public void loadSnapshot(int region, long appliedIndex, io.kvraft.server.store.KeyRange range, Path dir,
-                                         byte[] state) throws java.io.IOException {
-                    holdRegionOne(region);
-                    super.loadSnapshot(region, appliedIndex, range, dir, state);
-                }
-            });
+            cluster.startNode(3, store -> new HoldsRegionOne(store, held, release));
             System.clearProperty(KvServer.STRAY_LEARNER_MS); // every node read it when it started
             Set<String> before = cluster.hostsOf(1);
             int a = cluster.leaderOf(1);
@@ -369,6 +321,43 @@ class ReplicaMoveClusterTest {
     /** Region 1 as {@code regions} lists it (its leader's answer). */
     private static RegionInfo regionOne(KvClient client) {
         return client.regions().join().stream().filter(r -> r.getId() == 1).findFirst().orElseThrow();
+    }
+
+    /** A store whose applies and snapshot loads of region 1 wait until {@code release}; {@code held} once one does. */
+    private static final class HoldsRegionOne extends ForwardingStore {
+        private final AtomicBoolean held;
+        private final java.util.concurrent.CountDownLatch release;
+
+        HoldsRegionOne(io.kvraft.server.store.KvStore store, AtomicBoolean held,
+                       java.util.concurrent.CountDownLatch release) {
+            super(store);
+            this.held = held;
+            this.release = release;
+        }
+
+        private void holdRegionOne(int region) {
+            if (region == 1) {
+                held.set(true);
+                try {
+                    release.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+
+        @Override
+        public void apply(int region, long appliedIndex, io.kvraft.server.store.StoreBatch batch) {
+            holdRegionOne(region);
+            super.apply(region, appliedIndex, batch);
+        }
+
+        @Override
+        public void loadSnapshot(int region, long appliedIndex, io.kvraft.server.store.KeyRange range, Path dir,
+                                 byte[] state) throws java.io.IOException {
+            holdRegionOne(region);
+            super.loadSnapshot(region, appliedIndex, range, dir, state);
+        }
     }
 
     /** Writes keys k0..k99 of region 1. */
