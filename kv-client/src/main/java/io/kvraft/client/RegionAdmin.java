@@ -160,6 +160,14 @@ final class RegionAdmin {
         attempt(call, hint, null);
     }
 
+    /**
+     * The node not to ask again after its REGION_NOT_FOUND: for a replica change, {@code target}, which holds no replica
+     * of the region; null for a merge or split, whose REGION_NOT_FOUND may be about the other region, from the leader.
+     */
+    private static String notThere(Call<?> call, String target) {
+        return call.request() instanceof io.kvraft.client.proto.KvProto.MoveReplicaRequest ? target : null;
+    }
+
     /** The hint when given, else the route's leader or its next peer in turn, other than {@code notThere}. */
     static String target(Route route, String hint, String notThere) {
         String target = hint != null && !hint.isEmpty() ? hint : route.target();
@@ -170,9 +178,9 @@ final class RegionAdmin {
     }
 
     /**
-     * @param notThere a node that just answered it holds no replica of the region (it lost its data, or the replica
-     *                 moved off): when the refreshed route still names it (a leader it had, or its turn among the
-     *                 peers), another peer is asked instead, which answers or names the leader
+     * @param notThere a node that just answered a replica change that it holds no replica of the region (it lost its
+     *                 data, or the replica moved off): when the refreshed route still names it (a leader it had, or its
+     *                 turn among the peers), another peer is asked instead, which answers or names the leader
      */
     private <R extends Message> void attempt(Call<R> call, String hint, String notThere) {
         CompletableFuture<R> result = call.result();
@@ -219,7 +227,7 @@ final class RegionAdmin {
             }
             String nextTarget = next;
             Runnable again = code == ErrorCode.REGION_NOT_FOUND
-                    ? () -> client.refreshRoutes().whenComplete((v, e) -> attempt(call, null, target))
+                    ? () -> client.refreshRoutes().whenComplete((v, e) -> attempt(call, null, notThere(call, target)))
                     : () -> attempt(call, nextTarget);
             if (!client.later(again, next.isEmpty() ? RETRY_PAUSE_NANOS : 0)) {
                 result.completeExceptionally(new KvException(ErrorCode.UNAVAILABLE, "client closed"));
