@@ -340,7 +340,7 @@ public final class ReplicaMover {
         LOG.info("region {}: {} left the learners: {}", id, to, st);
         if (st.isOk()) {
             Configuration conf = new Configuration(after.stream().map(PeerId::parsePeer).toList());
-            for (PeerId l : learners(node)) {
+            for (PeerId l : learners(region)) {
                 conf.addLearner(l);
             }
             st = awaitNudging(region, catchUpTimeoutMs, done -> node.changePeers(conf, done::complete));
@@ -420,7 +420,7 @@ public final class ReplicaMover {
         Set<Integer> straying = new HashSet<>();
         for (Region r : host.regions()) {
             Node n = r.node();
-            if (n == null || !r.isLeader() || r.moving() || sweeping.contains(r.id()) || learners(n).isEmpty()) {
+            if (n == null || !r.isLeader() || r.moving() || sweeping.contains(r.id()) || r.learners().isEmpty()) {
                 continue;
             }
             straying.add(r.id());
@@ -450,7 +450,7 @@ public final class ReplicaMover {
         }
         Region region = host.region(id);
         Node node = region.node();
-        List<PeerId> learners = node == null ? List.of() : learners(node);
+        List<PeerId> learners = node == null ? List.of() : learners(region);
         if (learners.isEmpty()) {
             return;
         }
@@ -473,13 +473,9 @@ public final class ReplicaMover {
         }
     }
 
-    /** The learners of {@code node}'s configuration: none on a node that lost the lead (jraft's call throws there). */
-    private static List<PeerId> learners(Node node) {
-        try {
-            return node.listLearners();
-        } catch (IllegalStateException notLeader) {
-            return List.of();
-        }
+    /** The learners of the region's configuration, as jraft names them (see {@link Region#learners}). */
+    private static List<PeerId> learners(Region region) {
+        return region.learners().stream().map(PeerId::parsePeer).toList();
     }
 
     private static ErrorCode codeOf(Status st) {
