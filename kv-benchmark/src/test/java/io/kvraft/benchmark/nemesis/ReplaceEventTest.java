@@ -38,6 +38,7 @@ class ReplaceEventTest {
         final String[] ids = {"a", "b", "c"};
         final boolean[] live = {true, true, true};
         final int[] replicas = {2, 2, 2};
+        final int[] missing = {0, 0, 0};
         final List<List<String>> peers = new ArrayList<>(List.of(NODES, NODES));
         final List<ReplicaMove> moves = new ArrayList<>();
         boolean gap;
@@ -52,6 +53,11 @@ class ReplaceEventTest {
             return this;
         }
 
+        Map3 missing(int i, int n) {
+            missing[i] = n;
+            return this;
+        }
+
         Map3 peers(int region, List<String> p) {
             peers.set(region, p);
             return this;
@@ -62,7 +68,8 @@ class ReplaceEventTest {
             ClusterResponse.Builder c = ClusterResponse.newBuilder();
             for (int i = 0; i < 3; i++) {
                 m.addNodes(NodeRecord.newBuilder().setEndpoint(NODES.get(i)).setNodeId(ids[i]).setState(NodeState.UP));
-                c.addStatus(NodeStatus.newBuilder().setEndpoint(NODES.get(i)).setLive(live[i]).setReplicas(replicas[i]));
+                c.addStatus(NodeStatus.newBuilder().setEndpoint(NODES.get(i)).setLive(live[i]).setReplicas(replicas[i])
+                        .setMissing(missing[i]));
             }
             // two regions: [, m) and [m, +inf), or [n, +inf) with a gap before it
             c.addRegions(RegionInfo.newBuilder().setId(1).setEpoch(1).setEndKey(ByteString.copyFromUtf8("m"))
@@ -179,9 +186,9 @@ class ReplaceEventTest {
         rebuilding.moves.add(ReplicaMove.newBuilder().setRegionId(2).setFrom(NODES.get(1)).setTo(NODES.get(1))
                 .setReason("rebuild").build());
         assertThat(ReplaceEvent.unaffordable(rebuilding.build())).isEqualTo("region 2 is being given a replica (rebuild)");
-        assertThat(ReplaceEvent.unaffordable(new Map3().replicas(1, 0).build()))
-                .as("a node replaced before, its replicas not rebuilt yet, no move running at this moment")
-                .isEqualTo("node 10.0.0.2:7001 holds 0 of the 2 replicas the map lists on it (a rebuild is under way)");
+        assertThat(ReplaceEvent.unaffordable(new Map3().missing(1, 1).build()))
+                .as("a node replaced before, one of its replicas not rebuilt yet, no move running at this moment")
+                .isEqualTo("node 10.0.0.2:7001 lacks 1 of the 2 replicas the map lists on it (a rebuild is under way)");
         assertThat(ReplaceEvent.unaffordable(new Map3().replicas(1, 3).build())).as("one more: a move's target").isNull();
         Map3 gap = new Map3();
         gap.gap = true;

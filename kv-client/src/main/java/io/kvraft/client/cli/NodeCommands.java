@@ -276,8 +276,9 @@ final class NodeCommands {
     }
 
     /**
-     * "cluster ID: N nodes, replication.factor F, map leader X" (N: the nodes not removed), then when replicas are
-     * moving one line per move and the count of moves done by this map leader.
+     * "cluster ID: N nodes, replication.factor F, map leader X" (N: the nodes not removed), then a line per node that
+     * lacks replicas the map lists on it, then when replicas are moving one line per move and the count of moves done
+     * by this map leader.
      */
     static List<String> summary(ClusterResponse c) {
         ClusterMap m = c.getMap();
@@ -285,6 +286,15 @@ final class NodeCommands {
         List<String> lines = new ArrayList<>();
         lines.add("cluster " + m.getClusterId() + ": " + members + " nodes, replication.factor " + m.getFactor()
                 + ", map leader " + (c.getMetaLeader().isEmpty() ? "(none)" : c.getMetaLeader()));
+        List<NodeStatus> statuses = new ArrayList<>(c.getStatusList());
+        statuses.sort(Comparator.comparing(NodeStatus::getEndpoint));
+        for (NodeStatus st : statuses) {
+            if (st.getMissing() > 0) {
+                lines.add("node " + st.getEndpoint() + " lacks " + st.getMissing() + " of the " + st.getReplicas()
+                        + " replicas the map lists on it (a wiped disk, rebuilt one region at a time): those regions"
+                        + " have one copy fewer until then");
+            }
+        }
         for (ReplicaMove mv : c.getMovesList()) {
             lines.add("moving region " + mv.getRegionId() + ": " + mv.getFrom() + " -> " + mv.getTo() + " ("
                     + mv.getReason() + ", running " + TimeUnit.MILLISECONDS.toSeconds(mv.getRunningMs()) + " s)");

@@ -72,6 +72,19 @@ class NodeCommandsTest {
     }
 
     @Test
+    void when_aNodeLacksReplicasTheMapListsOnIt_then_aLineSaysSo() {
+        ClusterResponse c = cluster().setStatus(1, status(N2, true, 2, 0, 1536).toBuilder().setMissing(2).build())
+                .build();
+        StringWriter s = new StringWriter();
+
+        assertThat(NodeCommands.printList(c, new PrintWriter(s, true))).isZero();
+        assertThat(s.toString().lines()).endsWith(
+                "cluster c0ffee: 3 nodes, replication.factor 3, map leader 10.0.0.1:8181",
+                "node 10.0.0.2:8181 lacks 2 of the 2 replicas the map lists on it (a wiped disk, rebuilt one region at a"
+                        + " time): those regions have one copy fewer until then");
+    }
+
+    @Test
     void when_aNodeIsDown_then_exit1() {
         ClusterResponse c = cluster().setStatus(1, status(N2, false, 2, 0, 1536)).build();
 

@@ -740,7 +740,7 @@ public final class MetaService implements AutoCloseable {
                 missing.add(k);
             }
         }
-        return new Placement.View(regions, live, down, missing);
+        return new Placement.View(regions, live, down, missing, seen);
     }
 
     private boolean covers(Placement.View view) {
@@ -767,6 +767,7 @@ public final class MetaService implements AutoCloseable {
             b.addStatus(NodeStatus.newBuilder().setEndpoint(n.getEndpoint()).setLive(view.live().contains(n.getEndpoint()))
                     .setDown(view.down().contains(n.getEndpoint()))
                     .setReplicas(counts.getOrDefault(n.getEndpoint(), 0)).setLeaders((int) leaders)
+                    .setMissing(view.unheldOn(n.getEndpoint()))
                     .setDiskBytes(r == null ? 0 : r.report().getDiskBytes())
                     .setLastReportMs(r == null ? 0 : TimeUnit.NANOSECONDS.toMillis(now - r.atNanos())));
         }

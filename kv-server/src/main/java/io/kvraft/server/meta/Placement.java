@@ -17,10 +17,12 @@ import java.util.TreeMap;
 
 /**
  * Where replicas should go, decided from the cluster map and the nodes' latest reports; a pure function, so that it
- * can be tested without a cluster. One move at a time, the first of: a replica on a node that is removed, draining or
- * down goes to the live UP node without one that holds fewest; a voter whose node holds no replica of its region any
- * more (a wiped disk) is rebuilt in place; a region with fewer replicas than the factor gets one more; a replica goes
- * from the UP node that holds most to the one that holds fewest, until they differ by at most one.
+ * can be tested without a cluster. One move at a time, the first of: a region short of a copy gets it back (a replica
+ * on a down node goes to the live UP node without one that holds fewest; a voter whose node holds no replica of its
+ * region any more, a wiped disk, is rebuilt in place, or moved when its node is draining or removed; a region with
+ * fewer replicas than the factor gets one more); a replica on a node that is removed or draining goes to the live UP
+ * node without one that holds fewest; a replica goes from the UP node that holds most to the one that holds fewest,
+ * until they differ by at most one.
  */
 public final class Placement {
 
@@ -29,12 +31,25 @@ public final class Placement {
     }
 
     /**
-     * What the nodes reported: every region's latest view, which nodes are live or down, and the voters whose node
-     * reports no replica of their region for a while ({@code regionId + "@" + node}: a wiped disk at a member's address).
+     * What the nodes reported: every region's latest view, which nodes are live or down, the voters whose node reports
+     * no replica of their region for a while ({@code regionId + "@" + node}: a wiped disk at a member's address), and
+     * the voters whose node reports no replica of their region now ({@code unheld}, a superset of {@code missing}: a
+     * replica that has not applied its region's split yet is among them for a moment).
      */
-    public record View(List<RegionInfo> regions, Set<String> live, Set<String> down, Set<String> missing) {
+    public record View(List<RegionInfo> regions, Set<String> live, Set<String> down, Set<String> missing,
+                       Set<String> unheld) {
         public View(List<RegionInfo> regions, Set<String> live, Set<String> down) {
             this(regions, live, down, Set.of());
+        }
+
+        public View(List<RegionInfo> regions, Set<String> live, Set<String> down, Set<String> missing) {
+            this(regions, live, down, missing, missing);
+        }
+
+        /** How many regions list {@code node} as a voter while its reports do not hold them. */
+        public int unheldOn(String node) {
+            String suffix = "@" + node;
+            return (int) unheld.stream().filter(k -> k.endsWith(suffix)).count();
         }
     }
 
@@ -81,15 +96,52 @@ public final class Placement {
         }
         Map<String, Integer> counts = new HashMap<>(replicaCounts(view.regions()));
         up.forEach(n -> counts.putIfAbsent(n, 0));
-        // 1. off nodes that are removed, draining or down
+        // 1. a region short of a copy first, whatever else waits: a replica on a down node goes to a live UP node; a
+        // voter whose node lost its replica (a wiped disk) is rebuilt in place, or goes to a live UP node when its node
+        // is draining or removed; a region with fewer voters than the factor gets one more. A drain or a balance that
+        // went first would leave such a region one failure from losing its majority for as long as it runs
+        for (RegionInfo r : view.regions()) {
+            if (skip.contains(r.getId()) || r.getMergingInto() != 0) {
+                continue;
+            }
+            Optional<String> to = up.stream().filter(n -> !r.getPeersList().contains(n))
+                    .min(Comparator.comparing((String n) -> counts.get(n)).thenComparing(n -> n));
+            boolean downPeer = false;
+            for (String v : r.getPeersList()) {
+                if (view.down().contains(v)) {
+                    downPeer = true;
+                    if (to.isPresent()) {
+                        return Optional.of(new Move(r.getId(), v, to.get(), "down"));
+                    }
+                }
+            }
+            if (downPeer) {
+                continue; // no live node to take it; a rebuild would take out a voter while another is down
+            }
+            if (r.getPeersCount() < map.getFactor() && to.isPresent()) {
+                return Optional.of(new Move(r.getId(), "", to.get(), "add")); // before a rebuild takes a voter out
+            }
+            for (String v : r.getPeersList()) {
+                if (!view.missing().contains(missingKey(r.getId(), v)) || !view.live().contains(v)) {
+                    continue;
+                }
+                NodeState s = stateOf(map, v);
+                if (s == NodeState.UP) {
+                    return Optional.of(new Move(r.getId(), v, v, "rebuild"));
+                }
+                if (to.isPresent()) {
+                    return Optional.of(new Move(r.getId(), v, to.get(), s == NodeState.REMOVED ? "removed" : "drain"));
+                }
+            }
+        }
+        // 2. off nodes that are removed or draining
         for (RegionInfo r : view.regions()) {
             if (skip.contains(r.getId()) || r.getMergingInto() != 0) {
                 continue;
             }
             for (String v : r.getPeersList()) {
                 NodeState s = stateOf(map, v);
-                String reason = s == NodeState.REMOVED ? "removed" : s == NodeState.DRAINING ? "drain"
-                        : view.down().contains(v) ? "down" : null;
+                String reason = s == NodeState.REMOVED ? "removed" : s == NodeState.DRAINING ? "drain" : null;
                 if (reason == null) {
                     continue;
                 }
@@ -100,29 +152,7 @@ public final class Placement {
                 }
             }
         }
-        // 2. a voter whose node lost its replica (wiped): rebuilt in place, the voter taken out first
-        for (RegionInfo r : view.regions()) {
-            if (skip.contains(r.getId()) || r.getMergingInto() != 0) {
-                continue;
-            }
-            for (String v : r.getPeersList()) {
-                if (view.missing().contains(missingKey(r.getId(), v)) && view.live().contains(v)) {
-                    return Optional.of(new Move(r.getId(), v, v, "rebuild"));
-                }
-            }
-        }
-        // 3. a region with fewer replicas than the factor (a rebuild cut short): one more on the UP node holding fewest
-        for (RegionInfo r : view.regions()) {
-            if (skip.contains(r.getId()) || r.getMergingInto() != 0 || r.getPeersCount() >= map.getFactor()) {
-                continue;
-            }
-            Optional<String> to = up.stream().filter(n -> !r.getPeersList().contains(n))
-                    .min(Comparator.comparing((String n) -> counts.get(n)).thenComparing(n -> n));
-            if (to.isPresent()) {
-                return Optional.of(new Move(r.getId(), "", to.get(), "add"));
-            }
-        }
-        // 4. even out the UP nodes that are live, once no replica is on a node that is not (moving a replica while
+        // 3. even out the UP nodes that are live, once no replica is on a node that is not (moving a replica while
         // another of its region is on a node that does not answer leaves the region fewer live replicas)
         if (!covered || up.size() < 2) {
             return Optional.empty();

@@ -70,6 +70,31 @@ class PlacementTest {
     }
 
     @Test
+    void aRegionShortOfACopyGoesBeforeADrain_andAMissingReplicaOnADrainingNodeMovesOff() {
+        ClusterMap m = map(Map.of("a", NodeState.DRAINING, "b", NodeState.UP, "c", NodeState.UP, "d", NodeState.UP));
+        Set<String> all = Set.of("a", "b", "c", "d");
+        // region 1 drains off a; region 2's replica on d was wiped: it is rebuilt first, though region 1 comes first
+        List<RegionInfo> rs = regions(List.of(List.of("a", "b", "c"), List.of("b", "c", "d")));
+        assertThat(Placement.next(m, new Placement.View(rs, all, Set.of(), Set.of(Placement.missingKey(2, "d"))), true,
+                Set.of())).contains(new Placement.Move(2, "d", "d", "rebuild"));
+        // a wiped replica on the draining node itself moves off it, before region 1's drain
+        List<RegionInfo> wipedOnA = regions(List.of(List.of("b", "c", "d"), List.of("a", "b", "c")));
+        ClusterMap n = map(Map.of("a", NodeState.DRAINING, "b", NodeState.UP, "c", NodeState.UP, "d", NodeState.UP,
+                "e", NodeState.UP));
+        assertThat(Placement.next(n, new Placement.View(wipedOnA, Set.of("a", "b", "c", "d", "e"), Set.of(),
+                Set.of(Placement.missingKey(2, "a"))), true, Set.of())).contains(new Placement.Move(2, "a", "e", "drain"));
+        // a region of 2 voters, one of them wiped: one more first, the rebuild after (taking the wiped voter out first
+        // would leave one)
+        ClusterMap up = map(Map.of("a", NodeState.UP, "b", NodeState.UP, "c", NodeState.UP));
+        assertThat(Placement.next(up, new Placement.View(regions(List.of(List.of("a", "b"))), Set.of("a", "b", "c"),
+                Set.of(), Set.of(Placement.missingKey(1, "b"))), true, Set.of()))
+                .contains(new Placement.Move(1, "", "c", "add"));
+        // a region with a replica on a down node and nowhere to move it: no rebuild of its other voter meanwhile
+        assertThat(Placement.next(up, new Placement.View(regions(List.of(ABC)), Set.of("a", "b"), Set.of("c"),
+                Set.of(Placement.missingKey(1, "b"))), true, Set.of())).isEmpty();
+    }
+
+    @Test
     void balancingWaitsForTheWholeKeySpaceAndSkipsRegionsAsked() {
         ClusterMap m = map(Map.of("a", NodeState.UP, "b", NodeState.UP, "c", NodeState.UP, "d", NodeState.UP));
         List<RegionInfo> rs = regions(List.of(ABC, ABC));
