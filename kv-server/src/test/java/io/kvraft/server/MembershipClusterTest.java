@@ -1,5 +1,6 @@
 package io.kvraft.server;
 
+import io.kvraft.client.ClusterAdmin;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.proto.KvProto.ClusterMap;
 import io.kvraft.client.proto.KvProto.ClusterRequest;
@@ -318,8 +319,12 @@ class MembershipClusterTest {
                 KvServer wiped = cluster.node(2);
                 await().atMost(60, SECONDS).until(() -> wiped.meta().registered());
                 assertThat(wiped.meta().clusterId()).isEqualTo(storeIdBefore);
+                // the map lists it in regions it does not hold yet, and says so (each waits 10 s before its rebuild)
+                await().atMost(30, SECONDS).until(() -> ClusterAdmin.status(sync(client.cluster()), third).getMissing() > 0);
                 await().atMost(180, SECONDS).until(() -> wiped.host().regions().size() == REGIONS
                         && threeReplicasEach(cluster));
+                await().atMost(30, SECONDS).until(() -> sync(client.cluster()).getStatusList().stream()
+                        .allMatch(st -> st.getMissing() == 0));
                 await().atMost(60, SECONDS).untilAsserted(() -> {
                     for (int i = 0; i < KEYS; i++) {
                         assertThat(wiped.store().get(key(i))).as("key %d on the rebuilt node", i).isEqualTo(value(i));
