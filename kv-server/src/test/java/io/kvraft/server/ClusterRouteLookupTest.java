@@ -103,7 +103,7 @@ class ClusterRouteLookupTest {
         try (InProcessCluster cluster = InProcessCluster.start(NODES, REGIONS, dir, "memory",
                 ServerConfig.RaftConfig.LOG_SHARED, c -> c.withReplication(new ReplicationConfig(3))
                         .withSplit(new SplitConfig(false, null, null, null, null))
-                        .withPlacement(new PlacementConfig(false, 200, null))); // reports every 200 ms, no moves
+                        .withPlacement(new PlacementConfig(false, 200, null, null))); // reports every 200 ms, no moves
              Transport t = new Transport(io.kvraft.client.config.TlsConfig.OFF)) {
             await().atMost(60, SECONDS).until(cluster::allRegionsLed);
             String leader = metaLeader(cluster).config().endpoint();
@@ -205,7 +205,7 @@ class ClusterRouteLookupTest {
         try (InProcessCluster cluster = InProcessCluster.start(NODES, REGIONS, dir, "memory",
                 ServerConfig.RaftConfig.LOG_SHARED, c -> c.withReplication(new ReplicationConfig(3))
                         .withSplit(new SplitConfig(false, null, null, null, null))
-                        .withPlacement(new PlacementConfig(false, 200, null)));
+                        .withPlacement(new PlacementConfig(false, 200, null, null)));
              Transport t = new Transport(io.kvraft.client.config.TlsConfig.OFF)) {
             await().atMost(60, SECONDS).until(cluster::allRegionsLed);
             KvServer leader = metaLeader(cluster);

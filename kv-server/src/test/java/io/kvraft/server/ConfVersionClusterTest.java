@@ -45,7 +45,7 @@ class ConfVersionClusterTest {
     private InProcessCluster start(String engine) throws Exception {
         InProcessCluster cluster = InProcessCluster.start(4, 4, dir, engine, ServerConfig.RaftConfig.LOG_SHARED,
                 c -> c.withReplication(new ReplicationConfig(3)).withSplit(new SplitConfig(false, null, null, null, null))
-                        .withPlacement(new ServerConfig.PlacementConfig(false, null, null)));
+                        .withPlacement(new ServerConfig.PlacementConfig(false, null, null, null)));
         await().atMost(60, SECONDS).until(cluster::allRegionsLed);
         return cluster;
     }

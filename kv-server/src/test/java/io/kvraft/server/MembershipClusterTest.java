@@ -52,7 +52,7 @@ class MembershipClusterTest {
 
     private static ServerConfig tune(ServerConfig c) {
         return c.withSplit(new SplitConfig(false, null, null, null, null))
-                .withPlacement(new PlacementConfig(true, 200, 60_000L));
+                .withPlacement(new PlacementConfig(true, 200, 60_000L, null));
     }
 
     private static byte[] key(int i) {
@@ -259,7 +259,7 @@ class MembershipClusterTest {
     void replicasOfANodeDownTooLongAreRebuilt() throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(4, REGIONS, dir, "memory",
                 ServerConfig.RaftConfig.LOG_SHARED, c -> tune(c).withReplication(new ServerConfig.ReplicationConfig(3))
-                        .withPlacement(new PlacementConfig(true, 200, 3_000L)))) {
+                        .withPlacement(new PlacementConfig(true, 200, 3_000L, null)))) {
             try {
                 await().atMost(60, SECONDS).until(cluster::allRegionsLed);
                 await().atMost(60, SECONDS).until(() -> all(cluster).stream().allMatch(s -> s.meta().registered()));

@@ -44,7 +44,7 @@ class PlacementClusterTest {
     private InProcessCluster start() throws Exception {
         InProcessCluster cluster = InProcessCluster.start(NODES, REGIONS, dir, "memory", ServerConfig.RaftConfig.LOG_SHARED,
                 c -> c.withReplication(new ReplicationConfig(3)).withSplit(new SplitConfig(false, null, null, null, null))
-                        .withPlacement(new ServerConfig.PlacementConfig(false, null, null))); // the layout's placement only
+                        .withPlacement(new ServerConfig.PlacementConfig(false, null, null, null))); // the layout's placement only
         await().atMost(60, SECONDS).until(cluster::allRegionsLed);
         return cluster;
     }

@@ -51,7 +51,7 @@ class ReplicaMoveClusterTest {
                 c -> {
                     ServerConfig moves = c.withReplication(new ReplicationConfig(3))
                             .withSplit(new SplitConfig(false, null, null, null, null))
-                            .withPlacement(new ServerConfig.PlacementConfig(false, null, null)); // moves by hand only
+                            .withPlacement(new ServerConfig.PlacementConfig(false, null, null, null)); // moves by hand only
                     return balance ? moves : moves.withBalance(new ServerConfig.BalanceConfig(false, null, null));
                 });
         await().atMost(60, SECONDS).until(cluster::allRegionsLed);

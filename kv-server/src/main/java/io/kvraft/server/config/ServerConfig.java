@@ -484,24 +484,31 @@ public record ServerConfig(
      * as the others (within 1), off nodes being drained, and off nodes down for longer than {@code downAfterMs}.
      *
      * @param enabled          false: replicas move only by hand (kv-client move-replica); nodes still join and drain
-     * @param intervalMs       how often each node reports its regions to the map's leader, and the leader looks for a
-     *                         move to make (one at a time)
+     * @param intervalMs       how often each node reports its regions to the map's leader, and the leader looks for
+     *                         moves to make
      * @param downAfterMs      a node that has not reported for this long counts as down: its replicas are rebuilt on
      *                         the other nodes (when enough are left). One that returns sooner simply catches up.
+     * @param movesAtOnce      how many replica moves, each of another region, may run at once (rebuilds, drains;
+     *                         balancing moves one at a time, when no other runs). Each region leader runs its own
+     *                         moves one after another, so the moves at once are at most the nodes that lead regions
      */
-    public record PlacementConfig(Boolean enabled, Integer intervalMs, Long downAfterMs) {
-        public static final PlacementConfig DEFAULT = new PlacementConfig(null, null, null);
+    public record PlacementConfig(Boolean enabled, Integer intervalMs, Long downAfterMs, Integer movesAtOnce) {
+        public static final PlacementConfig DEFAULT = new PlacementConfig(null, null, null, null);
 
         public PlacementConfig {
             enabled = requireNonNullElse(enabled, true);
             intervalMs = requireNonNullElse(intervalMs, 1000);
             downAfterMs = requireNonNullElse(downAfterMs, 600_000L);
+            movesAtOnce = requireNonNullElse(movesAtOnce, 3);
             if (intervalMs < 50) {
                 throw new IllegalArgumentException("placement.intervalMs must be at least 50, got " + intervalMs);
             }
             if (downAfterMs < 5L * intervalMs) {
                 throw new IllegalArgumentException("placement.downAfterMs (" + downAfterMs + ") must be at least 5"
                         + " placement intervals (" + 5L * intervalMs + " ms): a node is down only after missing reports");
+            }
+            if (movesAtOnce < 1 || movesAtOnce > 64) {
+                throw new IllegalArgumentException("placement.movesAtOnce must be 1 to 64, got " + movesAtOnce);
             }
         }
     }

@@ -60,8 +60,9 @@ import java.util.stream.Stream;
  *       and stops) and then reports its regions to the map's leader once per {@code placement.intervalMs}, in one
  *       message;</li>
  *   <li>on the map's leader: the join, drain, undrain and remove requests; the map's own replicas (every node a
- *       learner, three voters kept on live UP nodes); and placement ({@link Placement}), one replica move at a time,
- *       each asked of the region's leader like {@code kv-client move-replica}.</li>
+ *       learner, three voters kept on live UP nodes); and placement ({@link Placement}), up to
+ *       {@code placement.movesAtOnce} replica moves of different regions at once (a balancing move alone), each asked
+ *       of the region's leader like {@code kv-client move-replica}.</li>
  * </ul>
  */
 public final class MetaService implements AutoCloseable {
@@ -94,6 +95,10 @@ public final class MetaService implements AutoCloseable {
     private record Running(Placement.Move move, long startNanos) {
     }
 
+    /** A move that ended at {@code endNanos}: {@code done} when it made its change. */
+    private record Settling(Placement.Move move, long endNanos, boolean done) {
+    }
+
     private final ServerConfig config;
     private final RegionHost host;
     private final Transport peers;
@@ -109,8 +114,12 @@ public final class MetaService implements AutoCloseable {
     private volatile String clusterId;
     private volatile boolean registered;
     private volatile boolean registering;
-    /** Placement waits for every live node to report after this (nanoTime): the last move's end. */
-    private volatile long settledAfter;
+    /**
+     * Per region whose move ended, when (nanoTime): placement leaves the region alone until every live node reported
+     * after it, and balances only once no region is left here (a report from before a move's end shows the region as it
+     * was).
+     */
+    private final Map<Integer, Settling> settling = new ConcurrentHashMap<>();
     private volatile boolean closed;
     /** The map's leader as a NOT_LEADER answer named it (a node that is no replica of the map yet knows no other). */
     private volatile String answeredHint = "";
@@ -122,7 +131,8 @@ public final class MetaService implements AutoCloseable {
     // the map's leader's own state, rebuilt from reports when a node becomes leader
     private final Map<String, Report> reports = new ConcurrentHashMap<>();
     private volatile long leaderSinceNanos;
-    private volatile Running running;
+    /** The moves under way, by region (at most {@code placement.movesAtOnce}). */
+    private final Map<Integer, Running> running = new ConcurrentHashMap<>();
     private volatile boolean metaChanging;
     private volatile boolean recording;
     private volatile boolean recordingDown;
@@ -156,7 +166,6 @@ public final class MetaService implements AutoCloseable {
         if (!known.isEmpty()) {
             host.members(known);
         }
-        this.settledAfter = System.nanoTime();
         this.group = new MetaGroup(config, rpcServer, this::mapChanged, this::leaderChanged);
         rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(JoinRequest.class, this::join));
         rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(ClusterRequest.class, this::cluster));
@@ -771,8 +780,7 @@ public final class MetaService implements AutoCloseable {
                     .setDiskBytes(r == null ? 0 : r.report().getDiskBytes())
                     .setLastReportMs(r == null ? 0 : TimeUnit.NANOSECONDS.toMillis(now - r.atNanos())));
         }
-        Running run = running;
-        if (run != null) {
+        for (Running run : new java.util.TreeMap<>(running).values()) {
             b.addMoves(ReplicaMove.newBuilder().setRegionId(run.move().regionId()).setFrom(run.move().from())
                     .setTo(run.move().to()).setReason(run.move().reason())
                     .setRunningMs(TimeUnit.NANOSECONDS.toMillis(now - run.startNanos())));
@@ -955,28 +963,53 @@ public final class MetaService implements AutoCloseable {
     }
 
     private void place(ClusterMap map, Placement.View view) {
-        if (running != null) {
+        int limit = config.placement().movesAtOnce();
+        if (running.size() >= limit) {
             return;
-        }
-        for (String n : view.live()) {
-            Report r = reports.get(n);
-            if (r == null || r.atNanos() - settledAfter < 0) {
-                return; // a report from before the last move's end would show its region as it was
-            }
         }
         long now = System.nanoTime();
         if (now - leaderSinceNanos < 3 * intervalNanos) {
             return; // a new leader waits for every node's report (and for a move its predecessor started to end)
         }
-        retryAt.values().removeIf(t -> t - now < 0);
-        Optional<Placement.Move> next = Placement.next(map, view, covers(view), retryAt.keySet());
-        if (next.isEmpty()) {
-            return;
+        long oldest = now;
+        for (String n : view.live()) {
+            Report r = reports.get(n);
+            if (r == null) {
+                return;
+            }
+            oldest = Math.min(oldest, r.atNanos());
         }
-        Placement.Move m = next.get();
-        Running run = new Running(m, now);
-        running = run;
-        LOG.info("placement: region {}: {} -> {} ({})", m.regionId(), m.from(), m.to(), m.reason());
+        long oldestReport = oldest;
+        settling.values().removeIf(t -> oldestReport - t.endNanos() > 0); // every live node reported after its end
+        retryAt.values().removeIf(t -> t - now < 0);
+        Set<Integer> skip = new HashSet<>(retryAt.keySet());
+        skip.addAll(settling.keySet());
+        // the counts of replicas per node take the moves under way and those whose reports are not in yet as done
+        List<Placement.Move> under = new ArrayList<>(running.values().stream().map(Running::move).toList());
+        settling.values().stream().filter(Settling::done).forEach(t -> under.add(t.move()));
+        // balancing waits for the reports after every move's end; a region short of a copy or a drain does not
+        boolean balance = covers(view) && settling.isEmpty();
+        for (int started = running.size(); started < limit; started++) {
+            Optional<Placement.Move> next = Placement.next(map, view, balance, skip, under);
+            if (next.isEmpty()) {
+                return;
+            }
+            Placement.Move m = next.get();
+            under.add(m);
+            skip.add(m.regionId());
+            start(m);
+            if (m.reason().equals("balance")) {
+                return; // one at a time
+            }
+        }
+    }
+
+    /** Asks the region's leader for the move {@code m}, and counts how it ended. */
+    private void start(Placement.Move m) {
+        Running run = new Running(m, System.nanoTime());
+        running.put(m.regionId(), run);
+        LOG.info("placement: region {}: {} -> {} ({}){}", m.regionId(), m.from(), m.to(), m.reason(),
+                running.size() > 1 ? ", " + running.size() + " moves at once" : "");
         CompletableFuture<RegionInfo> f;
         try {
             f = m.from().isEmpty() ? mover.get().add(m.regionId(), m.to())
@@ -996,8 +1029,8 @@ public final class MetaService implements AutoCloseable {
                 LOG.warn("placement: region {}: {} -> {} failed after {} ms: {}", m.regionId(), m.from(), m.to(), ms,
                         KvException.unwrap(e).getMessage());
             }
-            settledAfter = System.nanoTime();
-            running = null;
+            settling.put(m.regionId(), new Settling(m, System.nanoTime(), e == null));
+            running.remove(m.regionId(), run);
         });
     }
 

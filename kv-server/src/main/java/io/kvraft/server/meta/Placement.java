@@ -17,7 +17,7 @@ import java.util.TreeMap;
 
 /**
  * Where replicas should go, decided from the cluster map and the nodes' latest reports; a pure function, so that it
- * can be tested without a cluster. One move at a time, the first of: a region short of a copy gets it back (a replica
+ * can be tested without a cluster. The next move (the caller runs a few at once, of different regions), the first of: a region short of a copy gets it back (a replica
  * on a down node goes to the live UP node without one that holds fewest; a voter whose node holds no replica of its
  * region any more, a wiped disk, is rebuilt in place, or moved when its node is draining or removed; a region with
  * fewer replicas than the factor gets one more); a replica on a node that is removed or draining goes to the live UP
@@ -88,6 +88,15 @@ public final class Placement {
      * @param skip    regions not to move now (a move of theirs failed a moment ago)
      */
     public static Optional<Move> next(ClusterMap map, View view, boolean covered, Set<Integer> skip) {
+        return next(map, view, covered, skip, List.of());
+    }
+
+    /**
+     * As above, with moves under way: their regions are left alone, the counts of replicas per node take them as done
+     * (so moves at once spread over the nodes), and no balancing move starts while any runs.
+     */
+    public static Optional<Move> next(ClusterMap map, View view, boolean covered, Set<Integer> skip,
+                                      List<Move> running) {
         List<String> up = new ArrayList<>();
         for (NodeRecord n : map.getNodesList()) {
             if (n.getState() == NodeState.UP && view.live().contains(n.getEndpoint())) {
@@ -96,6 +105,20 @@ public final class Placement {
         }
         Map<String, Integer> counts = new HashMap<>(replicaCounts(view.regions()));
         up.forEach(n -> counts.putIfAbsent(n, 0));
+        if (!running.isEmpty()) {
+            Set<Integer> busy = new java.util.HashSet<>(skip);
+            for (Move m : running) {
+                busy.add(m.regionId());
+                if (!m.to().equals(m.from())) {
+                    counts.merge(m.to(), 1, Integer::sum);
+                    if (!m.from().isEmpty()) {
+                        counts.merge(m.from(), -1, Integer::sum);
+                    }
+                }
+            }
+            skip = busy;
+            covered = false; // balancing moves one at a time, on counts no move is changing
+        }
         // 1. a region short of a copy first, whatever else waits: a replica on a down node goes to a live UP node; a
         // voter whose node lost its replica (a wiped disk) is rebuilt in place, or goes to a live UP node when its node
         // is draining or removed; a region with fewer voters than the factor gets one more. A drain or a balance that

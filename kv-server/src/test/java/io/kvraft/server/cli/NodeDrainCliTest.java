@@ -61,7 +61,7 @@ class NodeDrainCliTest {
     void when_aNodeIsDrained_then_itHoldsNoReplica_everyRegionKeepsThree_andEveryKeyReadsBack() throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(4, REGIONS, dir, "memory", RaftConfig.LOG_SHARED,
                 c -> c.withReplication(new ReplicationConfig(3)).withSplit(new SplitConfig(false, null, null, null, null))
-                        .withPlacement(new PlacementConfig(true, 200, 60_000L)))) {
+                        .withPlacement(new PlacementConfig(true, 200, 60_000L, null)))) {
             await().atMost(60, SECONDS).until(cluster::allRegionsLed);
             List<String> nodes = cluster.endpoints();
             KvClient client = cluster.client();

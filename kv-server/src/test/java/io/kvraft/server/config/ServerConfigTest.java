@@ -399,11 +399,14 @@ class ServerConfigTest {
 
     @Test
     void when_placementIsSetTooTight_then_theConfigIsRefused() {
-        assertThatThrownBy(() -> new ServerConfig.PlacementConfig(true, 1000, 2000L))
+        assertThatThrownBy(() -> new ServerConfig.PlacementConfig(true, 1000, 2000L, null))
                 .hasMessageContaining("placement.downAfterMs");
-        assertThatThrownBy(() -> new ServerConfig.PlacementConfig(true, 10, null))
+        assertThatThrownBy(() -> new ServerConfig.PlacementConfig(true, 10, null, null))
                 .hasMessageContaining("placement.intervalMs");
         assertThat(ServerConfig.PlacementConfig.DEFAULT.downAfterMs()).isEqualTo(600_000L);
+        assertThatThrownBy(() -> new ServerConfig.PlacementConfig(true, null, null, 0))
+                .hasMessage("placement.movesAtOnce must be 1 to 64, got 0");
+        assertThat(ServerConfig.PlacementConfig.DEFAULT.movesAtOnce()).isEqualTo(3);
     }
 
     @Test

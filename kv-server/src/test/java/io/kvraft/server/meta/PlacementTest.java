@@ -95,6 +95,36 @@ class PlacementTest {
     }
 
     @Test
+    void movesUnderWayLeaveTheirRegionsAlone_countAsDoneForTargets_andHoldBackBalancing() {
+        ClusterMap m = map(Map.of("a", NodeState.UP, "b", NodeState.UP, "c", NodeState.UP, "d", NodeState.UP));
+        Set<String> all = Set.of("a", "b", "c", "d");
+        List<RegionInfo> wiped = regions(List.of(List.of("a", "b", "d"), List.of("a", "c", "d"), ABC));
+        Placement.View v = new Placement.View(wiped, all, Set.of(),
+                Set.of(Placement.missingKey(1, "d"), Placement.missingKey(2, "d")));
+        Placement.Move first = Placement.next(m, v, true, Set.of()).orElseThrow();
+        assertThat(first).isEqualTo(new Placement.Move(1, "d", "d", "rebuild"));
+        assertThat(Placement.next(m, v, true, Set.of(), List.of(first)))
+                .contains(new Placement.Move(2, "d", "d", "rebuild"));
+        // a drain of a, each replica onto the node that holds fewest: d (1) first; with that move under way d holds 2,
+        // as many as c, so region 2 goes to c (by name), not to d as well
+        ClusterMap draining = map(Map.of("a", NodeState.DRAINING, "b", NodeState.UP, "c", NodeState.UP, "d", NodeState.UP,
+                "e", NodeState.UP));
+        List<RegionInfo> rs = regions(List.of(List.of("a", "b", "c"), List.of("a", "b", "e"), List.of("c", "d", "e")));
+        Placement.View dv = new Placement.View(rs, Set.of("a", "b", "c", "d", "e"), Set.of());
+        Placement.Move one = Placement.next(draining, dv, true, Set.of()).orElseThrow();
+        assertThat(one).isEqualTo(new Placement.Move(1, "a", "d", "drain"));
+        assertThat(Placement.next(draining, dv, true, Set.of(1))).as("region 1 only skipped, no move under way")
+                .contains(new Placement.Move(2, "a", "d", "drain"));
+        assertThat(Placement.next(draining, dv, true, Set.of(), List.of(one)))
+                .contains(new Placement.Move(2, "a", "c", "drain"));
+        // an uneven cluster: a balancing move, but none while another move runs
+        List<RegionInfo> uneven = regions(List.of(ABC, ABC, ABC, ABC));
+        Placement.View uv = new Placement.View(uneven, all, Set.of());
+        assertThat(Placement.next(m, uv, true, Set.of()).map(Placement.Move::reason)).contains("balance");
+        assertThat(Placement.next(m, uv, true, Set.of(), List.of(new Placement.Move(9, "a", "d", "drain")))).isEmpty();
+    }
+
+    @Test
     void balancingWaitsForTheWholeKeySpaceAndSkipsRegionsAsked() {
         ClusterMap m = map(Map.of("a", NodeState.UP, "b", NodeState.UP, "c", NodeState.UP, "d", NodeState.UP));
         List<RegionInfo> rs = regions(List.of(ABC, ABC));
