@@ -292,8 +292,8 @@ final class NodeCommands {
         for (NodeStatus st : statuses) {
             if (st.getMissing() > 0) {
                 lines.add("node " + st.getEndpoint() + " lacks " + st.getMissing() + " of the " + st.getReplicas()
-                        + " replicas the map lists on it (a wiped disk, rebuilt one region at a time): those regions"
-                        + " have one copy fewer until then");
+                        + " replicas the map lists on it (a wiped disk, being rebuilt): those regions have one copy"
+                        + " fewer until then; replace no other node meanwhile");
             }
         }
         for (ReplicaMove mv : c.getMovesList()) {

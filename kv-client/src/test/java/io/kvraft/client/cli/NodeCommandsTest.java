@@ -80,8 +80,8 @@ class NodeCommandsTest {
         assertThat(NodeCommands.printList(c, new PrintWriter(s, true))).isZero();
         assertThat(s.toString().lines()).endsWith(
                 "cluster c0ffee: 3 nodes, replication.factor 3, map leader 10.0.0.1:8181",
-                "node 10.0.0.2:8181 lacks 2 of the 2 replicas the map lists on it (a wiped disk, rebuilt one region at a"
-                        + " time): those regions have one copy fewer until then");
+                "node 10.0.0.2:8181 lacks 2 of the 2 replicas the map lists on it (a wiped disk, being rebuilt): those"
+                        + " regions have one copy fewer until then; replace no other node meanwhile");
     }
 
     @Test
