@@ -95,8 +95,8 @@ public final class NemesisCommand implements Callable<Integer> {
                     + " (kill -9 of a node the map has UP, its data directory wiped, started again at its address with"
                     + " the same YAML, so the cluster rebuilds its replicas; waits up to --drain-hold for that; skipped"
                     + " while a region lacks a replica, a node lacks replicas the map lists on it or a node is not live,"
-                    + " so never two at once; works with 3 nodes,"
-                    + " where the other 2 replicas of each region are a majority); a split, merge, drain, join or replace"
+                    + " so never two at once; works with 3 nodes, where the other 2 replicas of each region are a"
+                    + " majority); a split, merge, drain, join or replace"
                     + " has nothing to heal, and one refused, failed, skipped or rolled back is counted, not a failure"
                     + " (default: ${DEFAULT-VALUE}).")
     List<String> faults;
@@ -126,8 +126,8 @@ public final class NemesisCommand implements Callable<Integer> {
             description = "How long a drain waits for its node to hold no replica before it undrains the node, at least"
                     + " 500ms: " + DurationConverter.HELP + " (default: --hold). Replicas move three at a time"
                     + " (placement.movesAtOnce), each in 0.2-1 s here, so a 4 s drain moves a few; a longer one (e.g."
-                    + " 30s) moves most of a node's replicas, and the faults after it start later, each after the usual gap. Join events wait this"
-                    + " long for a first replica on the joined node, or for it to drain before its removal; replace"
+                    + " 30s) moves most of a node's replicas, and the faults after it start later, each after the usual"
+                    + " gap. Join events wait this long for a first replica on the joined node, or for it to drain before its removal; replace"
                     + " events for the rebuild (after the new node joined the map).")
     Duration drainHold;
 

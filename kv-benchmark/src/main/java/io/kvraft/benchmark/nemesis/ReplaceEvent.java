@@ -216,10 +216,10 @@ final class ReplaceEvent {
             if (s == null || !s.getLive()) {
                 return "node " + n.getEndpoint() + " is UP and not live";
             }
-            // a node replaced before lacks replicas the map lists on it until every rebuild is done (they run one at
-            // a time): wiping a second node then would take two of a region's three copies, which no store survives.
-            // The map's replica count is its voters' list, the same before and after the wipe; the map's leader counts
-            // the listed regions the node's own reports lack
+            // a node replaced before lacks replicas the map lists on it until every rebuild is done (a few at a time,
+            // with pauses that show no move): wiping a second node then would take two of a region's three copies,
+            // which no store survives. The map's replica count is its voters' list, the same before and after the
+            // wipe; the map's leader counts the listed regions the node's own reports lack
             if (s.getMissing() > 0) {
                 return "node " + n.getEndpoint() + " lacks " + s.getMissing() + " of the " + s.getReplicas()
                         + " replicas the map lists on it (a rebuild is under way)";

@@ -997,10 +997,7 @@ public final class MetaService implements AutoCloseable {
             Placement.Move m = next.get();
             under.add(m);
             skip.add(m.regionId());
-            start(m);
-            if (m.reason().equals("balance")) {
-                return; // one at a time
-            }
+            start(m); // after a balancing move the next call finds none: Placement balances with no move under way
         }
     }
 

@@ -127,8 +127,7 @@ public final class Placement {
             if (skip.contains(r.getId()) || r.getMergingInto() != 0) {
                 continue;
             }
-            Optional<String> to = up.stream().filter(n -> !r.getPeersList().contains(n))
-                    .min(Comparator.comparing((String n) -> counts.get(n)).thenComparing(n -> n));
+            Optional<String> to = fewest(up, counts, r);
             boolean downPeer = false;
             for (String v : r.getPeersList()) {
                 if (view.down().contains(v)) {
@@ -168,8 +167,7 @@ public final class Placement {
                 if (reason == null) {
                     continue;
                 }
-                Optional<String> to = up.stream().filter(n -> !r.getPeersList().contains(n))
-                        .min(Comparator.comparing((String n) -> counts.get(n)).thenComparing(n -> n));
+                Optional<String> to = fewest(up, counts, r);
                 if (to.isPresent()) {
                     return Optional.of(new Move(r.getId(), v, to.get(), reason));
                 }
@@ -201,6 +199,12 @@ public final class Placement {
             }
         }
         return Optional.empty();
+    }
+
+    /** The live UP node without a replica of {@code r} that holds fewest (by name among equals), if any. */
+    private static Optional<String> fewest(List<String> up, Map<String, Integer> counts, RegionInfo r) {
+        return up.stream().filter(n -> !r.getPeersList().contains(n))
+                .min(Comparator.comparing((String n) -> counts.get(n)).thenComparing(n -> n));
     }
 
     /** A change to the map's own group: {@code add} becomes a voter, {@code remove} (may be null) stops being one. */
