@@ -178,11 +178,15 @@ public final class BenchmarkMain implements Callable<Integer> {
                         runner.warmupEnd() == null ? "the load stopped" : runner.warmupEnd());
             }
             RunResult result;
+            Runnable windowStarted = usage == null ? () -> { } : usage::windowStarted;
+            Runnable windowEnded = usage == null ? () -> { } : usage::windowEnded;
             if (recordAcked == null) {
-                result = BenchmarkRun.measure(options, session.client(), keys, stderr, "");
+                result = BenchmarkRun.measure(options, session.client(), keys, stderr, "", null,
+                        windowStarted, windowEnded);
             } else {
                 try (AckedRecorder recorder = AckedRecorder.open(recordAcked, options.keySize())) {
-                    result = BenchmarkRun.measure(options, session.client(), keys, stderr, "", recorder);
+                    result = BenchmarkRun.measure(options, session.client(), keys, stderr, "", recorder,
+                            windowStarted, windowEnded);
                     recorder.close();
                     stderr.println("acknowledged puts recorded: " + recorder.recorded() + " in " + recordAcked
                             + " (check them with: kv-benchmark verify --acked " + recordAcked + " --servers ...)");
@@ -191,7 +195,7 @@ public final class BenchmarkMain implements Callable<Integer> {
             result = result.plusWarmupOps(warmupOps); // the report and the result file name the adaptive warm-up's too
             ReportPrinter.printRunReport(stdout, result);
             if (usage != null) {
-                usage.print(stdout, result.warmupOps() + result.ops(), warmup + duration);
+                usage.print(stdout, result.ops(), duration, result.warmupOps() + result.ops(), warmup + duration);
             }
             if (out != null) {
                 Path json = ResultFiles.write(out, result);

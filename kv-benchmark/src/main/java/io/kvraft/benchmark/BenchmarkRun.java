@@ -83,7 +83,14 @@ public final class BenchmarkRun {
     /** As above; with a recorder, puts write fresh keys and acknowledged ones are recorded. */
     public static RunResult measure(WorkloadOptions options, KvClient client, KeySpace keys, PrintStream progress,
                                     String progressPrefix, AckedRecorder recorder) {
+        return measure(options, client, keys, progress, progressPrefix, recorder, () -> { }, () -> { });
+    }
+
+    /** As above; {@code windowStarted} and {@code windowEnded} run when the measured window starts and ends. */
+    static RunResult measure(WorkloadOptions options, KvClient client, KeySpace keys, PrintStream progress,
+                             String progressPrefix, AckedRecorder recorder, Runnable windowStarted,
+                             Runnable windowEnded) {
         return new LoadRunner(options, client, keys, NanoClock.SYSTEM, progress, progressPrefix)
-                .recordingAcked(recorder).run();
+                .recordingAcked(recorder).onMeasuredWindow(windowStarted, windowEnded).run();
     }
 }

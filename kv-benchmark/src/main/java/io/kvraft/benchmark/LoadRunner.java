@@ -54,6 +54,9 @@ public final class LoadRunner {
     private AckedRecorder recorder;
     private AdaptiveWarmup warmup;
     private String warmupEnd;
+    /** Called by the ticker when the measured window starts and when it ends (server CPU for that window). */
+    private Runnable atMeasureStart = () -> { };
+    private Runnable atMeasureEnd = () -> { };
     /** nanoTime at which the load threads stop early (an adaptive warm-up that has ended); MAX_VALUE until then. */
     private volatile long stopAt = Long.MAX_VALUE;
     /** The allocator workload's allocators, one per sequence key, shared by the load threads. */
@@ -88,6 +91,16 @@ public final class LoadRunner {
         return this;
     }
 
+    /**
+     * Runs {@code atStart} once the warm-up is over and {@code atEnd} once the measured window is (before the drain),
+     * both on the thread that called {@link #run()}, within a millisecond or so of those moments.
+     */
+    LoadRunner onMeasuredWindow(Runnable atStart, Runnable atEnd) {
+        this.atMeasureStart = atStart;
+        this.atMeasureEnd = atEnd;
+        return this;
+    }
+
     /** Why an adaptive warm-up ended; null before it did or for other runs. */
     String warmupEnd() {
         return warmupEnd;
@@ -119,8 +132,17 @@ public final class LoadRunner {
 
         long nextTick = t0 + SECOND;
         long lastTick = t0;
+        int windowMarks = 0; // 0: before the measured window, 1: in it, 2: after it
         while (running.get() > 0) {
             long now = clock.nanoTime();
+            if (windowMarks == 0 && now >= measureStart) {
+                windowMarks = 1;
+                atMeasureStart.run();
+            }
+            if (windowMarks == 1 && now >= end) {
+                windowMarks = 2;
+                atMeasureEnd.run();
+            }
             if (now >= nextTick) {
                 Results.Progress p = results.tick(now);
                 printProgress(p);
@@ -133,8 +155,15 @@ public final class LoadRunner {
                 lastTick = now;
                 nextTick = t0 + ((now - t0) / SECOND + 1) * SECOND;
             } else {
-                clock.parkNanos(nextTick - now);
+                long mark = windowMarks == 0 ? measureStart : windowMarks == 1 ? end : Long.MAX_VALUE;
+                clock.parkNanos(Math.min(nextTick, mark) - now);
             }
+        }
+        if (windowMarks < 2) { // the load stopped early: an adaptive warm-up that ended, or every thread gave up
+            if (windowMarks == 0) {
+                atMeasureStart.run();
+            }
+            atMeasureEnd.run();
         }
         long unfinished = 0;
         long unsent = 0;

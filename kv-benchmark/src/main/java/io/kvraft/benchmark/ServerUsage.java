@@ -18,6 +18,9 @@ final class ServerUsage {
     private final List<Long> pids;
     private final List<String> settings;
     private final long cpuNanosAtStart;
+    /** The processes' CPU time when the measured window started and ended; -1 until then. */
+    private volatile long cpuNanosAtWindowStart = -1;
+    private volatile long cpuNanosAtWindowEnd = -1;
 
     private ServerUsage(List<Long> pids, List<String> settings) {
         this.pids = pids;
@@ -30,9 +33,26 @@ final class ServerUsage {
         return new ServerUsage(List.copyOf(pids), List.copyOf(settings));
     }
 
-    /** Prints one block: server CPU per operation over {@code operations}, and each node's peak RSS. */
-    void print(PrintStream out, long operations, double seconds) {
+    /** Marks the measured window's start (the warm-up is over). */
+    void windowStarted() {
+        cpuNanosAtWindowStart = cpuNanos(pids);
+    }
+
+    /** Marks the measured window's end (before the drain). */
+    void windowEnded() {
+        cpuNanosAtWindowEnd = cpuNanos(pids);
+    }
+
+    /**
+     * Prints one block: server CPU per operation in the measured window ({@code measuredOps} in
+     * {@code measuredSeconds}) and over the whole run ({@code operations} in {@code seconds}, warm-up included),
+     * and each node's peak RSS. The window's figure comes first: it is the steady state's cost, the one the
+     * scripts under bench/ read; the whole run's adds the JIT's and the start's.
+     */
+    void print(PrintStream out, long measuredOps, double measuredSeconds, long operations, double seconds) {
         long cpu = cpuNanos(pids) - cpuNanosAtStart;
+        long window = cpuNanosAtWindowStart < 0 || cpuNanosAtWindowEnd < 0 ? -1
+                : cpuNanosAtWindowEnd - cpuNanosAtWindowStart;
         List<String> rss = new ArrayList<>();
         for (long pid : pids) {
             long kb = peakRssKb(pid);
@@ -41,9 +61,20 @@ final class ServerUsage {
         out.println();
         out.println("-- Servers (local cluster) " + "-".repeat(53));
         settings.forEach(out::println);
-        out.printf(Locale.ROOT, "server CPU: %.1f us per operation (%.2f cores on average, warm-up included)%n",
-                operations == 0 ? 0.0 : cpu / 1000.0 / operations, cpu / 1e9 / seconds);
+        if (window >= 0) {
+            out.printf(Locale.ROOT, "server CPU: %.1f us per operation in the measured %.0f s (%.2f cores); "
+                            + "%.1f us with the warm-up (%.2f cores on average)%n",
+                    perOp(window, measuredOps), measuredSeconds, window / 1e9 / measuredSeconds,
+                    perOp(cpu, operations), cpu / 1e9 / seconds);
+        } else {
+            out.printf(Locale.ROOT, "server CPU: %.1f us per operation (%.2f cores on average, warm-up included)%n",
+                    perOp(cpu, operations), cpu / 1e9 / seconds);
+        }
         out.println("peak RSS per node (MiB): " + String.join(" / ", rss));
+    }
+
+    private static double perOp(long cpuNanos, long operations) {
+        return operations == 0 ? 0.0 : cpuNanos / 1000.0 / operations;
     }
 
     /** The processes' CPU time so far, user and system, all threads (the sweep reads it per step). */

@@ -120,6 +120,39 @@ class LoadRunnerTest {
     }
 
     @Test
+    void when_theWarmupEnds_then_theMeasuredWindowsStartAndEndAreMarkedOnceEachAtTheirTimes() throws Exception {
+        ManualClock clock = new ManualClock();
+        FakeKvClient fake = new FakeKvClient();
+        // 100 ops/s open loop: 2 s of warm-up, 1 s measured
+        WorkloadOptions o = WorkloadOptions.builder().threads(1).inflight(1).rate(100).durationSeconds(1)
+                .warmupSeconds(2).readRatio(0).keys(100).clientId("window").seed(1).drainTimeoutSeconds(5).build();
+        java.util.concurrent.atomic.AtomicLong startedAtOps = new java.util.concurrent.atomic.AtomicLong(-1);
+        java.util.concurrent.atomic.AtomicInteger starts = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicInteger ends = new java.util.concurrent.atomic.AtomicInteger();
+        CompletableFuture<RunResult> run = CompletableFuture.supplyAsync(
+                () -> new LoadRunner(o, fake, KeySpace.of(o), clock, null, "")
+                        .onMeasuredWindow(() -> {
+                            starts.incrementAndGet();
+                            startedAtOps.set(fake.ops());
+                        }, ends::incrementAndGet).run());
+        await().atMost(Duration.ofSeconds(60)).until(() -> fake.ops() == 1);
+        clock.set(ms(1999));                                    // still warming up: ops 0..199 due
+        await().atMost(Duration.ofSeconds(60)).until(() -> fake.ops() == 200);
+        await().during(Duration.ofMillis(100)).atMost(Duration.ofSeconds(60)).until(() -> starts.get() == 0);
+        clock.set(ms(2000));                                    // the window starts
+        await().atMost(Duration.ofSeconds(60)).until(() -> starts.get() == 1);
+        assertThat(ends.get()).isZero();
+        clock.set(ms(2989));                                    // op 299, the last, is due at 2,990 ms
+        await().during(Duration.ofMillis(100)).atMost(Duration.ofSeconds(60)).until(() -> ends.get() == 0);
+        clock.set(ms(3000));                                    // the window ends
+        RunResult r = run.get(10, TimeUnit.SECONDS);
+        assertThat(starts.get()).isEqualTo(1);
+        assertThat(ends.get()).isEqualTo(1);
+        assertThat(startedAtOps.get()).isBetween(200L, 201L);   // op 200, due at 2 s, may have gone first
+        assertThat(r.warmupOps()).isEqualTo(200);
+    }
+
+    @Test
     void openLoopSpreadsTheRateOverThreads() throws Exception {
         ManualClock clock = new ManualClock();
         FakeKvClient fake = new FakeKvClient();
