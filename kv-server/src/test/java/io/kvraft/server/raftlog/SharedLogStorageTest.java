@@ -179,6 +179,41 @@ class SharedLogStorageTest {
     }
 
     @Test
+    void when_entriesWereAppendedLast_then_theyAreReadFromMemoryAndATruncationForgetsThem() throws Exception {
+        try (SharedRaftLog log = new SharedRaftLog(dir, true)) {
+            SharedLogStorage s = open(log, 4, new ConfigurationManager());
+            s.appendEntries(range(1, 10, 1));
+            // take the group's entries out of RocksDB behind the storage's back: only the kept ones remain readable
+            try (org.rocksdb.WriteBatch batch = new org.rocksdb.WriteBatch()) {
+                log.deleteRange(batch, 4, 1, 11);
+                log.write(batch);
+            }
+            long firstKept = 10 - SharedLogStorage.RECENT + 1;
+            for (long i = firstKept; i <= 10; i++) {
+                assertThat(dataOf(s.getEntry(i))).as("entry %d", i).isEqualTo("v" + i);
+            }
+            assertThat(s.getEntry(firstKept - 1)).as("an older entry is read from RocksDB").isNull();
+
+            // a truncated suffix is forgotten, and an entry appended again at its index replaces it
+            assertThat(s.truncateSuffix(8)).isTrue();
+            s.appendEntries(List.of(data("again", 9, 5)));
+            assertThat(s.getEntry(9).getId()).isEqualTo(new LogId(9, 5));
+            assertThat(dataOf(s.getEntry(9))).isEqualTo("again");
+            assertThat(s.getEntry(10)).isNull();
+
+            // an entry larger than the ring takes is not kept
+            String big = "x".repeat(SharedLogStorage.RECENT_MAX_DATA_BYTES + 1);
+            s.appendEntries(List.of(data(big, 10, 5)));
+            assertThat(dataOf(s.getEntry(10))).isEqualTo(big);
+            try (org.rocksdb.WriteBatch batch = new org.rocksdb.WriteBatch()) {
+                log.deleteRange(batch, 4, 10, 11);
+                log.write(batch);
+            }
+            assertThat(s.getEntry(10)).isNull();
+        }
+    }
+
+    @Test
     void when_reset_then_onlyTheNextIndexRemains() {
         try (SharedRaftLog log = new SharedRaftLog(dir, true)) {
             SharedLogStorage s = open(log, 2, new ConfigurationManager());
