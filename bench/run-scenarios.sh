@@ -66,6 +66,7 @@ for run in $(seq 1 "$repeat"); do
     total=$(grep -m1 -E '^total ' "$dir/report.txt" || true)
     ops=$(awk '{print $9}' <<<"$total"); p50=$(awk '{print $2}' <<<"$total")
     p99=$(awk '{print $4}' <<<"$total"); p999=$(awk '{print $5}' <<<"$total")
+    # the measured window's figure: the report prints it first, the whole run's (warm-up included) after it
     cpu=$(sed -n 's/^server CPU: \([0-9.]*\) us per operation.*/\1/p' "$dir/report.txt")
     rss=$(sed -n 's/^peak RSS per node (MiB): //p' "$dir/report.txt")
     printf "$fmt" "$name" "$run" "${ops:-FAILED}" "$p50" "$p99" "$p999" "$cpu" "$rss"
