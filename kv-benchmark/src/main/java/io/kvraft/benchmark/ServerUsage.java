@@ -18,9 +18,9 @@ final class ServerUsage {
     private final List<Long> pids;
     private final List<String> settings;
     private final long cpuNanosAtStart;
-    /** The processes' CPU time when the measured window started and ended; -1 until then. */
-    private volatile long cpuNanosAtWindowStart = -1;
-    private volatile long cpuNanosAtWindowEnd = -1;
+    /** The processes' CPU time when the measured window started and ended (the load runner marks both). */
+    private volatile long cpuNanosAtWindowStart;
+    private volatile long cpuNanosAtWindowEnd;
 
     private ServerUsage(List<Long> pids, List<String> settings) {
         this.pids = pids;
@@ -51,8 +51,7 @@ final class ServerUsage {
      */
     void print(PrintStream out, long measuredOps, double measuredSeconds, long operations, double seconds) {
         long cpu = cpuNanos(pids) - cpuNanosAtStart;
-        long window = cpuNanosAtWindowStart < 0 || cpuNanosAtWindowEnd < 0 ? -1
-                : cpuNanosAtWindowEnd - cpuNanosAtWindowStart;
+        long window = cpuNanosAtWindowEnd - cpuNanosAtWindowStart;
         List<String> rss = new ArrayList<>();
         for (long pid : pids) {
             long kb = peakRssKb(pid);
@@ -61,15 +60,10 @@ final class ServerUsage {
         out.println();
         out.println("-- Servers (local cluster) " + "-".repeat(53));
         settings.forEach(out::println);
-        if (window >= 0) {
-            out.printf(Locale.ROOT, "server CPU: %.1f us per operation in the measured %.0f s (%.2f cores); "
-                            + "%.1f us with the warm-up (%.2f cores on average)%n",
-                    perOp(window, measuredOps), measuredSeconds, window / 1e9 / measuredSeconds,
-                    perOp(cpu, operations), cpu / 1e9 / seconds);
-        } else {
-            out.printf(Locale.ROOT, "server CPU: %.1f us per operation (%.2f cores on average, warm-up included)%n",
-                    perOp(cpu, operations), cpu / 1e9 / seconds);
-        }
+        out.printf(Locale.ROOT, "server CPU: %.1f us per operation in the measured %.0f s (%.2f cores); "
+                        + "%.1f us with the warm-up (%.2f cores on average)%n",
+                perOp(window, measuredOps), measuredSeconds, window / 1e9 / measuredSeconds,
+                perOp(cpu, operations), cpu / 1e9 / seconds);
         out.println("peak RSS per node (MiB): " + String.join(" / ", rss));
     }
 

@@ -127,8 +127,8 @@ public final class NemesisCommand implements Callable<Integer> {
                     + " 500ms: " + DurationConverter.HELP + " (default: --hold). Replicas move three at a time"
                     + " (placement.movesAtOnce), each in 0.2-1 s here, so a 4 s drain moves a few; a longer one (e.g."
                     + " 30s) moves most of a node's replicas, and the faults after it start later, each after the usual"
-                    + " gap. Join events wait this long for a first replica on the joined node, or for it to drain before its removal; replace"
-                    + " events for the rebuild (after the new node joined the map).")
+                    + " gap. Join events wait this long for a first replica on the joined node, or for it to drain"
+                    + " before its removal; replace events for the rebuild (after the new node joined the map).")
     Duration drainHold;
 
     @Option(names = "--engine", defaultValue = "memory", paramLabel = "ENGINE",

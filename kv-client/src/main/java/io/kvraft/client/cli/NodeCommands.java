@@ -84,7 +84,8 @@ final class NodeCommands {
 
     @Command(name = "drain", mixinStandardHelpOptions = true, description = {"Marks NODE draining in the cluster map:"
             + " the servers move its region replicas (placement.movesAtOnce at a time) and its map voter to the other"
-            + " nodes, and put no new replica on it. Then waits, printing the replicas left whenever that changes, until NODE holds none.",
+            + " nodes, and put no new replica on it. Then waits, printing the replicas left whenever that changes,"
+            + " until NODE holds none.",
             "Refused with nothing changed when NODE is not a node of the cluster or was removed, or when draining it"
                     + " would leave fewer UP nodes than replication.factor (add a node first)."})
     static final class Drain implements Callable<Integer> {

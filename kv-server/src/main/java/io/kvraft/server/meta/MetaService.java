@@ -43,6 +43,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -780,7 +781,7 @@ public final class MetaService implements AutoCloseable {
                     .setDiskBytes(r == null ? 0 : r.report().getDiskBytes())
                     .setLastReportMs(r == null ? 0 : TimeUnit.NANOSECONDS.toMillis(now - r.atNanos())));
         }
-        for (Running run : new java.util.TreeMap<>(running).values()) {
+        for (Running run : new TreeMap<>(running).values()) {
             b.addMoves(ReplicaMove.newBuilder().setRegionId(run.move().regionId()).setFrom(run.move().from())
                     .setTo(run.move().to()).setReason(run.move().reason())
                     .setRunningMs(TimeUnit.NANOSECONDS.toMillis(now - run.startNanos())));
@@ -995,8 +996,7 @@ public final class MetaService implements AutoCloseable {
                 return;
             }
             Placement.Move m = next.get();
-            under.add(m);
-            skip.add(m.regionId());
+            under.add(m); // Placement leaves its region alone and counts its target's replica
             start(m); // after a balancing move the next call finds none: Placement balances with no move under way
         }
     }

@@ -8,6 +8,7 @@ import io.kvraft.client.proto.KvProto.RegionInfo;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -17,12 +18,12 @@ import java.util.TreeMap;
 
 /**
  * Where replicas should go, decided from the cluster map and the nodes' latest reports; a pure function, so that it
- * can be tested without a cluster. The next move (the caller runs a few at once, of different regions), the first of: a region short of a copy gets it back (a replica
- * on a down node goes to the live UP node without one that holds fewest; a voter whose node holds no replica of its
- * region any more, a wiped disk, is rebuilt in place, or moved when its node is draining or removed; a region with
- * fewer replicas than the factor gets one more); a replica on a node that is removed or draining goes to the live UP
- * node without one that holds fewest; a replica goes from the UP node that holds most to the one that holds fewest,
- * until they differ by at most one.
+ * can be tested without a cluster. The next move (the caller runs a few at once, of different regions), the first
+ * of: a region short of a copy gets it back (a replica on a down node goes to the live UP node without one that holds
+ * fewest; a voter whose node holds no replica of its region any more, a wiped disk, is rebuilt in place, or moved
+ * when its node is draining or removed; a region with fewer replicas than the factor gets one more); a replica on a
+ * node that is removed or draining goes to the live UP node without one that holds fewest; a replica goes from the UP
+ * node that holds most to the one that holds fewest, until they differ by at most one.
  */
 public final class Placement {
 
@@ -106,7 +107,7 @@ public final class Placement {
         Map<String, Integer> counts = new HashMap<>(replicaCounts(view.regions()));
         up.forEach(n -> counts.putIfAbsent(n, 0));
         if (!running.isEmpty()) {
-            Set<Integer> busy = new java.util.HashSet<>(skip);
+            Set<Integer> busy = new HashSet<>(skip);
             for (Move m : running) {
                 busy.add(m.regionId());
                 if (!m.to().equals(m.from())) {

@@ -24,10 +24,9 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * (the same one its RocksDBLogStorage keeps) over the group's key range.
  *
  * <p>jraft calls the mutators from the group's single log thread and the readers from any thread;
- * first and last index are kept in memory (volatile) so readers never scan, and the last entry's
- * term is cached because heartbeats ask for it after the in-memory log was released.
+ * first and last index are kept in memory (volatile) so readers never scan.
  *
- * <p>The last {@value #RECENT} entries appended are kept too: once jraft has applied an entry it drops it from its
+ * <p>The last {@value #RECENT} entries appended are kept in memory too: once jraft has applied an entry it drops it from its
  * own memory, and then asks for it again on every AppendEntries it sends or takes and every read-index round, only
  * for its term (jraft's {@code LogManagerImpl.getTerm} reads the whole entry from here). A RocksDB read and a decode
  * for each of those were 3-4% of a node's CPU under S1 (session 35's profile).
@@ -51,8 +50,6 @@ public final class SharedLogStorage implements LogStorage {
     private volatile long firstIndex = 1;
     /** Last stored index, 0 when the group has no entries (jraft's convention). */
     private volatile long lastIndex;
-    /** Index and term of the last appended entry, or null when unknown. */
-    private volatile LogId lastId;
 
     public SharedLogStorage(SharedRaftLog log, int group) {
         this.log = log;
@@ -143,10 +140,6 @@ public final class SharedLogStorage implements LogStorage {
     @Override
     @Deprecated
     public long getTerm(long index) {
-        LogId last = lastId;
-        if (last != null && last.getIndex() == index) {
-            return last.getTerm();
-        }
         LogEntry entry = getEntry(index);
         return entry == null ? 0 : entry.getId().getTerm();
     }
@@ -177,7 +170,6 @@ public final class SharedLogStorage implements LogStorage {
         }
         LogEntry last = entries.get(entries.size() - 1);
         lastIndex = Math.max(lastIndex, last.getId().getIndex());
-        lastId = new LogId(last.getId().getIndex(), last.getId().getTerm());
         if (firstIndex > last.getId().getIndex()) {
             firstIndex = entries.get(0).getId().getIndex(); // the first append after a reset or into an empty log
         }
@@ -223,7 +215,6 @@ public final class SharedLogStorage implements LogStorage {
         firstIndex = firstIndexKept;
         if (lastIndex < firstIndexKept) {
             lastIndex = 0; // nothing left, as jraft's own storage reports it
-            lastId = null;
         }
         return true;
     }
@@ -238,7 +229,6 @@ public final class SharedLogStorage implements LogStorage {
             LOG.error("group {}: cannot truncate its log after {}: {}", group, lastIndexKept, e.getMessage());
             return false;
         }
-        lastId = null;
         long stored = log.lastStoredIndex(group);
         lastIndex = Math.max(stored, 0);
         return true;
@@ -267,7 +257,6 @@ public final class SharedLogStorage implements LogStorage {
         }
         firstIndex = nextLogIndex;
         lastIndex = nextLogIndex;
-        lastId = new LogId(nextLogIndex, entry.getId().getTerm());
         return true;
     }
 }
