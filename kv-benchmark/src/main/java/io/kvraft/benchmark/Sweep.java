@@ -92,8 +92,8 @@ public final class Sweep {
 
     /**
      * One step's figures (latencies in ms, successful operations only). {@code serverCpuUsPerOp}: the local
-     * cluster's CPU over the step (warm-up and drain included) per operation completed in it; null when the
-     * servers are not local.
+     * cluster's CPU in the step's measured window (no warm-up, no drain) per operation completed in that window;
+     * null when the servers are not local.
      */
     @com.fasterxml.jackson.annotation.JsonInclude(com.fasterxml.jackson.annotation.JsonInclude.Include.NON_NULL)
     @JsonPropertyOrder({"step", "threads", "inflight", "targetOpsPerSec", "readMode", "opsPerSec", "count", "p50",
@@ -182,11 +182,18 @@ public final class Sweep {
                 String label = plan.kind().label() + "=" + fmt(v) + (mode == null ? "" : " read-mode=" + mode);
                 WorkloadOptions o = plan.stepOptions(base, v, mode);
                 String prefix = "[step " + (++i) + "/" + n + " " + label + "] ";
-                long cpu0 = serverCpuNanos == null ? -1 : serverCpuNanos.getAsLong();
-                RunResult r = new LoadRunner(o, client, keys, clock, progress, prefix).run();
-                long completed = r.ops() + r.errorCount() + r.warmupOps();
-                Double cpuPerOp = serverCpuNanos == null || completed == 0 ? null
-                        : Math.round((serverCpuNanos.getAsLong() - cpu0) / 1000.0 / completed * 100) / 100.0;
+                // the servers' CPU in the measured window only, as the run report's first figure: a step's
+                // warm-up carries the JIT and the previous step's drain
+                long[] window = {-1, -1};
+                LoadRunner runner = new LoadRunner(o, client, keys, clock, progress, prefix);
+                if (serverCpuNanos != null) {
+                    runner.onMeasuredWindow(() -> window[0] = serverCpuNanos.getAsLong(),
+                            () -> window[1] = serverCpuNanos.getAsLong());
+                }
+                RunResult r = runner.run();
+                long completed = r.ops() + r.errorCount();
+                Double cpuPerOp = window[0] < 0 || window[1] < 0 || completed == 0 ? null
+                        : Math.round((window[1] - window[0]) / 1000.0 / completed * 100) / 100.0;
                 Step s = Step.of(label, r, cpuPerOp);
                 steps.add(s);
                 if (progress != null) {

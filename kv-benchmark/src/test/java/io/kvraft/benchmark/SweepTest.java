@@ -84,12 +84,13 @@ class SweepTest {
     @Test
     void when_readModesAreLaddered_then_eachLevelRunsOncePerModeWithServerCpuPerOp() throws Exception {
         FakeKvClient fake = new FakeKvClient(); // completes at once: every op issued in a step completes in it
-        // "server CPU": 5 us for every operation the fake received
-        java.util.function.LongSupplier cpu = () -> fake.ops() * 5_000L;
+        // "server CPU": 5 us for every operation the fake received, and 1 s at each step's start (its JIT, say),
+        // which the step's figure leaves out: it counts the measured window only
+        java.util.function.LongSupplier cpu = () -> fake.ops() * 5_000L + fake.readModesAsked.size() * 1_000_000_000L;
         WorkloadOptions base = WorkloadOptions.builder().inflight(2).keys(100).clientId("m").seed(1)
                 .readRatio(0.5).build();
         List<String> modes = List.of("read_index", "follower", "stale");
-        Sweep.Plan plan = new Sweep.Plan(Sweep.Kind.THREADS, List.of(1.0, 2.0), 0.2, 0.05, modes);
+        Sweep.Plan plan = new Sweep.Plan(Sweep.Kind.THREADS, List.of(1.0, 2.0), 0.5, 0.05, modes);
         Sweep.Result r = Sweep.run(plan, base, fake, KeySpace.of(base), null, NanoClock.SYSTEM, cpu);
 
         assertThat(r.steps()).extracting(Sweep.Step::step).containsExactly(
@@ -101,7 +102,7 @@ class SweepTest {
                 "READ_INDEX", "FOLLOWER", "STALE", "READ_INDEX", "FOLLOWER", "STALE");
         assertThat(r.steps()).allSatisfy(s -> {
             assertThat(s.count()).isPositive();
-            assertThat(s.serverCpuUsPerOp()).isCloseTo(5.0, org.assertj.core.api.Assertions.within(0.01));
+            assertThat(s.serverCpuUsPerOp()).isCloseTo(5.0, org.assertj.core.api.Assertions.within(0.5));
         });
 
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
