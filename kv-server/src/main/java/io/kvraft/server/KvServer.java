@@ -266,7 +266,7 @@ public final class KvServer implements AutoCloseable {
     private static KvStore openStore(ServerConfig config, Path dataDir) throws IOException {
         var s = config.store();
         return switch (s.engine()) {
-            case "memory" -> new MemoryStore();
+            case "memory" -> new MemoryStore(s.hashIndex());
             case "rocksdb" -> RocksStore.open(dataDir.resolve("store"), s.blockCacheBytes(), s.writeBufferBytes(),
                     s.compression());
             default -> throw new IllegalArgumentException("unknown engine " + s.engine());

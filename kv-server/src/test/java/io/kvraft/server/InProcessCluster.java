@@ -75,7 +75,7 @@ public final class InProcessCluster implements AutoCloseable {
         List<ServerConfig> configs = new ArrayList<>();
         for (int i = 0; i < nodes; i++) {
             configs.add(tweak.apply(new ServerConfig(peers.get(i), dir.resolve("node" + (i + 1)).toString(),
-                    new ClusterConfig(peers, regions, null), new StoreConfig(engine, 8L << 20, 4L << 20, "lz4"),
+                    new ClusterConfig(peers, regions, null), new StoreConfig(engine, 8L << 20, 4L << 20, "lz4", null),
                     raft, null, new BalanceConfig(true, 200, 600))));
         }
         InProcessCluster c = new InProcessCluster(configs);

@@ -227,15 +227,19 @@ public record ServerConfig(
      * @param blockCacheBytes  RocksDB block cache
      * @param writeBufferBytes RocksDB memtable size
      * @param compression      RocksDB compression: none, lz4, zstd, snappy
+     * @param hashIndex        MemoryDB only: a hash index beside the skip list (default true): gets and
+     *                         overwrites take one hash lookup, at about 80 bytes more per key
      */
-    public record StoreConfig(String engine, Long blockCacheBytes, Long writeBufferBytes, String compression) {
-        public static final StoreConfig DEFAULT = new StoreConfig(null, null, null, null);
+    public record StoreConfig(String engine, Long blockCacheBytes, Long writeBufferBytes, String compression,
+                              Boolean hashIndex) {
+        public static final StoreConfig DEFAULT = new StoreConfig(null, null, null, null, null);
 
         public StoreConfig {
             engine = requireNonNullElse(engine, "memory");
             blockCacheBytes = requireNonNullElse(blockCacheBytes, 64L << 20);
             writeBufferBytes = requireNonNullElse(writeBufferBytes, 32L << 20);
             compression = requireNonNullElse(compression, "lz4");
+            hashIndex = requireNonNullElse(hashIndex, true);
             if (!engine.equals("memory") && !engine.equals("rocksdb")) {
                 throw new IllegalArgumentException("store.engine must be memory or rocksdb, got '" + engine + "'");
             }

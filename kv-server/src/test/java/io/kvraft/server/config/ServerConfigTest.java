@@ -63,6 +63,7 @@ class ServerConfigTest {
                   blockCacheBytes: 1048576
                   writeBufferBytes: 2097152
                   compression: zstd
+                  hashIndex: false
                 raft:
                   electionTimeoutMs: 2000
                   startupElectionTimeoutMs: 800
@@ -93,7 +94,7 @@ class ServerConfigTest {
         assertThat(c.cluster().peers()).containsExactly("10.0.0.1:9000", "10.0.0.2:9000", "10.0.0.3:9000");
         assertThat(c.cluster().regionCount()).isEqualTo(3);
         assertThat(c.cluster().splitKeys()).containsExactly("55", "aa");
-        assertThat(c.store()).isEqualTo(new ServerConfig.StoreConfig("rocksdb", 1L << 20, 2L << 20, "zstd"));
+        assertThat(c.store()).isEqualTo(new ServerConfig.StoreConfig("rocksdb", 1L << 20, 2L << 20, "zstd", false));
         assertThat(c.raft()).isEqualTo(new ServerConfig.RaftConfig(2000, 800, 8, false, 0, false, 16, 4, 100, 256, "per-region", 2, false));
         assertThat(c.limits()).isEqualTo(new ServerConfig.LimitsConfig(100, 0, 7));
         assertThat(c.balance()).isEqualTo(new ServerConfig.BalanceConfig(false, 250, 500));
@@ -107,6 +108,7 @@ class ServerConfigTest {
         assertThat(c.cluster().splitKeys()).isEmpty();
         assertThat(c.store().engine()).isEqualTo("memory");
         assertThat(c.store().compression()).isEqualTo("lz4");
+        assertThat(c.store().hashIndex()).isTrue();
         assertThat(c.raft().electionTimeoutMs()).isEqualTo(5000);
         assertThat(c.raft().startupElectionTimeoutMs()).isEqualTo(2000);
         assertThat(c.raft().electionHeartbeatFactor()).isEqualTo(5);
