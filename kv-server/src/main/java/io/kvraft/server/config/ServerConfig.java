@@ -85,7 +85,9 @@ public record ServerConfig(
                 ? "raft.replicatorPipeline=true raft.maxReplicatorInflightMsgs=" + raft.maxReplicatorInflightMsgs()
                 : "raft.replicatorPipeline=false (at most 2 AppendEntries outstanding per follower)";
         return "regions=" + cluster.regionCount() + " nodes=" + cluster.peers().size()
-                + " replication.factor=" + replicationFactor() + " store.engine=" + store.engine() + " raft.sync=" + raft.sync()
+                + " replication.factor=" + replicationFactor() + " store.engine=" + store.engine()
+                + (store.engine().equals("memory") && !store.hashIndex() ? " store.hashIndex=false" : "")
+                + " raft.sync=" + raft.sync()
                 + " raft.logStorage=" + raft.logStorage() + " " + pipeline
                 + " raft.maxProposalsInflight=" + raft.maxProposalsInflight()
                 + " raft.maxRequestsPerEntry=" + raft.maxRequestsPerEntry()

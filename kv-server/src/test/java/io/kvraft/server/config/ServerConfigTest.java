@@ -101,6 +101,16 @@ class ServerConfigTest {
     }
 
     @Test
+    void when_theMemoryStoreGoesWithoutItsHashIndex_then_theReportsSettingsLineSaysSo() throws IOException {
+        ServerConfig without = ServerConfig.load(write(BASE + "store:\n  engine: memory\n  hashIndex: false\n"));
+        ServerConfig with = ServerConfig.load(write(BASE));
+
+        assertThat(without.store().hashIndex()).isFalse();
+        assertThat(without.summary()).contains("store.engine=memory store.hashIndex=false raft.sync=true");
+        assertThat(with.summary()).contains("store.engine=memory raft.sync=true").doesNotContain("hashIndex");
+    }
+
+    @Test
     void when_optionalKeysAreAbsent_then_defaultsApply() throws IOException {
         ServerConfig c = ServerConfig.load(write(BASE));
 
