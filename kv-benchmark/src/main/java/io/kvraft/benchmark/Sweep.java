@@ -184,7 +184,7 @@ public final class Sweep {
                 String prefix = "[step " + (++i) + "/" + n + " " + label + "] ";
                 // the servers' CPU in the measured window only, as the run report's first figure: a step's
                 // warm-up carries the JIT and the previous step's drain
-                long[] window = {-1, -1};
+                long[] window = new long[2]; // the runner marks both ends, also when the load stops early
                 LoadRunner runner = new LoadRunner(o, client, keys, clock, progress, prefix);
                 if (serverCpuNanos != null) {
                     runner.onMeasuredWindow(() -> window[0] = serverCpuNanos.getAsLong(),
@@ -192,7 +192,7 @@ public final class Sweep {
                 }
                 RunResult r = runner.run();
                 long completed = r.ops() + r.errorCount();
-                Double cpuPerOp = window[0] < 0 || window[1] < 0 || completed == 0 ? null
+                Double cpuPerOp = serverCpuNanos == null || completed == 0 ? null
                         : Math.round((window[1] - window[0]) / 1000.0 / completed * 100) / 100.0;
                 Step s = Step.of(label, r, cpuPerOp);
                 steps.add(s);

@@ -26,10 +26,10 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * <p>jraft calls the mutators from the group's single log thread and the readers from any thread;
  * first and last index are kept in memory (volatile) so readers never scan.
  *
- * <p>The last {@value #RECENT} entries appended are kept in memory too: once jraft has applied an entry it drops it from its
- * own memory, and then asks for it again on every AppendEntries it sends or takes and every read-index round, only
- * for its term (jraft's {@code LogManagerImpl.getTerm} reads the whole entry from here). A RocksDB read and a decode
- * for each of those were 3-4% of a node's CPU under S1 (session 35's profile).
+ * <p>The last {@value #RECENT} entries appended are kept in memory too: once jraft has applied an entry it drops it
+ * from its own memory, and then asks for it again on every AppendEntries it sends or takes and every read-index round,
+ * only for its term (jraft's {@code LogManagerImpl.getTerm} reads the whole entry from here). A RocksDB read and a
+ * decode for each of those were 3-4% of a node's CPU under S1 (session 35's profile).
  */
 public final class SharedLogStorage implements LogStorage {
 

@@ -248,7 +248,7 @@ public final class MemoryStore implements KvStore {
         index.put(k, cell);
     }
 
-    /** {@link #write(byte[], byte[])} without the hash index: a put to a key that is there changes its cell in place. */
+    /** {@link #write(byte[], byte[])} without the hash index: a put to a key that is there changes its cell. */
     private void writeOrdered(byte[] key, byte[] value) {
         if (value == null) {
             data.remove(key);

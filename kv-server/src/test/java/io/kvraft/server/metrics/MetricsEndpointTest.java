@@ -72,7 +72,7 @@ class MetricsEndpointTest {
         RaftConfig raft = new RaftConfig(1000, 500, 5, false, 0, true, 256, 2, 4096, 1024, RaftConfig.LOG_SHARED, 2, null);
         for (int i = 0; i < 3; i++) {
             servers.add(KvServer.start(new ServerConfig(peers.get(i), dir.resolve("n" + i).toString(),
-                    new ClusterConfig(peers, REGIONS, null), new StoreConfig("memory", null, null, null, null), raft, null,
+                    new ClusterConfig(peers, REGIONS, null), StoreConfig.DEFAULT, raft, null,
                     new BalanceConfig(true, 200, null)).withMetrics(new MetricsConfig(metricsPorts.get(i), "127.0.0.1", true))));
         }
         // the balancer has done its work (two leaders per node) so leaders stay put while the test reads them

@@ -98,7 +98,8 @@ class ReplicatorDepthTest {
         RaftConfig raft = new RaftConfig(1000, 500, 5, true, 0, pipeline, 64, 1, 1, 1024, RaftConfig.LOG_PER_REGION, 0, null);
         ServerConfig config = new ServerConfig(real.toString(), dir.toString(),
                 new ClusterConfig(peers.stream().map(PeerId::toString).toList(), 1, null),
-                new StoreConfig("memory", 8L << 20, 4L << 20, "lz4", null), raft, null, new BalanceConfig(false, null, null));
+                new StoreConfig("memory", 8L << 20, 4L << 20, "lz4", null), raft, null,
+                new BalanceConfig(false, null, null));
         Path regionDir = Files.createDirectories(dir.resolve("region-1"));
         NodeOptions options = RaftOptionsFactory.nodeOptions(config, peers, regionDir, 1, null);
         options.setRpcDefaultTimeout(60_000); // held requests must not time out and be sent again
