@@ -113,6 +113,41 @@ class ConfVersionClusterTest {
         }
     }
 
+    /**
+     * A replica dropped from a node and made there again replays the region's log from its catalog entry, not from
+     * the state its dropped predecessor recorded: before, it took that state up and counted the CONF_CHANGED entries
+     * whose voters differ from it again, so its conf version ran ahead of the other replicas' and the cluster map took
+     * its stale voters for the newer ones (a drained node that could not be removed).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memory", "rocksdb"})
+    void when_aReplicaMovesOffANodeAndBack_then_itsConfVersionIsTheOtherReplicas(String engine) throws Exception {
+        try (InProcessCluster cluster = start(engine)) {
+            List<String> nodes = cluster.endpoints();
+            List<String> first = List.of(nodes.get(0), nodes.get(1), nodes.get(2));
+            await().atMost(60, SECONDS).until(() -> recorded(cluster, List.of(0, 1, 2), first, 0));
+            KvClient client = cluster.client();
+            sync(client.put(key("a"), "1".getBytes(StandardCharsets.US_ASCII)));
+
+            sync(client.moveReplica(1, nodes.get(2), nodes.get(3)));
+            List<String> second = List.of(nodes.get(0), nodes.get(1), nodes.get(3));
+            await().atMost(60, SECONDS).until(() -> recorded(cluster, List.of(0, 1, 3), second, 1));
+            sync(client.moveReplica(1, nodes.get(1), nodes.get(2)));
+            List<String> third = List.of(nodes.get(0), nodes.get(2), nodes.get(3));
+            await().atMost(60, SECONDS).until(() -> recorded(cluster, List.of(0, 2, 3), third, 2));
+            await().atMost(60, SECONDS).until(() -> state(cluster, 1) == null); // dropped there, having recorded second
+            long v3 = state(cluster, 0).getConfVer();
+
+            sync(client.moveReplica(1, nodes.get(3), nodes.get(1))); // back onto a node it was dropped from
+            await().atMost(60, SECONDS).until(() -> recorded(cluster, List.of(0, 1, 2), first, v3));
+            long v4 = state(cluster, 0).getConfVer();
+            assertThat(v4).isEqualTo(v3 + 1);
+            await().atMost(60, SECONDS).untilAsserted(() -> assertThat(state(cluster, 2).getConfVer()).isEqualTo(v4));
+            assertThat(state(cluster, 1).getConfVer()).as("the replica made again on node 1").isEqualTo(v4);
+            assertThat(sync(client.get(key("a")))).isEqualTo("1".getBytes(StandardCharsets.US_ASCII));
+        }
+    }
+
     @Test
     void when_aClientSendsAConfChangedEntry_then_itIsRefused() throws Exception {
         try (InProcessCluster cluster = start("memory"); Transport raw = new Transport()) {

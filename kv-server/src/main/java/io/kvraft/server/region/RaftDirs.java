@@ -335,10 +335,11 @@ final class RaftDirs {
     }
 
     /**
-     * Empties the region's range in the store and records applied index 0, through the store's own
-     * snapshot load (all-or-nothing): an empty snapshot, taken of an empty range, loaded over the range.
+     * Empties the region's range in the store and records applied index 0 and no region state (a replica made here
+     * again later starts from its catalog entry, as a new one does), through the store's own snapshot load
+     * (all-or-nothing): an empty snapshot, taken of an empty range, loaded over the range. For a replica dropped from
+     * this node, or one whose snapshot was refused.
      */
-    /** Removes every key of {@code range} from the store (a replica dropped from this node). */
     static void clearRange(int regionId, KeyRange range, Path regionDir, KvStore store) {
         clearRange(regionId, range, regionDir, store, System.currentTimeMillis());
     }

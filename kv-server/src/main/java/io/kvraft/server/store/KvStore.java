@@ -51,16 +51,17 @@ public interface KvStore extends Closeable {
 
     /**
      * Replaces everything in {@code range}, pairs and system records, by the snapshot in {@code dir} and records
-     * {@code appliedIndex} for the region. A snapshot that fails its checksums or is truncated is
-     * refused with {@link CorruptSnapshotException} and leaves the store unchanged.
+     * {@code appliedIndex} for the region, with no state (see below). A snapshot that fails its checksums or is
+     * truncated is refused with {@link CorruptSnapshotException} and leaves the store unchanged.
      */
     default void loadSnapshot(int regionId, long appliedIndex, KeyRange range, Path dir) throws IOException {
         loadSnapshot(regionId, appliedIndex, range, dir, null);
     }
 
     /**
-     * As {@link #loadSnapshot(int, long, KeyRange, Path)}, and records the region's {@code state} (null: none)
-     * with the applied index, in the same step.
+     * As {@link #loadSnapshot(int, long, KeyRange, Path)}, and records the region's {@code state} with the applied
+     * index, in the same step. With {@code state} null the store records none: a state recorded before is forgotten,
+     * as it went with data the load replaced (a replica started again from the cleared range must not take it up).
      */
     void loadSnapshot(int regionId, long appliedIndex, KeyRange range, Path dir, byte[] state) throws IOException;
 

@@ -339,6 +339,8 @@ public final class MemoryStore implements KvStore {
         appliedIndexByRegion.put(regionId, appliedIndex);
         if (state != null) {
             regionStates.put(regionId, state);
+        } else {
+            regionStates.remove(regionId);
         }
     }
 

@@ -406,6 +406,8 @@ public final class RocksStore implements KvStore {
                 meta.put(metaFamily, appliedKey(regionId), longBytes(appliedIndex));
                 if (state != null) {
                     meta.put(metaFamily, stateKey(regionId), state);
+                } else {
+                    meta.delete(metaFamily, stateKey(regionId));
                 }
                 db.write(writeOptions, meta);
             }

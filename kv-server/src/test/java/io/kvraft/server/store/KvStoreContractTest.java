@@ -667,6 +667,24 @@ abstract class KvStoreContractTest {
         assertThat(target.appliedIndex(REGION)).isEqualTo(9);
     }
 
+    @Test
+    void when_aLoadBringsNoRegionState_then_theStateRecordedBeforeIsForgotten() throws IOException {
+        KvStore store = newStore();
+        StoreBatch recorded = new StoreBatch(0);
+        recorded.regionMeta(REGION, 7, bytes("state-at-7"));
+        store.apply(REGION, 7, recorded);
+        assertThat(store.regionState(REGION)).isEqualTo(bytes("state-at-7"));
+        Path empty = newSnapshotDir();
+        newStore().writeSnapshot(KeyRange.ALL, empty);
+
+        store.loadSnapshot(REGION, 9, KeyRange.ALL, empty, bytes("state-at-9"));
+        assertThat(store.regionState(REGION)).isEqualTo(bytes("state-at-9"));
+        store.loadSnapshot(REGION, 0, KeyRange.ALL, empty); // the range cleared, as for a replica dropped here
+
+        assertThat(store.regionState(REGION)).as("a state that went with the replaced data").isNull();
+        assertThat(store.appliedIndex(REGION)).isZero();
+    }
+
     /** Writes key -> "v:" + key for each key, one batch per key. */
     private void putAll(KvStore store, String... keys) {
         for (String key : keys) {
