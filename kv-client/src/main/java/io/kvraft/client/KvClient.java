@@ -277,6 +277,45 @@ public interface KvClient extends AutoCloseable {
                 "this client cannot add replicas"));
     }
 
+    /**
+     * A forced recovery of a region, as {@link #planRecovery} found it.
+     *
+     * @param confVer   the conf version of the survivors' configuration
+     * @param voters    the region's voters in it, sorted
+     * @param survivors the voters whose node is live and holds a replica of it at that conf version, sorted: fewer
+     *                  than a majority of the voters; they become the region's voters
+     * @param lost      the other voters, each on a node the cluster map lists as removed
+     * @param applied   the highest applied index among the survivors: writes acknowledged after it may be lost
+     * @param replicas  each survivor's replica as its node reported it
+     */
+    record RecoveryPlan(int regionId, long confVer, List<String> voters, List<String> survivors, List<String> lost,
+                        long applied, java.util.Map<String, RegionInfo> replicas) {
+    }
+
+    /**
+     * Checks whether region {@code regionId} can be recovered by force, and how: its replicas on the live nodes (asked
+     * directly) must know no leader, be fewer than a majority of its voters, and its other voters must be on nodes the
+     * cluster map lists as removed ({@code node remove NODE --force}). Changes nothing. Fails with INVALID_ARGUMENT
+     * naming the reason otherwise, REGION_NOT_FOUND when no live node holds a replica of it.
+     */
+    default CompletableFuture<RecoveryPlan> planRecovery(int regionId) {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+                "this client cannot recover regions"));
+    }
+
+    /**
+     * Recovers a region by force, as {@code plan} says: each survivor takes the survivors as the region's voters
+     * (jraft's resetPeers), they elect a leader among themselves, and the cluster map's placement then adds replicas
+     * until the region has {@code replication.factor} again. Writes that reached only the lost replicas are gone,
+     * acknowledged ones among them. Completes with the new leader's view of the region once one leads (within
+     * {@code operationTimeoutMs}); each survivor checks the plan's conditions again and refuses, nothing changed, when
+     * one no longer holds (INVALID_ARGUMENT).
+     */
+    default CompletableFuture<RegionInfo> recoverRegion(RecoveryPlan plan) {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+                "this client cannot recover regions"));
+    }
+
     /** Each reachable node's store id (the random id of its data directory), by host:port. */
     default CompletableFuture<java.util.Map<String, String>> storeIds() {
         return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,

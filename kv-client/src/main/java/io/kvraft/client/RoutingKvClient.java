@@ -446,6 +446,16 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
     }
 
     @Override
+    public CompletableFuture<RecoveryPlan> planRecovery(int regionId) {
+        return new RegionRecovery(root).plan(regionId);
+    }
+
+    @Override
+    public CompletableFuture<RegionInfo> recoverRegion(RecoveryPlan plan) {
+        return new RegionRecovery(root).recover(plan);
+    }
+
+    @Override
     public CompletableFuture<io.kvraft.client.proto.KvProto.ClusterResponse> cluster() {
         return clusterAdmin.cluster();
     }

@@ -151,6 +151,7 @@ public final class KvServer implements AutoCloseable {
                 }, housekeeping, storeId,
                 why -> onRefused.accept(why));
         handlers.clusterRegions(meta::clusterRegions);
+        handlers.recovery(new io.kvraft.server.region.RegionRecovery(host, meta::nodeState));
         metrics.bind(host, handlers::inFlight);
     }
 

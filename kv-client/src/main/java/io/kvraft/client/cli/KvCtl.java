@@ -27,7 +27,8 @@ import java.util.concurrent.Callable;
         description = "Admin CLI of the replicated key-value store.",
         subcommands = {KvCtl.Put.class, KvCtl.Get.class, KvCtl.Delete.class, DataCommands.Scan.class,
                 DataCommands.DeleteRange.class, DataCommands.Cas.class, DataCommands.PutIfAbsent.class, RegionsCommand.class,
-                TransferLeaderCommand.class, SplitCommand.class, MergeCommand.class, MoveReplicaCommand.class, ReplicaCommands.Rebuild.class, ReplicaCommands.Add.class, RebalanceCommand.class, HealthCommand.class, StatusCommand.class,
+                TransferLeaderCommand.class, SplitCommand.class, MergeCommand.class, MoveReplicaCommand.class, ReplicaCommands.Rebuild.class, ReplicaCommands.Add.class,
+                ReplicaCommands.Recover.class, RebalanceCommand.class, HealthCommand.class, StatusCommand.class,
                 CoordCommands.Sequence.class, CoordCommands.Lock.class,
                 BackupCommands.BackupCommand.class, BackupCommands.RestoreCommand.class, BatchCommand.class,
                 NodeCommands.NodeCommand.class})

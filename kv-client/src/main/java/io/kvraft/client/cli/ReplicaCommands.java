@@ -8,7 +8,10 @@ import picocli.CommandLine.ParentCommand;
 
 import java.util.concurrent.Callable;
 
-/** {@code rebuild-replica REGION NODE} and {@code add-replica REGION NODE}: the placement's repairs, by hand. */
+/**
+ * {@code rebuild-replica REGION NODE} and {@code add-replica REGION NODE}: the placement's repairs, by hand; {@code
+ * recover-region REGION}: the last resort for a region that lost a majority of its replicas for good.
+ */
 final class ReplicaCommands {
 
     private ReplicaCommands() {
@@ -68,6 +71,55 @@ final class ReplicaCommands {
                 RegionInfo r = c.addReplica(regionId, node).join();
                 spec.commandLine().getOut().println("region " + r.getId() + ": replica added on " + node + "; peers "
                         + String.join(",", r.getPeersList()) + ", leader " + r.getLeader());
+                return 0;
+            }
+        }
+    }
+    @Command(name = "recover-region", mixinStandardHelpOptions = true, description = {"Recovers region REGION by force"
+            + " once it lost a majority of its replicas for good (two of three disks gone): the replicas left on live"
+            + " nodes become its voters, elect a leader among themselves, and the cluster map's placement adds replicas"
+            + " until it has replication.factor again. Writes that reached only the lost replicas are gone, acknowledged"
+            + " ones among them.",
+            "Without --yes, prints the plan and changes nothing: the survivors with their term and applied index, and the"
+                    + " lost voters. Refused (exit 1, nothing changed) while a replica knows a leader, while a majority"
+                    + " of the voters is live, and until every lost voter's node is removed from the cluster map (node"
+                    + " remove NODE --force), so that none can come back with its copy and elect a leader of the old"
+                    + " voters. Never start a removed node again with its data directory (it is refused)."})
+    static final class Recover implements Callable<Integer> {
+        @ParentCommand
+        KvCtl parent;
+
+        @CommandLine.Parameters(index = "0", paramLabel = "REGION", description = "the region (see `regions`)")
+        int regionId;
+
+        @CommandLine.Option(names = "--yes", description = "recover it now, accepting that writes only the lost replicas"
+                + " had are gone")
+        boolean yes;
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public Integer call() {
+            java.io.PrintWriter out = spec.commandLine().getOut();
+            try (KvClient c = parent.connect()) {
+                KvClient.RecoveryPlan plan = c.planRecovery(regionId).join();
+                out.println("region " + regionId + ": " + plan.survivors().size() + " of its " + plan.voters().size()
+                        + " voters survive (conf version " + plan.confVer() + "):");
+                plan.replicas().forEach((node, r) -> out.println("  " + node + "  term " + r.getTerm()
+                        + ", applied index " + r.getAppliedIndex() + ", " + r.getRole().toLowerCase(java.util.Locale.ROOT)));
+                out.println("  lost (removed from the cluster map): " + String.join(", ", plan.lost()));
+                out.println("writes acknowledged after applied index " + plan.applied() + " may have reached only the"
+                        + " lost replicas: those are gone once it is recovered");
+                if (!yes) {
+                    out.println("nothing changed; to make " + String.join(", ", plan.survivors()) + " its voters, run"
+                            + " again with --yes");
+                    return 0;
+                }
+                RegionInfo r = c.recoverRegion(plan).join();
+                out.println("region " + r.getId() + " recovered: leader " + r.getLeader() + ", term " + r.getTerm()
+                        + ", voters " + String.join(",", r.getPeersList()) + "; the cluster map's placement adds"
+                        + " replicas until replication.factor");
                 return 0;
             }
         }

@@ -47,6 +47,8 @@ public final class WireProtocol {
             parser(KvProto.MoveReplicaRequest.class, KvProto.MoveReplicaRequest.parser()),
             parser(KvProto.MoveReplicaResponse.class, KvProto.MoveReplicaResponse.parser()),
             parser(KvProto.ReplicaRequest.class, KvProto.ReplicaRequest.parser()),
+            parser(KvProto.RecoverRegionRequest.class, KvProto.RecoverRegionRequest.parser()),
+            parser(KvProto.RecoverRegionResponse.class, KvProto.RecoverRegionResponse.parser()),
             parser(KvProto.JoinRequest.class, KvProto.JoinRequest.parser()),
             parser(KvProto.JoinResponse.class, KvProto.JoinResponse.parser()),
             parser(KvProto.ClusterRequest.class, KvProto.ClusterRequest.parser()),

@@ -100,6 +100,7 @@ class WireProtocolTest {
                 KvProto.ReplicaRequest.newBuilder().setOp(KvProto.ReplicaRequest.Op.DROP).setRegion(RegionInfo.newBuilder()
                         .setId(5).setStartKey(bytes("a")).setEpoch(3).addPeers("10.0.0.1:8181").addPeers("10.0.0.4:8184"))
                         .build(),
+                KvProto.RecoverRegionRequest.newBuilder().setRegionId(5).addVoters("10.0.0.1:8181").setConfVer(4).build(),
                 KvProto.JoinRequest.newBuilder().setEndpoint("10.0.0.5:8185").setNodeId("9a3f").setClusterId("c1").build(),
                 KvProto.ClusterRequest.getDefaultInstance(),
                 KvProto.NodeStateRequest.newBuilder().setEndpoint("10.0.0.4:8184").setState(KvProto.NodeState.REMOVED)
@@ -149,6 +150,10 @@ class WireProtocolTest {
                         .build(),
                 KvProto.SplitResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.INVALID_ARGUMENT)
                         .setDetail("split key is not strictly inside region 1")).build(),
+                KvProto.RecoverRegionResponse.newBuilder().setRegion(RegionInfo.newBuilder().setId(5).setEpoch(3)
+                        .addPeers("10.0.0.1:8181").setTerm(9)).build(),
+                KvProto.RecoverRegionResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.INVALID_ARGUMENT)
+                        .setDetail("region 5 not recovered: it has a leader, 10.0.0.2:8182")).build(),
                 KvProto.MoveReplicaResponse.newBuilder().setRegion(RegionInfo.newBuilder().setId(5).setEpoch(3)
                         .addPeers("10.0.0.1:8181").addPeers("10.0.0.4:8184").setLeader("10.0.0.1:8181")).build(),
                 KvProto.MoveReplicaResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.BUSY)

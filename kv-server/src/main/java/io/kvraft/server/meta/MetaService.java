@@ -691,6 +691,12 @@ public final class MetaService implements AutoCloseable {
         return views;
     }
 
+    /** A node's state in this node's copy of the cluster map (which may lag its leader's), or null when not listed. */
+    public NodeState nodeState(String endpoint) {
+        NodeRecord rec = find(group.map(), endpoint);
+        return rec == null ? null : rec.getState();
+    }
+
     /** Every region as the nodes last reported it (the leader's own view first), and which nodes are live or down. */
     Placement.View view() {
         return view(false);

@@ -765,6 +765,12 @@ public final class Region {
     /** Called when this node starts to lead {@code term}: leases held from earlier terms run from now. */
     void onLeaderStart(long term) {
         termStart = new TermStart(term, leaseClockMs.getAsLong());
+        // jraft starts a leader once its first entry, its configuration, is committed, but tells a state machine of a
+        // configuration only through joint changes: one set by resetPeers (a forced recovery) would go unseen
+        Node n = node;
+        if (n != null) {
+            peersCommitted(n.listPeers().stream().map(p -> p.getEndpoint().toString()).toList());
+        }
     }
 
     /**

@@ -63,6 +63,7 @@ public final class KvHandlers {
     private volatile io.kvraft.server.region.Splitter splitter;
     private volatile io.kvraft.server.region.Merger merger;
     private volatile io.kvraft.server.region.ReplicaMover mover;
+    private volatile io.kvraft.server.region.RegionRecovery recovery;
     /** Answers route lookups from the cluster map (RegionsRequest.cluster): the node's MetaService; null: none. */
     private volatile java.util.function.Function<RegionsRequest, CompletableFuture<RegionsResponse>> clusterRegions;
 
@@ -119,6 +120,7 @@ public final class KvHandlers {
         server.registerProcessor(processor(io.kvraft.client.proto.KvProto.MergeStepRequest.class, this::mergeStep));
         server.registerProcessor(processor(io.kvraft.client.proto.KvProto.MoveReplicaRequest.class, this::moveReplica));
         server.registerProcessor(processor(io.kvraft.client.proto.KvProto.ReplicaRequest.class, this::replica));
+        server.registerProcessor(processor(io.kvraft.client.proto.KvProto.RecoverRegionRequest.class, this::recover));
     }
 
     /** Who answers route lookups from the cluster map ({@code RegionsRequest.cluster}): the node's cluster map service. */
@@ -128,6 +130,22 @@ public final class KvHandlers {
 
     public void mover(io.kvraft.server.region.ReplicaMover mover) {
         this.mover = mover;
+    }
+
+    public void recovery(io.kvraft.server.region.RegionRecovery recovery) {
+        this.recovery = recovery;
+    }
+
+    /** A forced recovery's step on a surviving replica (see RegionRecovery): answered at once. */
+    private void recover(RpcContext ctx, io.kvraft.client.proto.KvProto.RecoverRegionRequest req) {
+        io.kvraft.server.region.RegionRecovery r = recovery;
+        if (shuttingDown || r == null) {
+            ctx.sendResponse(io.kvraft.client.proto.KvProto.RecoverRegionResponse.newBuilder().setError(Responses.error(
+                    shuttingDown ? ErrorCode.SHUTTING_DOWN : ErrorCode.UNAVAILABLE,
+                    "node " + host.endpoint() + " does not recover regions now")).build());
+            return;
+        }
+        ctx.sendResponse(r.recover(req));
     }
 
     private void moveReplica(RpcContext ctx, io.kvraft.client.proto.KvProto.MoveReplicaRequest req) {

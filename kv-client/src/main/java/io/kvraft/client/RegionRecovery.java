@@ -1,0 +1,216 @@
+package io.kvraft.client;
+
+import io.kvraft.client.proto.KvProto.ClusterMap;
+import io.kvraft.client.proto.KvProto.ClusterResponse;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.NodeRecord;
+import io.kvraft.client.proto.KvProto.NodeState;
+import io.kvraft.client.proto.KvProto.NodeStatus;
+import io.kvraft.client.proto.KvProto.RecoverRegionRequest;
+import io.kvraft.client.proto.KvProto.RecoverRegionResponse;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.RegionsRequest;
+import io.kvraft.client.proto.KvProto.RegionsResponse;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Forced recovery of a region that lost a majority of its voters for good: {@link #plan} finds its surviving replicas
+ * on the live nodes and checks that recovering is the only way left; {@link #recover} then has each survivor take the
+ * survivors as the region's voters (the server's {@code RecoverRegionRequest}) and waits until one of them leads.
+ */
+final class RegionRecovery {
+
+    private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
+
+    private final RoutingKvClient client;
+
+    RegionRecovery(RoutingKvClient client) {
+        this.client = client;
+    }
+
+    /** See {@link KvClient#planRecovery}. */
+    CompletableFuture<KvClient.RecoveryPlan> plan(int regionId) {
+        return client.cluster().thenCompose(c -> replicas(c, regionId).thenApply(replicas -> plan(regionId, c.getMap(),
+                replicas)));
+    }
+
+    /** Each live node's replica of the region (nodes that do not answer or hold none are left out), by host:port. */
+    private CompletableFuture<Map<String, RegionInfo>> replicas(ClusterResponse c, int regionId) {
+        Map<String, CompletableFuture<RegionsResponse>> asked = new TreeMap<>();
+        for (NodeStatus s : c.getStatusList()) {
+            if (s.getLive()) {
+                asked.put(s.getEndpoint(), client.transport().call(s.getEndpoint(), RegionsRequest.getDefaultInstance(),
+                        client.requestTimeoutMs()));
+            }
+        }
+        return CompletableFuture.allOf(asked.values().stream().map(f -> f.handle((r, e) -> null))
+                .toArray(CompletableFuture[]::new)).thenApply(v -> {
+                    Map<String, RegionInfo> out = new TreeMap<>();
+                    asked.forEach((node, f) -> {
+                        if (!f.isCompletedExceptionally()) {
+                            f.join().getRegionsList().stream().filter(r -> r.getId() == regionId).findFirst()
+                                    .ifPresent(r -> out.put(node, r));
+                        }
+                    });
+                    return out;
+                });
+    }
+
+    /**
+     * The plan from the live nodes' replicas of the region: refused (INVALID_ARGUMENT, or REGION_NOT_FOUND when no live
+     * node holds one) unless no replica knows a leader, the replicas of the newest conf version are fewer than a
+     * majority of its voters, and every other voter is on a node the map lists as removed.
+     */
+    static KvClient.RecoveryPlan plan(int regionId, ClusterMap map, Map<String, RegionInfo> replicas) {
+        if (replicas.isEmpty()) {
+            throw new KvException(ErrorCode.REGION_NOT_FOUND, "no live node holds a replica of region " + regionId
+                    + ": none survives to recover it from; restore its keys from a backup");
+        }
+        for (Map.Entry<String, RegionInfo> e : replicas.entrySet()) {
+            RegionInfo r = e.getValue();
+            if (r.getRole().equals("LEADER") || !r.getLeader().isEmpty()) {
+                String leader = r.getRole().equals("LEADER") ? e.getKey() : r.getLeader();
+                throw refused(regionId, "it has a leader, " + leader + " (as " + e.getKey() + " sees it): nothing to"
+                        + " recover");
+            }
+        }
+        RegionInfo newest = replicas.values().stream()
+                .max(java.util.Comparator.comparingLong(RegionInfo::getConfVer)).orElseThrow();
+        List<String> voters = newest.getPeersList().stream().sorted().toList();
+        List<String> survivors = new ArrayList<>();
+        replicas.forEach((node, r) -> {
+            if (voters.contains(node) && r.getConfVer() == newest.getConfVer()) {
+                survivors.add(node);
+            }
+        });
+        int majority = voters.size() / 2 + 1;
+        if (survivors.size() >= majority) {
+            throw refused(regionId, survivors.size() + " of its " + voters.size() + " voters " + survivors
+                    + " are live, a majority: they elect a leader by themselves (if none comes, see their logs)");
+        }
+        List<String> lost = voters.stream().filter(v -> !survivors.contains(v)).toList();
+        for (String v : lost) {
+            NodeState s = stateOf(map, v);
+            if (s != NodeState.REMOVED) {
+                throw refused(regionId, "its voter " + v + " is " + (s == null ? "not a node of the cluster map"
+                        : s.name().toLowerCase(Locale.ROOT) + " in the cluster map") + ", not removed: if its copy is"
+                        + " gone for good, remove it first (node remove " + v + " --force), so that it cannot come back"
+                        + " with that copy and elect a leader of the old voters; if it can come back, bring it back"
+                        + " instead");
+            }
+        }
+        long applied = survivors.stream().mapToLong(n -> replicas.get(n).getAppliedIndex()).max().orElse(0);
+        Map<String, RegionInfo> kept = new TreeMap<>();
+        survivors.forEach(n -> kept.put(n, replicas.get(n)));
+        return new KvClient.RecoveryPlan(regionId, newest.getConfVer(), voters, List.copyOf(survivors), lost, applied,
+                kept);
+    }
+
+    private static KvException refused(int regionId, String why) {
+        return new KvException(ErrorCode.INVALID_ARGUMENT, "region " + regionId + " not recovered: " + why);
+    }
+
+    private static NodeState stateOf(ClusterMap map, String endpoint) {
+        for (NodeRecord n : map.getNodesList()) {
+            if (n.getEndpoint().equals(endpoint)) {
+                return n.getState();
+            }
+        }
+        return null;
+    }
+
+    /** See {@link KvClient#recoverRegion}. */
+    CompletableFuture<RegionInfo> recover(KvClient.RecoveryPlan plan) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(client.operationTimeoutMs());
+        CompletableFuture<RegionInfo> led = new CompletableFuture<>();
+        reset(plan, plan.survivors(), deadline, led);
+        return led;
+    }
+
+    /**
+     * Asks the survivors in {@code pending} to take the new voters; those that answer UNAVAILABLE (their copy of the
+     * cluster map does not list a lost voter as removed yet) or do not answer are asked again until the deadline.
+     */
+    private void reset(KvClient.RecoveryPlan plan, List<String> pending, long deadline,
+                       CompletableFuture<RegionInfo> led) {
+        Map<String, CompletableFuture<RecoverRegionResponse>> asked = new TreeMap<>();
+        for (String node : pending) {
+            asked.put(node, client.transport().call(node, RecoverRegionRequest.newBuilder().setRegionId(plan.regionId())
+                    .addAllVoters(plan.survivors()).setConfVer(plan.confVer()).build(), client.requestTimeoutMs()));
+        }
+        CompletableFuture.allOf(asked.values().stream().map(f -> f.handle((r, e) -> null))
+                .toArray(CompletableFuture[]::new)).whenComplete((v, e) -> {
+                    List<String> again = new ArrayList<>();
+                    List<String> why = new ArrayList<>();
+                    boolean definitive = false;
+                    for (Map.Entry<String, CompletableFuture<RecoverRegionResponse>> a : asked.entrySet()) {
+                        Throwable err = a.getValue().handle((r, x) -> x).join();
+                        RecoverRegionResponse resp = err == null ? a.getValue().join() : null;
+                        ErrorCode code = err != null ? KvException.unwrap(err).code()
+                                : resp.hasError() ? resp.getError().getCode() : ErrorCode.OK;
+                        if (code == ErrorCode.OK) {
+                            continue;
+                        }
+                        why.add(a.getKey() + ": " + (err != null ? KvException.unwrap(err).getMessage()
+                                : code + " " + resp.getError().getDetail()));
+                        if (err != null || code == ErrorCode.UNAVAILABLE) {
+                            again.add(a.getKey());
+                        } else {
+                            definitive = true;
+                        }
+                    }
+                    if (why.isEmpty()) {
+                        awaitLeader(plan, deadline, led);
+                        return;
+                    }
+                    boolean noneTook = why.size() == plan.survivors().size();
+                    if (definitive || System.nanoTime() - deadline > 0) {
+                        led.completeExceptionally(new KvException(definitive ? ErrorCode.INVALID_ARGUMENT
+                                : ErrorCode.UNAVAILABLE, "region " + plan.regionId() + (noneTook
+                                ? " not recovered, nothing changed: " : ": only some survivors took the new voters "
+                                + plan.survivors() + "; run recover-region again: ") + String.join("; ", why)));
+                        return;
+                    }
+                    if (!client.later(() -> reset(plan, again, deadline, led), POLL_NANOS)) {
+                        led.completeExceptionally(new KvException(ErrorCode.UNAVAILABLE, "client closed"));
+                    }
+                });
+    }
+
+    /** Completes {@code led} with the survivors' leader's view of the region once one leads the new voters. */
+    private void awaitLeader(KvClient.RecoveryPlan plan, long deadline, CompletableFuture<RegionInfo> led) {
+        List<CompletableFuture<RegionsResponse>> asked = plan.survivors().stream().map(n -> client.transport()
+                .<RegionsResponse>call(n, RegionsRequest.getDefaultInstance(), client.requestTimeoutMs())).toList();
+        CompletableFuture.allOf(asked.stream().map(f -> f.handle((r, e) -> null)).toArray(CompletableFuture[]::new))
+                .whenComplete((v, e) -> {
+                    for (CompletableFuture<RegionsResponse> f : asked) {
+                        if (f.isCompletedExceptionally()) {
+                            continue;
+                        }
+                        for (RegionInfo r : f.join().getRegionsList()) {
+                            if (r.getId() == plan.regionId() && r.getRole().equals("LEADER")
+                                    && r.getPeersList().stream().sorted().toList().equals(plan.survivors())) {
+                                client.refreshRoutes().whenComplete((x, y) -> led.complete(r));
+                                return;
+                            }
+                        }
+                    }
+                    if (System.nanoTime() - deadline > 0) {
+                        led.completeExceptionally(new KvException(ErrorCode.NO_LEADER, "region " + plan.regionId()
+                                + ": its voters were reset to " + plan.survivors() + ", but none of them leads it yet"
+                                + " after " + client.operationTimeoutMs() + " ms: see `regions` and their logs"));
+                        return;
+                    }
+                    if (!client.later(() -> awaitLeader(plan, deadline, led), POLL_NANOS)) {
+                        led.completeExceptionally(new KvException(ErrorCode.UNAVAILABLE, "client closed"));
+                    }
+                });
+    }
+}
