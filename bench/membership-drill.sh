@@ -37,29 +37,9 @@ if [ "$short" = 1 ]; then regions=6; warmup=10; duration=180; else regions=24; w
 
 . bench/lib/local-cluster.sh
 kv_build_jars
-out=$(mktemp -d /tmp/kv-membership-drill.XXXXXX)
-bench_pid=""
-cleanup() {
-  [ -n "$bench_pid" ] && kill "$bench_pid" 2>/dev/null || true
-  if [ "${KEEP:-0}" = 1 ] && [ -n "${work:-}" ]; then cp "$work"/*.yaml "$work"/*.log "$out/" 2>/dev/null || true; fi
-  kv_cluster_cleanup || true
-  if [ "${KEEP:-0}" = 1 ]; then echo "work dir kept: $out"; else rm -rf "$out"; fi
-} 2>/dev/null
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-load() { echo "(load average: $(uptime | sed 's/.*load average: //'))"; }
-now() { date +%s.%N; }
-since() { python3 -c "import sys,time; print(f'{time.time()-float(sys.argv[1]):.1f}')" "$1"; }
+. bench/lib/drill.sh
+drill_init membership-drill
 bench_second() { grep -o '^ *[0-9.]*s ' "$out/bench.txt" | tail -1 | tr -d ' s'; }
-# "REGIONS MIN MAX LED": replicas per region on the live nodes given, and regions with a leader
-replica_counts() {
-  kvc regions --json 2>/dev/null | python3 -c '
-import json, sys
-rs = json.load(sys.stdin)
-live = set(sys.argv[1].split(","))
-c = [sum(1 for p in r["peers"] if p in live) for r in rs]
-print(len(rs), min(c), max(c), sum(1 for r in rs if r["leader"]))' "$1" || echo "0 0 0 0"
-}
 # 0 when the map's leader sees every live node holding as many replicas as the others (within 1), no move running,
 # and every region with 3 replicas
 balanced() {
@@ -76,16 +56,6 @@ for line in open(sys.argv[1]):
 ok = set(rows) == want and max(rows.values()) - min(rows.values()) <= 1
 sys.exit(0 if ok else 1)
 PY
-}
-wait_for() { # SECONDS DESCRIPTION COMMAND...: polls COMMAND every second
-  local limit=$1 what=$2 t
-  shift 2
-  t=$(now)
-  while ! "$@"; do
-    python3 -c "import sys,time; sys.exit(0 if time.time()-float(sys.argv[1]) < float(sys.argv[2]) else 1)" "$t" "$limit" \
-      || { kvc node list || true; fail "$what: not reached in $limit s"; }
-    sleep 1
-  done
 }
 
 export KV_NODES=3

@@ -33,38 +33,8 @@ if [ "$short" = 1 ]; then regions=6; warmup=10; duration=120; else regions=24; w
 
 . bench/lib/local-cluster.sh
 kv_build_jars
-out=$(mktemp -d /tmp/kv-recover-drill.XXXXXX)
-bench_pid=""
-cleanup() {
-  [ -n "$bench_pid" ] && kill "$bench_pid" 2>/dev/null || true
-  if [ "${KEEP:-0}" = 1 ] && [ -n "${work:-}" ]; then cp "$work"/*.yaml "$work"/*.log "$out/" 2>/dev/null || true; fi
-  kv_cluster_cleanup || true
-  if [ "${KEEP:-0}" = 1 ]; then echo "work dir kept: $out"; else rm -rf "$out"; fi
-} 2>/dev/null
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-load() { echo "(load average: $(uptime | sed 's/.*load average: //'))"; }
-now() { date +%s.%N; }
-since() { python3 -c "import sys,time; print(f'{time.time()-float(sys.argv[1]):.1f}')" "$1"; }
-wait_for() { # SECONDS DESCRIPTION COMMAND...: polls COMMAND every second
-  local limit=$1 what=$2 t
-  shift 2
-  t=$(now)
-  while ! "$@"; do
-    python3 -c "import sys,time; sys.exit(0 if time.time()-float(sys.argv[1]) < float(sys.argv[2]) else 1)" "$t" "$limit" \
-      || { kvc node list || true; kvc regions || true; fail "$what: not reached in $limit s"; }
-    sleep 1
-  done
-}
-# "REGIONS MIN MAX LED": replicas per region on the live nodes given, and regions with a leader
-replica_counts() {
-  kvc regions --json 2>/dev/null | python3 -c '
-import json, sys
-rs = json.load(sys.stdin)
-live = set(sys.argv[1].split(","))
-c = [sum(1 for p in r["peers"] if p in live) for r in rs]
-print(len(rs), min(c), max(c), sum(1 for r in rs if r["leader"]))' "$1" || echo "0 0 0 0"
-}
+. bench/lib/drill.sh
+drill_init recover-drill
 
 export KV_NODES=5
 kv_cluster_init "$engine" "$regions" "replication:

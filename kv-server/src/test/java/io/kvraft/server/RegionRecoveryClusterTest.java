@@ -54,7 +54,8 @@ class RegionRecoveryClusterTest {
             throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(5, REGIONS, dir, "memory",
                 io.kvraft.server.config.ServerConfig.RaftConfig.LOG_SHARED,
-                c -> c.withReplication(new ReplicationConfig(3)).withSplit(new SplitConfig(false, null, null, null, null))
+                c -> c.withReplication(new ReplicationConfig(3))
+                        .withSplit(new SplitConfig(false, null, null, null, null))
                         .withPlacement(new PlacementConfig(true, 200, 2_000L, null)));
              Transport raw = new Transport()) {
             await().atMost(60, SECONDS).until(cluster::allRegionsLed);
@@ -66,7 +67,8 @@ class RegionRecoveryClusterTest {
             }
             puts.forEach(KvClient::sync);
 
-            // a region with a node outside the map's voters among its own: losing it and one more keeps the map's majority
+            // a region with a node outside the map's voters among its own: losing it and one more keeps the map's
+            // majority
             Set<String> mapVoters = new TreeSet<>(await().atMost(30, SECONDS).until(() -> java.util.stream.IntStream
                     .range(0, nodes.size()).mapToObj(cluster::node).filter(n -> n.meta().group().isLeader())
                     .map(n -> n.meta().group().voters()).findFirst().orElse(List.of()), v -> v.size() == 3));

@@ -78,10 +78,10 @@ final class ReplicaCommands {
     @Command(name = "recover-region", mixinStandardHelpOptions = true, description = {"Recovers region REGION by force"
             + " once it lost a majority of its replicas for good (two of three disks gone): the replicas left on live"
             + " nodes become its voters, elect a leader among themselves, and the cluster map's placement adds replicas"
-            + " until it has replication.factor again. Writes that reached only the lost replicas are gone, acknowledged"
-            + " ones among them.",
-            "Without --yes, prints the plan and changes nothing: the survivors with their term and applied index, and the"
-                    + " lost voters. Refused (exit 1, nothing changed) while a replica knows a leader, while a majority"
+            + " until it has replication.factor again. Writes that reached only the lost replicas are gone,"
+            + " acknowledged ones among them.",
+            "Without --yes, prints the plan and changes nothing: the survivors with their term and applied index, and"
+                    + " the lost voters. Refused (exit 1, nothing changed) while a replica knows a leader, while a majority"
                     + " of the voters is live, and until every lost voter's node is removed from the cluster map (node"
                     + " remove NODE --force), so that none can come back with its copy and elect a leader of the old"
                     + " voters. Never start a removed node again with its data directory (it is refused)."})
@@ -92,8 +92,8 @@ final class ReplicaCommands {
         @CommandLine.Parameters(index = "0", paramLabel = "REGION", description = "the region (see `regions`)")
         int regionId;
 
-        @CommandLine.Option(names = "--yes", description = "recover it now, accepting that writes only the lost replicas"
-                + " had are gone")
+        @CommandLine.Option(names = "--yes", description = "recover it now, accepting that writes only the lost"
+                + " replicas had are gone")
         boolean yes;
 
         @CommandLine.Spec
@@ -106,8 +106,8 @@ final class ReplicaCommands {
                 KvClient.RecoveryPlan plan = c.planRecovery(regionId).join();
                 out.println("region " + regionId + ": " + plan.survivors().size() + " of its " + plan.voters().size()
                         + " voters survive (conf version " + plan.confVer() + "):");
-                plan.replicas().forEach((node, r) -> out.println("  " + node + "  term " + r.getTerm()
-                        + ", applied index " + r.getAppliedIndex() + ", " + r.getRole().toLowerCase(java.util.Locale.ROOT)));
+                plan.replicas().forEach((node, r) -> out.println("  " + node + "  term " + r.getTerm() + ", applied index "
+                        + r.getAppliedIndex() + ", " + r.getRole().toLowerCase(java.util.Locale.ROOT)));
                 out.println("  lost (removed from the cluster map): " + String.join(", ", plan.lost()));
                 out.println("writes acknowledged after applied index " + plan.applied() + " may have reached only the"
                         + " lost replicas: those are gone once it is recovered");

@@ -75,8 +75,8 @@ public final class RegionRecovery {
         List<String> before = new ArrayList<>(region.peers());
         Status st = node.resetPeers(new Configuration(voters.stream().map(PeerId::parsePeer).toList()));
         if (!st.isOk()) {
-            return failed(ErrorCode.UNAVAILABLE, "region " + id + ": jraft did not reset its voters on " + host.endpoint()
-                    + ": " + st.getErrorMsg());
+            return failed(ErrorCode.UNAVAILABLE, "region " + id + ": jraft did not reset its voters on "
+                    + host.endpoint() + ": " + st.getErrorMsg());
         }
         io.kvraft.client.proto.KvProto.RegionInfo now = region.info();
         LOG.warn("region {}: FORCED RECOVERY on {}: voters reset from {} to {} (term now {}, applied index {}); entries"

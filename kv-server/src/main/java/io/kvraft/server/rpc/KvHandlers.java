@@ -132,6 +132,12 @@ public final class KvHandlers {
         this.mover = mover;
     }
 
+    /** The answer of a node that is shutting down, or has no part to do an admin operation ("move replicas"). */
+    private Error notNow(String doing) {
+        return Responses.error(shuttingDown ? ErrorCode.SHUTTING_DOWN : ErrorCode.UNAVAILABLE,
+                "node " + host.endpoint() + " does not " + doing + " now");
+    }
+
     public void recovery(io.kvraft.server.region.RegionRecovery recovery) {
         this.recovery = recovery;
     }
@@ -140,9 +146,8 @@ public final class KvHandlers {
     private void recover(RpcContext ctx, io.kvraft.client.proto.KvProto.RecoverRegionRequest req) {
         io.kvraft.server.region.RegionRecovery r = recovery;
         if (shuttingDown || r == null) {
-            ctx.sendResponse(io.kvraft.client.proto.KvProto.RecoverRegionResponse.newBuilder().setError(Responses.error(
-                    shuttingDown ? ErrorCode.SHUTTING_DOWN : ErrorCode.UNAVAILABLE,
-                    "node " + host.endpoint() + " does not recover regions now")).build());
+            ctx.sendResponse(io.kvraft.client.proto.KvProto.RecoverRegionResponse.newBuilder()
+                    .setError(notNow("recover regions")).build());
             return;
         }
         ctx.sendResponse(r.recover(req));
@@ -151,9 +156,8 @@ public final class KvHandlers {
     private void moveReplica(RpcContext ctx, io.kvraft.client.proto.KvProto.MoveReplicaRequest req) {
         io.kvraft.server.region.ReplicaMover m = mover;
         if (shuttingDown || m == null) {
-            ctx.sendResponse(io.kvraft.client.proto.KvProto.MoveReplicaResponse.newBuilder().setError(Responses.error(
-                    shuttingDown ? ErrorCode.SHUTTING_DOWN : ErrorCode.UNAVAILABLE,
-                    "node " + host.endpoint() + " does not move replicas now")).build());
+            ctx.sendResponse(io.kvraft.client.proto.KvProto.MoveReplicaResponse.newBuilder()
+                    .setError(notNow("move replicas")).build());
             return;
         }
         Runnable done = track();
@@ -254,9 +258,8 @@ public final class KvHandlers {
     private void merge(RpcContext ctx, io.kvraft.client.proto.KvProto.MergeRequest req) {
         io.kvraft.server.region.Merger m = merger;
         if (shuttingDown || m == null) {
-            ctx.sendResponse(io.kvraft.client.proto.KvProto.MergeResponse.newBuilder().setError(Responses.error(
-                    shuttingDown ? ErrorCode.SHUTTING_DOWN : ErrorCode.UNAVAILABLE,
-                    "node " + host.endpoint() + " does not merge regions now")).build());
+            ctx.sendResponse(io.kvraft.client.proto.KvProto.MergeResponse.newBuilder()
+                    .setError(notNow("merge regions")).build());
             return;
         }
         Runnable done = track();
