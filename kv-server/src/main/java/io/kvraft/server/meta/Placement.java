@@ -23,7 +23,8 @@ import java.util.TreeMap;
  * fewest; a voter whose node holds no replica of its region any more, a wiped disk, is rebuilt in place, or moved
  * when its node is draining or removed; a region with fewer replicas than the factor gets one more); a replica on a
  * node that is removed or draining goes to the live UP node without one that holds fewest; a replica goes from the UP
- * node that holds most to the one that holds fewest, until they differ by at most one.
+ * node that holds most to the one that holds fewest, until they differ by at most one. A region whose voters on live
+ * nodes are not a majority is left alone: it has no leader to move a replica (see {@code recover-region}).
  */
 public final class Placement {
 
@@ -125,7 +126,7 @@ public final class Placement {
         // is draining or removed; a region with fewer voters than the factor gets one more. A drain or a balance that
         // went first would leave such a region one failure from losing its majority for as long as it runs
         for (RegionInfo r : view.regions()) {
-            if (skip.contains(r.getId()) || r.getMergingInto() != 0) {
+            if (skip.contains(r.getId()) || r.getMergingInto() != 0 || !quorate(r, view)) {
                 continue;
             }
             Optional<String> to = fewest(up, counts, r);
@@ -159,7 +160,7 @@ public final class Placement {
         }
         // 2. off nodes that are removed or draining
         for (RegionInfo r : view.regions()) {
-            if (skip.contains(r.getId()) || r.getMergingInto() != 0) {
+            if (skip.contains(r.getId()) || r.getMergingInto() != 0 || !quorate(r, view)) {
                 continue;
             }
             for (String v : r.getPeersList()) {
@@ -200,6 +201,15 @@ public final class Placement {
             }
         }
         return Optional.empty();
+    }
+
+    /**
+     * Whether a majority of the region's voters is on live nodes. Else it has no leader to make a move (two of three
+     * replicas lost: `recover-region`), and a move asked would only hold a slot until its leader search times out.
+     */
+    private static boolean quorate(RegionInfo r, View view) {
+        long live = r.getPeersList().stream().filter(view.live()::contains).count();
+        return live >= r.getPeersCount() / 2 + 1;
     }
 
     /** The live UP node without a replica of {@code r} that holds fewest (by name among equals), if any. */

@@ -95,6 +95,22 @@ class PlacementTest {
     }
 
     @Test
+    void aRegionWithoutALiveMajority_isLeftAlone_untilRecoveredToItsSurvivor() {
+        // b and c died with their disks and were removed: region 1 has one replica, on a, and no leader to move it
+        ClusterMap m = map(Map.of("a", NodeState.UP, "b", NodeState.REMOVED, "c", NodeState.REMOVED, "d", NodeState.UP,
+                "e", NodeState.UP));
+        Set<String> live = Set.of("a", "d", "e");
+        List<RegionInfo> broken = regions(List.of(ABC, List.of("a", "b", "d")));
+        // region 2 (two of three live) moves its replica off removed b; region 1 is never asked for one
+        assertThat(Placement.next(m, new Placement.View(broken, live, Set.of()), true, Set.of()))
+                .contains(new Placement.Move(2, "b", "e", "removed"));
+        assertThat(Placement.next(m, new Placement.View(broken, live, Set.of()), true, Set.of(2))).isEmpty();
+        // recover-region made a its only voter: it gets two more
+        assertThat(Placement.next(m, new Placement.View(regions(List.of(List.of("a"), List.of("a", "d", "e"))), live,
+                Set.of()), true, Set.of())).contains(new Placement.Move(1, "", "d", "add"));
+    }
+
+    @Test
     void movesUnderWayLeaveTheirRegionsAlone_countAsDoneForTargets_andHoldBackBalancing() {
         ClusterMap m = map(Map.of("a", NodeState.UP, "b", NodeState.UP, "c", NodeState.UP, "d", NodeState.UP));
         Set<String> all = Set.of("a", "b", "c", "d");
