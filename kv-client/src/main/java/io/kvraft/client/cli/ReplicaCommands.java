@@ -75,6 +75,7 @@ final class ReplicaCommands {
             }
         }
     }
+
     @Command(name = "recover-region", mixinStandardHelpOptions = true, description = {"Recovers region REGION by force"
             + " once it lost a majority of its replicas for good (two of three disks gone): the replicas left on live"
             + " nodes become its voters, elect a leader among themselves, and the cluster map's placement adds replicas"
