@@ -43,12 +43,16 @@ final class RegionRecovery {
 
     /** Each live node's replica of the region (nodes that do not answer or hold none are left out), by host:port. */
     private CompletableFuture<Map<String, RegionInfo>> replicas(ClusterResponse c, int regionId) {
+        return replicas(c.getStatusList().stream().filter(NodeStatus::getLive).map(NodeStatus::getEndpoint).toList(),
+                regionId);
+    }
+
+    /** Each of {@code nodes}' replica of the region, as it answers now (those that do not or hold none left out). */
+    private CompletableFuture<Map<String, RegionInfo>> replicas(List<String> nodes, int regionId) {
         Map<String, CompletableFuture<RegionsResponse>> asked = new TreeMap<>();
-        for (NodeStatus s : c.getStatusList()) {
-            if (s.getLive()) {
-                asked.put(s.getEndpoint(), client.transport().call(s.getEndpoint(), RegionsRequest.getDefaultInstance(),
-                        client.requestTimeoutMs()));
-            }
+        for (String node : nodes) {
+            asked.put(node, client.transport().call(node, RegionsRequest.getDefaultInstance(),
+                    client.requestTimeoutMs()));
         }
         return CompletableFuture.allOf(asked.values().stream().map(f -> f.handle((r, e) -> null))
                 .toArray(CompletableFuture[]::new)).thenApply(v -> {
@@ -186,31 +190,23 @@ final class RegionRecovery {
 
     /** Completes {@code led} with the survivors' leader's view of the region once one leads the new voters. */
     private void awaitLeader(KvClient.RecoveryPlan plan, long deadline, CompletableFuture<RegionInfo> led) {
-        List<CompletableFuture<RegionsResponse>> asked = plan.survivors().stream().map(n -> client.transport()
-                .<RegionsResponse>call(n, RegionsRequest.getDefaultInstance(), client.requestTimeoutMs())).toList();
-        CompletableFuture.allOf(asked.stream().map(f -> f.handle((r, e) -> null)).toArray(CompletableFuture[]::new))
-                .whenComplete((v, e) -> {
-                    for (CompletableFuture<RegionsResponse> f : asked) {
-                        if (f.isCompletedExceptionally()) {
-                            continue;
-                        }
-                        for (RegionInfo r : f.join().getRegionsList()) {
-                            if (r.getId() == plan.regionId() && r.getRole().equals("LEADER")
-                                    && r.getPeersList().stream().sorted().toList().equals(plan.survivors())) {
-                                client.refreshRoutes().whenComplete((x, y) -> led.complete(r));
-                                return;
-                            }
-                        }
-                    }
-                    if (System.nanoTime() - deadline > 0) {
-                        led.completeExceptionally(new KvException(ErrorCode.NO_LEADER, "region " + plan.regionId()
-                                + ": its voters were reset to " + plan.survivors() + ", but none of them leads it yet"
-                                + " after " + client.operationTimeoutMs() + " ms: see `regions` and their logs"));
-                        return;
-                    }
-                    if (!client.later(() -> awaitLeader(plan, deadline, led), POLL_NANOS)) {
-                        led.completeExceptionally(new KvException(ErrorCode.UNAVAILABLE, "client closed"));
-                    }
-                });
+        replicas(plan.survivors(), plan.regionId()).whenComplete((replicas, e) -> {
+            for (RegionInfo r : replicas == null ? List.<RegionInfo>of() : replicas.values()) {
+                boolean survivorsOnly = r.getPeersList().stream().sorted().toList().equals(plan.survivors());
+                if (r.getRole().equals("LEADER") && survivorsOnly) {
+                    client.refreshRoutes().whenComplete((x, y) -> led.complete(r));
+                    return;
+                }
+            }
+            if (System.nanoTime() - deadline > 0) {
+                led.completeExceptionally(new KvException(ErrorCode.NO_LEADER, "region " + plan.regionId()
+                        + ": its voters were reset to " + plan.survivors() + ", but none of them leads it yet after "
+                        + client.operationTimeoutMs() + " ms: see `regions` and their logs"));
+                return;
+            }
+            if (!client.later(() -> awaitLeader(plan, deadline, led), POLL_NANOS)) {
+                led.completeExceptionally(new KvException(ErrorCode.UNAVAILABLE, "client closed"));
+            }
+        });
     }
 }
