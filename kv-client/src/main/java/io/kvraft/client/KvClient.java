@@ -304,6 +304,27 @@ public interface KvClient extends AutoCloseable {
     }
 
     /**
+     * What {@link #surveyRecovery} found over every region of the cluster map.
+     *
+     * @param plans    a plan for each region that lost a majority of its voters and can be recovered now
+     * @param refused  each region that lost its majority but cannot be recovered now, by id, with why (as
+     *                 {@link #planRecovery} would refuse it: a lost voter's node not removed yet, no live replica)
+     * @param whole    how many regions need nothing: a replica knows a leader, or a majority of the voters is live
+     */
+    record RecoverySurvey(List<RecoveryPlan> plans, java.util.Map<Integer, KvException> refused, int whole) {
+    }
+
+    /**
+     * {@link #planRecovery} for every region of the cluster map at once, from one answer of each live node. Changes
+     * nothing. Fails with UNAVAILABLE when a live node does not list its regions (its replicas could make a region
+     * whole).
+     */
+    default CompletableFuture<RecoverySurvey> surveyRecovery() {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+                "this client cannot recover regions"));
+    }
+
+    /**
      * Recovers a region by force, as {@code plan} says: each survivor takes the survivors as the region's voters
      * (jraft's resetPeers), they elect a leader among themselves, and the cluster map's placement then adds replicas
      * until the region has {@code replication.factor} again. Writes that reached only the lost replicas are gone,

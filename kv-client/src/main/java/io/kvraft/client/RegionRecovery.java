@@ -41,14 +41,53 @@ final class RegionRecovery {
                 replicas)));
     }
 
+    /**
+     * See {@link KvClient#surveyRecovery}: every region of the cluster map, from one answer of each live node; fails
+     * with UNAVAILABLE when a live node does not answer, since its replicas could be the ones that make a region whole.
+     */
+    CompletableFuture<KvClient.RecoverySurvey> survey() {
+        return client.cluster().thenCompose(c -> answers(liveNodes(c)).thenApply(answers -> {
+            List<String> silent = answers.entrySet().stream().filter(a -> a.getValue() == null).map(Map.Entry::getKey)
+                    .toList();
+            if (!silent.isEmpty()) {
+                throw new KvException(ErrorCode.UNAVAILABLE, "live nodes " + silent + " did not list their regions:"
+                        + " without their replicas no region's survivors are known; try again");
+            }
+            List<KvClient.RecoveryPlan> plans = new ArrayList<>();
+            Map<Integer, KvException> refused = new TreeMap<>();
+            int whole = 0;
+            for (RegionInfo region : c.getMap().getRegionsList()) {
+                Map<String, RegionInfo> replicas = replicasOf(answers, region.getId());
+                if (wholeReason(replicas) != null) {
+                    whole++;
+                    continue;
+                }
+                try {
+                    plans.add(plan(region.getId(), c.getMap(), replicas));
+                } catch (KvException e) {
+                    refused.put(region.getId(), e);
+                }
+            }
+            return new KvClient.RecoverySurvey(plans, refused, whole);
+        }));
+    }
+
+    private static List<String> liveNodes(ClusterResponse c) {
+        return c.getStatusList().stream().filter(NodeStatus::getLive).map(NodeStatus::getEndpoint).toList();
+    }
+
     /** Each live node's replica of the region (nodes that do not answer or hold none are left out), by host:port. */
     private CompletableFuture<Map<String, RegionInfo>> replicas(ClusterResponse c, int regionId) {
-        return replicas(c.getStatusList().stream().filter(NodeStatus::getLive).map(NodeStatus::getEndpoint).toList(),
-                regionId);
+        return replicas(liveNodes(c), regionId);
     }
 
     /** Each of {@code nodes}' replica of the region, as it answers now (those that do not or hold none left out). */
     private CompletableFuture<Map<String, RegionInfo>> replicas(List<String> nodes, int regionId) {
+        return answers(nodes).thenApply(answers -> replicasOf(answers, regionId));
+    }
+
+    /** Each of {@code nodes}' own regions as it answers now, by host:port; null for a node that did not answer. */
+    private CompletableFuture<Map<String, RegionsResponse>> answers(List<String> nodes) {
         Map<String, CompletableFuture<RegionsResponse>> asked = new TreeMap<>();
         for (String node : nodes) {
             asked.put(node, client.transport().call(node, RegionsRequest.getDefaultInstance(),
@@ -56,15 +95,21 @@ final class RegionRecovery {
         }
         return CompletableFuture.allOf(asked.values().stream().map(f -> f.handle((r, e) -> null))
                 .toArray(CompletableFuture[]::new)).thenApply(v -> {
-                    Map<String, RegionInfo> out = new TreeMap<>();
-                    asked.forEach((node, f) -> {
-                        if (!f.isCompletedExceptionally()) {
-                            f.join().getRegionsList().stream().filter(r -> r.getId() == regionId).findFirst()
-                                    .ifPresent(r -> out.put(node, r));
-                        }
-                    });
+                    Map<String, RegionsResponse> out = new TreeMap<>();
+                    asked.forEach((node, f) -> out.put(node, f.isCompletedExceptionally() ? null : f.join()));
                     return out;
                 });
+    }
+
+    private static Map<String, RegionInfo> replicasOf(Map<String, RegionsResponse> answers, int regionId) {
+        Map<String, RegionInfo> out = new TreeMap<>();
+        answers.forEach((node, answer) -> {
+            if (answer != null) {
+                answer.getRegionsList().stream().filter(r -> r.getId() == regionId).findFirst()
+                        .ifPresent(r -> out.put(node, r));
+            }
+        });
+        return out;
     }
 
     /**
@@ -74,31 +119,20 @@ final class RegionRecovery {
      */
     static KvClient.RecoveryPlan plan(int regionId, ClusterMap map, Map<String, RegionInfo> replicas) {
         if (replicas.isEmpty()) {
+            List<String> notRemoved = map.getRegionsList().stream().filter(r -> r.getId() == regionId)
+                    .flatMap(r -> r.getPeersList().stream()).filter(p -> stateOf(map, p) != NodeState.REMOVED).toList();
             throw new KvException(ErrorCode.REGION_NOT_FOUND, "no live node holds a replica of region " + regionId
-                    + ": none survives to recover it from; restore its keys from a backup");
+                    + (notRemoved.isEmpty() ? ": none survives to recover it from; restore its keys from a backup"
+                    : ": its voters " + notRemoved + " are not removed from the cluster map: bring back those that"
+                    + " are down (if their copies are gone for good, none survives: restore its keys from a backup)"));
         }
-        for (Map.Entry<String, RegionInfo> e : replicas.entrySet()) {
-            RegionInfo r = e.getValue();
-            if (r.getRole().equals("LEADER") || !r.getLeader().isEmpty()) {
-                String leader = r.getRole().equals("LEADER") ? e.getKey() : r.getLeader();
-                throw refused(regionId, "it has a leader, " + leader + " (as " + e.getKey() + " sees it): nothing to"
-                        + " recover");
-            }
+        String whole = wholeReason(replicas);
+        if (whole != null) {
+            throw refused(regionId, whole);
         }
-        RegionInfo newest = replicas.values().stream()
-                .max(java.util.Comparator.comparingLong(RegionInfo::getConfVer)).orElseThrow();
+        RegionInfo newest = newest(replicas);
         List<String> voters = newest.getPeersList().stream().sorted().toList();
-        List<String> survivors = new ArrayList<>();
-        replicas.forEach((node, r) -> {
-            if (voters.contains(node) && r.getConfVer() == newest.getConfVer()) {
-                survivors.add(node);
-            }
-        });
-        int majority = voters.size() / 2 + 1;
-        if (survivors.size() >= majority) {
-            throw refused(regionId, survivors.size() + " of its " + voters.size() + " voters " + survivors
-                    + " are live, a majority: they elect a leader by themselves (if none comes, see their logs)");
-        }
+        List<String> survivors = survivors(replicas, newest);
         List<String> lost = voters.stream().filter(v -> !survivors.contains(v)).toList();
         for (String v : lost) {
             NodeState s = stateOf(map, v);
@@ -115,6 +149,48 @@ final class RegionRecovery {
         survivors.forEach(n -> kept.put(n, replicas.get(n)));
         return new KvClient.RecoveryPlan(regionId, newest.getConfVer(), voters, List.copyOf(survivors), lost, applied,
                 kept);
+    }
+
+    /**
+     * Why a region with these live replicas needs no recovery (a replica knows a leader, or the live voters of its
+     * newest configuration are a majority), or null when it lost its majority (or has no live replica at all).
+     */
+    private static String wholeReason(Map<String, RegionInfo> replicas) {
+        if (replicas.isEmpty()) {
+            return null;
+        }
+        for (Map.Entry<String, RegionInfo> e : replicas.entrySet()) {
+            RegionInfo r = e.getValue();
+            if (r.getRole().equals("LEADER") || !r.getLeader().isEmpty()) {
+                String leader = r.getRole().equals("LEADER") ? e.getKey() : r.getLeader();
+                return "it has a leader, " + leader + " (as " + e.getKey() + " sees it): nothing to recover";
+            }
+        }
+        RegionInfo newest = newest(replicas);
+        List<String> survivors = survivors(replicas, newest);
+        int voters = newest.getPeersCount();
+        if (survivors.size() >= voters / 2 + 1) {
+            return survivors.size() + " of its " + voters + " voters " + survivors + " are live, a majority: they"
+                    + " elect a leader by themselves (if none comes, see their logs)";
+        }
+        return null;
+    }
+
+    /** The live replica with the newest configuration (the highest conf version). */
+    private static RegionInfo newest(Map<String, RegionInfo> replicas) {
+        return replicas.values().stream().max(java.util.Comparator.comparingLong(RegionInfo::getConfVer))
+                .orElseThrow();
+    }
+
+    /** The nodes holding a replica at {@code newest}'s conf version that are voters in it, sorted. */
+    private static List<String> survivors(Map<String, RegionInfo> replicas, RegionInfo newest) {
+        List<String> survivors = new ArrayList<>();
+        replicas.forEach((node, r) -> {
+            if (newest.getPeersList().contains(node) && r.getConfVer() == newest.getConfVer()) {
+                survivors.add(node);
+            }
+        });
+        return survivors; // replicas is a TreeMap: sorted by node
     }
 
     private static KvException refused(int regionId, String why) {

@@ -451,6 +451,11 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
     }
 
     @Override
+    public CompletableFuture<RecoverySurvey> surveyRecovery() {
+        return new RegionRecovery(root).survey();
+    }
+
+    @Override
     public CompletableFuture<RegionInfo> recoverRegion(RecoveryPlan plan) {
         return new RegionRecovery(root).recover(plan);
     }

@@ -118,4 +118,17 @@ class RegionRecoveryPlanTest {
         assertRefused(() -> RegionRecovery.plan(7, map(Map.of(A, NodeState.UP)), Map.of()),
                 ErrorCode.REGION_NOT_FOUND, "no live node holds a replica of region 7", "backup");
     }
+
+    @Test
+    void when_noLiveNodeHoldsAReplica_butItsVotersAreNotRemoved_then_theyAreNamedToBringBack() {
+        ClusterMap m = map(Map.of(A, NodeState.UP, B, NodeState.UP, C, NodeState.REMOVED, D, NodeState.UP)).toBuilder()
+                .addRegions(RegionInfo.newBuilder().setId(7).addAllPeers(List.of(B, C, D))).build();
+        assertRefused(() -> RegionRecovery.plan(7, m, Map.of()), ErrorCode.REGION_NOT_FOUND,
+                "its voters [" + B + ", " + D + "] are not removed", "bring back those that are down");
+        ClusterMap gone = map(Map.of(A, NodeState.UP, B, NodeState.REMOVED, C, NodeState.REMOVED, E,
+                NodeState.REMOVED)).toBuilder().addRegions(RegionInfo.newBuilder().setId(7).addAllPeers(List.of(B, C,
+                E))).build();
+        assertThatThrownBy(() -> RegionRecovery.plan(7, gone, Map.of())).hasMessageContaining(
+                "none survives to recover it from");
+    }
 }

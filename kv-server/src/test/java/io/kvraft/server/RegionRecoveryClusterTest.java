@@ -6,6 +6,7 @@ import io.kvraft.client.proto.KvProto.ErrorCode;
 import io.kvraft.client.proto.KvProto.NodeState;
 import io.kvraft.client.proto.KvProto.RecoverRegionRequest;
 import io.kvraft.client.proto.KvProto.RecoverRegionResponse;
+import io.kvraft.client.proto.KvProto.RegionInfo;
 import io.kvraft.client.rpc.Transport;
 import io.kvraft.server.config.ServerConfig.PlacementConfig;
 import io.kvraft.server.config.ServerConfig.ReplicationConfig;
@@ -85,26 +86,28 @@ class RegionRecoveryClusterTest {
                 List<Integer> outside = holders.stream().filter(i -> !mapVoters.contains(nodes.get(i))).toList();
                 if (holders.size() == 3 && !outside.isEmpty()) {
                     region = r;
-                    lost.add(outside.get(0));
-                    lost.add(holders.stream().filter(i -> !i.equals(outside.get(0))).findFirst().orElseThrow());
+                    int first = outside.get(0);
+                    lost.add(first);
+                    // of the other two, the one sharing more regions with the first: more regions to recover at once
+                    lost.add(holders.stream().filter(i -> i != first).max(java.util.Comparator.comparingInt(
+                            i -> shared(cluster, List.of(first, i)).size())).orElseThrow());
                     survivor = holders.stream().filter(i -> !lost.contains(i)).findFirst().orElseThrow();
                 }
             }
             assertThat(region).as("a region with a voter outside the map's voters").isPositive();
             int id = region;
-            // every region the two nodes hold both of loses its majority with them: each is recovered in turn
-            List<Integer> broken = new ArrayList<>();
-            for (int r = 1; r <= REGIONS; r++) {
-                int rr = r;
-                if (lost.stream().allMatch(i -> cluster.node(i).host().region(rr) != null)) {
-                    broken.add(r);
-                }
-            }
+            // every region the two nodes hold both of loses its majority with them: one is recovered by itself, the
+            // others with --all
+            List<Integer> broken = shared(cluster, lost);
+            assertThat(broken).as("regions the two lost nodes share (round-robin layout)").hasSizeGreaterThan(1);
             // each survivor has applied everything its leader has: no acknowledged write is lost in this test
             for (int r : broken) {
                 await().atMost(30, SECONDS).until(() -> applied(cluster, r, false) >= applied(cluster, r, true));
             }
             Region kept = cluster.node(survivor).host().region(id);
+            // the map's leader has heard from every node (a plan asks the nodes it lists as live)
+            await().atMost(30, SECONDS).until(() -> sync(client.cluster()).getStatusList().stream()
+                    .filter(io.kvraft.client.proto.KvProto.NodeStatus::getLive).count() == nodes.size());
 
             // a region with a leader is not recovered: by the plan, the CLI, nor by a survivor asked directly
             assertRefused(() -> sync(client.planRecovery(id)), ErrorCode.INVALID_ARGUMENT, "has a leader");
@@ -124,6 +127,19 @@ class RegionRecoveryClusterTest {
             await().atMost(30, SECONDS).until(() -> !kept.isLeader() && kept.leaderHint().isEmpty());
             // the lost voters are not removed yet: they might come back with their copies
             assertRefused(() -> sync(client.planRecovery(id)), ErrorCode.INVALID_ARGUMENT, "not removed");
+            // (UNAVAILABLE while the map still takes the stopped nodes as live: they do not answer)
+            await().atMost(30, SECONDS).ignoreExceptions().until(() -> sync(client.surveyRecovery()).refused()
+                    .keySet(), ids -> ids.containsAll(broken));
+            KvClient.RecoverySurvey early = sync(client.surveyRecovery());
+            assertThat(early.plans()).isEmpty();
+            assertThat(early.whole()).isEqualTo(REGIONS - broken.size());
+            early.refused().values().forEach(e -> assertThat(e.getMessage()).contains("not removed"));
+            Run notYet = cli(cluster, "recover-region", "--all", "--yes");
+            assertThat(notYet.code()).as(notYet.out() + notYet.err()).isEqualTo(1);
+            assertThat(notYet.out()).contains("0 lost a majority of their voters and can be recovered; "
+                    + broken.size() + " cannot be recovered now");
+            assertThat(notYet.err().lines().filter(l -> l.contains("not removed")).count()).isEqualTo(broken.size());
+            assertThat(kept.peers()).hasSize(3);
             for (int i : lost) {
                 String node = nodes.get(i);
                 await().atMost(60, SECONDS).ignoreExceptions()
@@ -148,12 +164,23 @@ class RegionRecoveryClusterTest {
                     .contains("voters " + nodes.get(survivor) + ";");
             assertThat(kept.isLeader()).isTrue();
             assertThat(kept.peers()).containsExactly(nodes.get(survivor));
-            for (int r : broken) {
-                if (r != id) {
-                    await().atMost(60, SECONDS).ignoreExceptions()
-                            .until(() -> sync(client.recoverRegion(sync(client.planRecovery(r)))) != null);
-                }
-            }
+            // the others at once: --all plans them, --all --yes recovers them side by side
+            List<Integer> others = broken.stream().filter(r -> r != id).toList();
+            await().atMost(30, SECONDS).until(() -> sync(client.surveyRecovery()).plans().stream()
+                    .map(KvClient.RecoveryPlan::regionId).sorted().toList(), others::equals);
+            Run survey = cli(cluster, "recover-region", "--all");
+            assertThat(survey.code()).as(survey.out() + survey.err()).isZero();
+            assertThat(survey.out()).contains((REGIONS - others.size()) + " regions have a leader or a live majority; "
+                    + others.size() + " lost a majority").contains("nothing changed; to recover regions " + others);
+            others.forEach(r -> assertThat(survey.out()).contains("region " + r + ": 1 of its 3 voters survive"));
+            Run all = cli(cluster, "recover-region", "--all", "--yes");
+            assertThat(all.code()).as(all.out() + all.err()).isZero();
+            assertThat(all.out()).contains(others.size() + " of " + others.size() + " regions recovered");
+            others.forEach(r -> assertThat(all.out()).contains("region " + r + " recovered: leader "));
+            // REGION and --all go alone
+            assertThat(cli(cluster, "recover-region").code()).isEqualTo(2);
+            assertThat(cli(cluster, "recover-region", String.valueOf(id), "--all").err())
+                    .contains("give either REGION or --all");
 
             // placement gives each three replicas again, on live nodes; every write is there
             List<String> live = new ArrayList<>(nodes);
@@ -170,6 +197,74 @@ class RegionRecoveryClusterTest {
             // and it is led normally now: a second recovery is refused
             assertRefused(() -> sync(client.planRecovery(id)), ErrorCode.INVALID_ARGUMENT, "has a leader");
         }
+    }
+
+    @Test
+    void when_twoOfFourVotersSurvive_then_bothTakeTheNewVoters_theFollowerToo() throws Exception {
+        int regions = 2;
+        try (InProcessCluster cluster = InProcessCluster.start(6, regions, dir, "memory",
+                io.kvraft.server.config.ServerConfig.RaftConfig.LOG_SHARED,
+                c -> c.withReplication(new ReplicationConfig(4))
+                        .withSplit(new SplitConfig(false, null, null, null, null))
+                        .withPlacement(new PlacementConfig(false, 200, 2_000L, null)))) {
+            await().atMost(60, SECONDS).until(cluster::allRegionsLed);
+            List<String> nodes = cluster.endpoints();
+            KvClient client = cluster.client();
+            for (int i = 0; i < KEYS; i++) {
+                KvClient.sync(IdempotentWrites.put(client, SpreadKeys.key(i), value(i)));
+            }
+            Set<String> mapVoters = new TreeSet<>(await().atMost(30, SECONDS).until(() -> java.util.stream.IntStream
+                    .range(0, nodes.size()).mapToObj(cluster::node).filter(n -> n.meta().group().isLeader())
+                    .map(n -> n.meta().group().voters()).findFirst().orElse(List.of()), v -> v.size() == 3));
+            // region 1 (4 voters on 6 nodes): two of its voters go, at most one of them a voter of the map
+            List<Integer> holders = new ArrayList<>();
+            for (int i = 0; i < nodes.size(); i++) {
+                if (cluster.node(i).host().region(1) != null) {
+                    holders.add(i);
+                }
+            }
+            assertThat(holders).hasSize(4);
+            List<Integer> lost = holders.stream().sorted(java.util.Comparator.comparing(i -> mapVoters.contains(
+                    nodes.get(i)))).limit(2).toList(); // those outside the map's voters first
+            assertThat(lost.stream().filter(i -> mapVoters.contains(nodes.get(i))).count()).isLessThanOrEqualTo(1);
+            List<String> survivors = holders.stream().filter(i -> !lost.contains(i)).map(nodes::get).sorted().toList();
+            await().atMost(30, SECONDS).until(() -> applied(cluster, 1, false) >= applied(cluster, 1, true));
+
+            for (int i : lost) {
+                cluster.stopNode(i);
+            }
+            for (int i : lost) {
+                String node = nodes.get(i);
+                await().atMost(60, SECONDS).ignoreExceptions()
+                        .until(() -> sync(client.nodeState(node, NodeState.REMOVED, true)) != null);
+            }
+            KvClient.RecoveryPlan plan = await().atMost(60, SECONDS).ignoreExceptions()
+                    .until(() -> sync(client.planRecovery(1)), p -> p != null);
+            assertThat(plan.survivors()).isEqualTo(survivors);
+            RegionInfo led = sync(client.recoverRegion(plan));
+            assertThat(led.getPeersList()).containsExactlyInAnyOrderElementsOf(survivors);
+
+            // both survivors list the new voters, the one that follows too (jraft does not tell it)
+            for (String s : survivors) {
+                Region r = cluster.node(nodes.indexOf(s)).host().region(1);
+                await().atMost(30, SECONDS).until(() -> r.peers().stream().sorted().toList(), survivors::equals);
+            }
+            for (int i = 0; i < KEYS; i++) {
+                assertThat(sync(client.get(SpreadKeys.key(i)))).as("key %d", i).isEqualTo(value(i));
+            }
+        }
+    }
+
+    /** The regions every one of {@code nodes} holds a replica of. */
+    private static List<Integer> shared(InProcessCluster cluster, List<Integer> nodes) {
+        List<Integer> out = new ArrayList<>();
+        for (int r = 1; r <= REGIONS; r++) {
+            int rr = r;
+            if (nodes.stream().allMatch(i -> cluster.node(i).host().region(rr) != null)) {
+                out.add(r);
+            }
+        }
+        return out;
     }
 
     /** The highest applied index of region {@code r} among its replicas ({@code max}), or the lowest. */

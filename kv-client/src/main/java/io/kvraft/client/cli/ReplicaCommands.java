@@ -6,7 +6,9 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.ParentCommand;
 
+import java.util.List;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * {@code rebuild-replica REGION NODE} and {@code add-replica REGION NODE}: the placement's repairs, by hand; {@code
@@ -80,18 +82,25 @@ final class ReplicaCommands {
             + " once it lost a majority of its replicas for good (two of three disks gone): the replicas left on live"
             + " nodes become its voters, elect a leader among themselves, and the cluster map's placement adds replicas"
             + " until it has replication.factor again. Writes that reached only the lost replicas are gone,"
-            + " acknowledged ones among them.",
+            + " acknowledged ones among them. With --all instead of REGION: every region of the cluster map that lost"
+            + " a majority of its voters, from one look at the live nodes, recovered side by side.",
             "Without --yes, prints the plan and changes nothing: the survivors with their term and applied index, and"
                     + " the lost voters. Refused (exit 1, nothing changed) while a replica knows a leader, while a majority"
                     + " of the voters is live, and until every lost voter's node is removed from the cluster map (node"
                     + " remove NODE --force), so that none can come back with its copy and elect a leader of the old"
-                    + " voters. Never start a removed node again with its data directory (it is refused)."})
+                    + " voters. Never start a removed node again with its data directory (it is refused). With --all,"
+                    + " regions that need nothing are counted, each region that cannot be recovered gets a line saying"
+                    + " why, and the exit code is 1 when there was one (the others are still recovered)."})
     static final class Recover implements Callable<Integer> {
         @ParentCommand
         KvCtl parent;
 
-        @CommandLine.Parameters(index = "0", paramLabel = "REGION", description = "the region (see `regions`)")
-        int regionId;
+        @CommandLine.Parameters(index = "0", arity = "0..1", paramLabel = "REGION",
+                description = "the region (see `regions`); or --all")
+        Integer regionId;
+
+        @CommandLine.Option(names = "--all", description = "every region that lost a majority of its voters")
+        boolean all;
 
         @CommandLine.Option(names = "--yes", description = "recover it now, accepting that writes only the lost"
                 + " replicas had are gone")
@@ -102,27 +111,69 @@ final class ReplicaCommands {
 
         @Override
         public Integer call() {
+            if (all == (regionId != null)) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "give either REGION or --all");
+            }
             java.io.PrintWriter out = spec.commandLine().getOut();
             try (KvClient c = parent.connect()) {
-                KvClient.RecoveryPlan plan = c.planRecovery(regionId).join();
-                out.println("region " + regionId + ": " + plan.survivors().size() + " of its " + plan.voters().size()
-                        + " voters survive (conf version " + plan.confVer() + "):");
-                plan.replicas().forEach((node, r) -> out.println("  " + node + "  term " + r.getTerm() + ", applied index "
-                        + r.getAppliedIndex() + ", " + r.getRole().toLowerCase(java.util.Locale.ROOT)));
-                out.println("  lost (removed from the cluster map): " + String.join(", ", plan.lost()));
-                out.println("writes acknowledged after applied index " + plan.applied() + " may have reached only the"
-                        + " lost replicas: those are gone once it is recovered");
-                if (!yes) {
-                    out.println("nothing changed; to make " + String.join(", ", plan.survivors()) + " its voters, run"
-                            + " again with --yes");
+                if (!all) {
+                    KvClient.RecoveryPlan plan = c.planRecovery(regionId).join();
+                    print(out, plan);
+                    if (!yes) {
+                        out.println("nothing changed; to make " + String.join(", ", plan.survivors()) + " its voters,"
+                                + " run again with --yes");
+                        return 0;
+                    }
+                    out.println(recovered(c.recoverRegion(plan).join()));
                     return 0;
                 }
-                RegionInfo r = c.recoverRegion(plan).join();
-                out.println("region " + r.getId() + " recovered: leader " + r.getLeader() + ", term " + r.getTerm()
-                        + ", voters " + String.join(",", r.getPeersList()) + "; the cluster map's placement adds"
-                        + " replicas until replication.factor");
-                return 0;
+                return recoverAll(c, out);
             }
+        }
+
+        private int recoverAll(KvClient c, java.io.PrintWriter out) {
+            KvClient.RecoverySurvey survey = c.surveyRecovery().join();
+            out.println(survey.whole() + " regions have a leader or a live majority; " + survey.plans().size()
+                    + " lost a majority of their voters and can be recovered; " + survey.refused().size()
+                    + " cannot be recovered now");
+            survey.plans().forEach(p -> print(out, p));
+            java.io.PrintWriter err = spec.commandLine().getErr();
+            survey.refused().forEach((id, e) -> err.println("region " + id + ": " + e.getMessage()));
+            List<Integer> ids = survey.plans().stream().map(KvClient.RecoveryPlan::regionId).toList();
+            if (!yes || ids.isEmpty()) {
+                if (!ids.isEmpty()) {
+                    out.println("nothing changed; to recover regions " + ids + ", run again with --yes");
+                }
+                return survey.refused().isEmpty() ? 0 : 1;
+            }
+            List<CompletableFuture<RegionInfo>> recoveries = survey.plans().stream().map(c::recoverRegion).toList();
+            int failed = 0;
+            for (int i = 0; i < ids.size(); i++) {
+                try {
+                    out.println(recovered(recoveries.get(i).join()));
+                } catch (java.util.concurrent.CompletionException e) {
+                    err.println("region " + ids.get(i) + ": " + io.kvraft.client.KvException.unwrap(e).getMessage());
+                    failed++;
+                }
+            }
+            out.println((ids.size() - failed) + " of " + ids.size() + " regions recovered");
+            return failed == 0 && survey.refused().isEmpty() ? 0 : 1;
+        }
+
+        private static void print(java.io.PrintWriter out, KvClient.RecoveryPlan plan) {
+            out.println("region " + plan.regionId() + ": " + plan.survivors().size() + " of its " + plan.voters().size()
+                    + " voters survive (conf version " + plan.confVer() + "):");
+            plan.replicas().forEach((node, r) -> out.println("  " + node + "  term " + r.getTerm() + ", applied index "
+                    + r.getAppliedIndex() + ", " + r.getRole().toLowerCase(java.util.Locale.ROOT)));
+            out.println("  lost (removed from the cluster map): " + String.join(", ", plan.lost()));
+            out.println("  writes acknowledged after applied index " + plan.applied() + " may have reached only the"
+                    + " lost replicas: those are gone once it is recovered");
+        }
+
+        private static String recovered(RegionInfo r) {
+            return "region " + r.getId() + " recovered: leader " + r.getLeader() + ", term " + r.getTerm()
+                    + ", voters " + String.join(",", r.getPeersList()) + "; the cluster map's placement adds"
+                    + " replicas until replication.factor";
         }
     }
 }

@@ -78,6 +78,9 @@ public final class RegionRecovery {
             return failed(ErrorCode.UNAVAILABLE, "region " + id + ": jraft did not reset its voters on "
                     + host.endpoint() + ": " + st.getErrorMsg());
         }
+        // jraft tells a state machine of a configuration only through joint changes, and of this one never: a survivor
+        // that ends up a follower would list the old voters until the region's next change of replicas
+        region.peersCommitted(List.copyOf(voters));
         io.kvraft.client.proto.KvProto.RegionInfo now = region.info();
         LOG.warn("region {}: FORCED RECOVERY on {}: voters reset from {} to {} (term now {}, applied index {}); entries"
                 + " only the lost replicas had are gone", id, host.endpoint(), before, voters, now.getTerm(),
