@@ -3,10 +3,10 @@
 # local 3-node cluster, then the linearizability, lost-write and region-map checks. Exits non-zero on any violation, lost acknowledged write,
 # undecided key or missing recovery, and also when a fault kind cannot be injected or was not injected:
 # a smoke run that quietly drops faults would pass without testing them.
-# Usage: bench/nemesis-smoke.sh [DURATION per engine, default 80s, at least 80s so each of the 7 kinds gets a turn
+# Usage: bench/nemesis-smoke.sh [DURATION per engine, default 90s, at least 90s so each of the 8 kinds gets a turn
 # (one every 10 s, the last one a kill)]
 # Partition and loss need root (network namespaces); CI runs this as root. To run fewer kinds on purpose
-# (say without root), name them: NEMESIS_FAULTS=kill,pause,split,merge,clock bench/nemesis-smoke.sh
+# (say without root), name them: NEMESIS_FAULTS=kill,kill-majority,pause,split,merge,clock bench/nemesis-smoke.sh
 # NEMESIS_MEMBERSHIP=1 (off by default) adds a second run per engine on 4 nodes with 3 replicas per region, for
 # NEMESIS_MEMBERSHIP_DURATION (default 150s): drain,join,replace,pause,kill (NEMESIS_MEMBERSHIP_FAULTS) in turn:
 # a drain, spare node 5 joins (and stays), a node is killed, wiped and started empty (replace), a pause, a kill, ...
@@ -20,8 +20,8 @@
 # memory). NEMESIS_MEMBERSHIP=only runs the membership runs alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-duration=${1:-80s}
-faults=${NEMESIS_FAULTS:-kill,pause,split,merge,partition,loss,clock}
+duration=${1:-90s}
+faults=${NEMESIS_FAULTS:-kill,kill-majority,pause,split,merge,partition,loss,clock}
 membership=${NEMESIS_MEMBERSHIP:-0}
 membership_faults=${NEMESIS_MEMBERSHIP_FAULTS:-drain,join,replace,pause,kill}
 membership_duration=${NEMESIS_MEMBERSHIP_DURATION:-150s}
@@ -39,7 +39,7 @@ wants() {
 
 if wants partition || wants loss; then
   [ "$(id -u)" = 0 ] || fail "partition and loss faults need root (network namespaces), and this is uid $(id -u);" \
-    "run as root as CI does, or name the faults to run: NEMESIS_FAULTS=kill,pause,split,merge,clock $0 $duration"
+    "run as root as CI does, or name the faults to run: NEMESIS_FAULTS=kill,kill-majority,pause,split,merge,clock $0 $duration"
 fi
 if [ "$(id -u)" = 0 ]; then
   need=()

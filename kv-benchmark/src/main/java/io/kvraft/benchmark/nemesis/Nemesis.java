@@ -7,6 +7,7 @@ import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
@@ -29,17 +30,27 @@ import java.util.concurrent.TimeoutException;
 final class Nemesis {
 
     enum Fault {
-        KILL, PAUSE, PARTITION, LOSS, CLOCK, SPLIT, MERGE, DRAIN, JOIN, REPLACE;
+        KILL, KILL_MAJORITY, PAUSE, PARTITION, LOSS, CLOCK, SPLIT, MERGE, DRAIN, JOIN, REPLACE;
 
         /** The names --faults takes, as its help and errors list them. */
-        static final String NAMES = "kill, pause, partition, loss, clock, split, merge, drain, join, replace";
+        static final String NAMES = "kill, kill-majority, pause, partition, loss, clock, split, merge, drain, join,"
+                + " replace";
 
         static Fault parse(String s) {
             try {
-                return valueOf(s.trim().toUpperCase(Locale.ROOT));
+                String name = s.trim().toLowerCase(Locale.ROOT);
+                if (name.contains("_")) {
+                    throw new IllegalArgumentException(name); // the names are kill-majority, not kill_majority
+                }
+                return valueOf(name.toUpperCase(Locale.ROOT).replace('-', '_'));
             } catch (IllegalArgumentException e) {
                 throw new IllegalArgumentException("unknown fault '" + s.trim() + "' (known: " + NAMES + ")");
             }
+        }
+
+        /** The name --faults takes and reports print: kill-majority for KILL_MAJORITY. */
+        String label() {
+            return name().toLowerCase(Locale.ROOT).replace('_', '-');
         }
 
         boolean needsNetwork() {
@@ -263,6 +274,24 @@ final class Nemesis {
                 Thread.sleep(holdMs / 2); // down for a while, then back with its data
                 cluster.startNode(node);
             }
+            case KILL_MAJORITY -> {
+                List<Integer> order = new ArrayList<>();
+                for (int i = 0; i < nodes; i++) {
+                    order.add(i);
+                }
+                java.util.Collections.shuffle(order, rnd);
+                List<Integer> victims = order.subList(0, nodes / 2 + 1).stream().sorted().toList();
+                node = victims.get(0);
+                detail = "kill -9 nodes " + victims.stream().map(i -> String.valueOf(i + 1))
+                        .collect(java.util.stream.Collectors.joining(", ")) + " at once (a majority of the nodes), restart"
+                        + " them together";
+                announce(f, detail, at);
+                victims.forEach(cluster::kill);
+                Thread.sleep(holdMs / 2); // down for a while, then back with their data
+                for (int v : victims) {
+                    cluster.startNode(v);
+                }
+            }
             case PAUSE -> {
                 int t = node;
                 detail = "SIGSTOP node " + (t + 1) + " for " + holdMs + " ms, SIGCONT";
@@ -289,11 +318,11 @@ final class Nemesis {
         healedNs = System.nanoTime();
         double healed = (healedNs - originNs) / 1e9;
         log.printf(Locale.ROOT, "[%6.1f s] %s: %s%n", healed, f.isEvent() ? "over" : "healed",
-                f.name().toLowerCase(Locale.ROOT));
+                f.label());
         if (during != null) {
             String line = awaitSplit(during);
             detail += "; during it: " + line;
-            log.printf(Locale.ROOT, "[%6.1f s] during the %s: %s%n", now(), f.name().toLowerCase(Locale.ROOT), line);
+            log.printf(Locale.ROOT, "[%6.1f s] during the %s: %s%n", now(), f.label(), line);
         }
         events.add(new Event(f, node, detail, at, healed));
         current = "none";
@@ -403,7 +432,7 @@ final class Nemesis {
     }
 
     private void announce(Fault f, String detail, double at) {
-        current = f.name().toLowerCase(Locale.ROOT);
+        current = f.label();
         log.printf(Locale.ROOT, "[%6.1f s] fault: %s%n", at, detail);
     }
 

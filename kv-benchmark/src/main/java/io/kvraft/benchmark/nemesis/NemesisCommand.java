@@ -81,9 +81,11 @@ public final class NemesisCommand implements Callable<Integer> {
                     + " (default: ${DEFAULT-VALUE}).")
     Duration duration;
 
-    @Option(names = "--faults", defaultValue = "kill,pause,split,merge,partition,loss,clock", split = ",",
+    @Option(names = "--faults", defaultValue = "kill,kill-majority,pause,split,merge,partition,loss,clock", split = ",",
             paramLabel = "FAULT",
-            description = "Faults to inject in turn: kill, pause, partition, loss, clock, split (a split of the"
+            description = "Faults to inject in turn: kill, kill-majority (kill -9 of a majority of the nodes at once,"
+                    + " 2 of 3, so every region and the cluster map lose theirs, until they are started again together"
+                    + " with their data), pause, partition, loss, clock, split (a split of the"
                     + " region holding a random register key, between two of its register keys), merge (of two"
                     + " adjacent regions, preferring one that holds few register keys) and drain (needs --nodes 4 or"
                     + " more: a node UP and live is marked draining, so its replicas move to the other nodes, until it"
@@ -219,7 +221,7 @@ public final class NemesisCommand implements Callable<Integer> {
         Path dataRoot = Files.createTempDirectory("kv-nemesis-");
         log.printf(Locale.ROOT, "nemesis: %s of %s%s, %d nodes, engine %s, reads %s%s, seed %d, data in %s%n",
                 DurationConverter.text(duration),
-                String.join(",", kinds.stream().map(k -> k.name().toLowerCase(Locale.ROOT)).toList()),
+                String.join(",", kinds.stream().map(Nemesis.Fault::label).toList()),
                 splitDuringFaults ? " (and a split during each)" : "", nodes, engine, readMode,
                 raftKeys.isEmpty() ? "" : ", raft " + String.join(" ", raftKeys), s, dataRoot);
         NetLab lab = null;

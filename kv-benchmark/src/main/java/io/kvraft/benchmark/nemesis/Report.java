@@ -88,7 +88,7 @@ final class Report {
                 load.scansOk.get(), load.scansFailed.get(), load.scansMalformed.get(), load.rangeDeletesOk.get(),
                 load.rangeDeletesFailed.get(), load.rangeDeletesUnknown.get());
         w.printf(Locale.ROOT, "faults          %d injected: %s%n", nemesis.events.size(), counts.entrySet().stream()
-                .map(e -> e.getKey().name().toLowerCase(Locale.ROOT) + " " + e.getValue()).collect(Collectors.joining(", ")));
+                .map(e -> e.getKey().label() + " " + e.getValue()).collect(Collectors.joining(", ")));
         String regionCount = String.format(Locale.ROOT, "; regions %d at the start, %s at the end", startRegions,
                 regionMap.ok() ? String.valueOf(regionMap.regions()) : "?");
         if (nemesis.splits() != null) {
@@ -157,7 +157,7 @@ final class Report {
         StringBuilder f = new StringBuilder();
         for (Nemesis.Event e : nemesis.events) {
             f.append(String.format(Locale.ROOT, "%8.1f s .. %8.1f s  %-9s %s%n", e.injectedAt(), e.healedAt(),
-                    e.fault().name().toLowerCase(Locale.ROOT), e.detail()));
+                    e.fault().label(), e.detail()));
         }
         Files.writeString(dir.resolve("faults.txt"), f);
         try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(dir.resolve("history.txt")))) {
@@ -174,7 +174,7 @@ final class Report {
         recoveries.forEach((f, list) -> {
             double[] ok = list.stream().mapToDouble(Double::doubleValue).filter(d -> !Double.isNaN(d)).sorted().toArray();
             long late = list.size() - ok.length;
-            b.append(b.length() == 0 ? "" : "; ").append(f.name().toLowerCase(Locale.ROOT)).append(' ');
+            b.append(b.length() == 0 ? "" : "; ").append(f.label()).append(' ');
             if (ok.length > 0) {
                 b.append(String.format(Locale.ROOT, "median %.1f s, max %.1f s", ok[ok.length / 2], ok[ok.length - 1]));
             }

@@ -28,7 +28,8 @@ class NemesisCommandTest {
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
             "--faults kill,flood              | unknown fault 'flood'",
-            "--faults merge,mrege             | (known: kill, pause, partition, loss, clock, split, merge, drain, join, replace)",
+            "--faults kill_majority           | unknown fault 'kill_majority'",
+            "--faults merge,mrege             | (known: kill, kill-majority, pause, partition, loss, clock, split, merge, drain, join, replace)",
             "--faults kill,join --nodes 5     | --faults: join needs a free slot for its spare node: --nodes 4 or fewer (a run has at most 5 nodes), got 5",
             "--faults join,replace --nodes 6  | --nodes: 3 to 5, got 6",
             "--faults kill,drain              | --faults: drain needs --nodes 4 or more",
@@ -81,7 +82,7 @@ class NemesisCommandTest {
     void when_noFaultsAreNamed_then_everyKindRunsButTheMembershipEvents_aMergeRightAfterASplit() {
         CommandLine.Model.OptionSpec faults = new CommandLine(new NemesisCommand()).getCommandSpec().findOption("--faults");
         List<String> names = List.of(Nemesis.Fault.NAMES.split(", "));
-        assertThat(faults.defaultValue()).isEqualTo("kill,pause,split,merge,partition,loss,clock");
+        assertThat(faults.defaultValue()).isEqualTo("kill,kill-majority,pause,split,merge,partition,loss,clock");
         // drain needs more nodes than the default 3; join and replace are asked for by name (the membership smoke run)
         assertThat(faults.defaultValue().split(",")).containsExactlyInAnyOrderElementsOf(
                 names.stream().filter(n -> !List.of("drain", "join", "replace").contains(n)).toList());
