@@ -165,7 +165,7 @@ public final class BenchmarkMain implements Callable<Integer> {
             WorkloadOptions options = load.toWorkload(duration, warmup, cc.readMode(), cc.batching().enabled());
             KeySpace keys = BenchmarkRun.prepare(options, session.client(), stderr);
             ServerUsage usage = session.localPids().isEmpty() ? null
-                    : ServerUsage.start(session.localPids(), session.localSettings());
+                    : ServerUsage.start(session.localPids(), session.localSettings(), session::localLeaderCounts);
             long warmupOps = 0;
             if (adaptive) {
                 AdaptiveWarmup w = AdaptiveWarmup.defaults();

@@ -121,6 +121,23 @@ public final class ClusterSession implements AutoCloseable {
     }
 
     /**
+     * Regions each local server leads now, in node order, as each node tells of its own replicas (0 for one that
+     * does not answer in 2 s); empty when driving a running cluster.
+     */
+    public List<Integer> localLeaderCounts() {
+        ProcessCluster pc = cluster;
+        if (pc == null) {
+            return List.of();
+        }
+        Map<Integer, Integer> counts = pc.leaderCounts();
+        List<Integer> out = new ArrayList<>();
+        for (int i = 0; i < pc.pids().size(); i++) {
+            out.add(counts.getOrDefault(i, 0));
+        }
+        return out;
+    }
+
+    /**
      * The local cluster's settings that a result depends on, one line per distinct set (usually one), each
      * naming the conf dir and the nodes it applies to, then the JVM arguments added with --server-jvm-arg (a
      * system property such as the simulated AppendEntries delay changes results too); empty when driving a

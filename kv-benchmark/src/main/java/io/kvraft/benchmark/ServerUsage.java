@@ -8,6 +8,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 
 /**
  * CPU time and peak memory of the local cluster's server processes, so a run reports what it cost
@@ -17,30 +22,38 @@ final class ServerUsage {
 
     private final List<Long> pids;
     private final List<String> settings;
+    private final Supplier<List<Integer>> leaders;
     private final long cpuNanosAtStart;
-    /** The processes' CPU time when the measured window started and ended (the load runner marks both). */
-    private volatile long cpuNanosAtWindowStart;
-    private volatile long cpuNanosAtWindowEnd;
+    /** Each process's CPU time when the measured window started and ended (the load runner marks both). */
+    private volatile long[] cpuNanosAtWindowStart;
+    private volatile long[] cpuNanosAtWindowEnd;
+    /** The regions each node led as the window started: asked off the load's threads, so it cannot hold them up. */
+    private volatile CompletableFuture<List<Integer>> leadersAtWindowStart;
 
-    private ServerUsage(List<Long> pids, List<String> settings) {
+    private ServerUsage(List<Long> pids, List<String> settings, Supplier<List<Integer>> leaders) {
         this.pids = pids;
         this.settings = settings;
+        this.leaders = leaders;
         this.cpuNanosAtStart = cpuNanos(pids);
     }
 
-    /** @param settings lines that say how the servers were set up, printed first */
-    static ServerUsage start(List<Long> pids, List<String> settings) {
-        return new ServerUsage(List.copyOf(pids), List.copyOf(settings));
+    /**
+     * @param settings lines that say how the servers were set up, printed first
+     * @param leaders  the regions each node leads now, in node order (asked once, as the window starts)
+     */
+    static ServerUsage start(List<Long> pids, List<String> settings, Supplier<List<Integer>> leaders) {
+        return new ServerUsage(List.copyOf(pids), List.copyOf(settings), leaders);
     }
 
     /** Marks the measured window's start (the warm-up is over). */
     void windowStarted() {
-        cpuNanosAtWindowStart = cpuNanos(pids);
+        cpuNanosAtWindowStart = perProcess(pids);
+        leadersAtWindowStart = CompletableFuture.supplyAsync(leaders);
     }
 
     /** Marks the measured window's end (before the drain). */
     void windowEnded() {
-        cpuNanosAtWindowEnd = cpuNanos(pids);
+        cpuNanosAtWindowEnd = perProcess(pids);
     }
 
     /**
@@ -51,7 +64,14 @@ final class ServerUsage {
      */
     void print(PrintStream out, long measuredOps, double measuredSeconds, long operations, double seconds) {
         long cpu = cpuNanos(pids) - cpuNanosAtStart;
-        long window = cpuNanosAtWindowEnd - cpuNanosAtWindowStart;
+        long[] start = cpuNanosAtWindowStart;
+        long[] end = cpuNanosAtWindowEnd;
+        List<String> perNode = new ArrayList<>();
+        long window = 0;
+        for (int i = 0; start != null && end != null && i < pids.size(); i++) {
+            window += end[i] - start[i];
+            perNode.add(String.format(Locale.ROOT, "%.2f", (end[i] - start[i]) / 1e9 / measuredSeconds));
+        }
         List<String> rss = new ArrayList<>();
         for (long pid : pids) {
             long kb = peakRssKb(pid);
@@ -64,7 +84,32 @@ final class ServerUsage {
                         + "%.1f us with the warm-up (%.2f cores on average)%n",
                 perOp(window, measuredOps), measuredSeconds, window / 1e9 / measuredSeconds,
                 perOp(cpu, operations), cpu / 1e9 / seconds);
+        if (!perNode.isEmpty()) {
+            out.println("server CPU per node in the window (cores): " + String.join(" / ", perNode)
+                    + "; regions led per node as it started: " + leadersText());
+        }
         out.println("peak RSS per node (MiB): " + String.join(" / ", rss));
+    }
+
+    private String leadersText() {
+        CompletableFuture<List<Integer>> f = leadersAtWindowStart;
+        try {
+            return f == null ? "?" : String.join(" / ", f.get(10, TimeUnit.SECONDS).stream().map(String::valueOf)
+                    .toList());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "?";
+        } catch (ExecutionException | TimeoutException e) {
+            return "?";
+        }
+    }
+
+    private static long[] perProcess(List<Long> pids) {
+        long[] out = new long[pids.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = cpuNanos(List.of(pids.get(i)));
+        }
+        return out;
     }
 
     private static double perOp(long cpuNanos, long operations) {
