@@ -1,5 +1,6 @@
 package io.kvraft.client.rpc;
 
+import com.alipay.remoting.ResponseStatus;
 import com.alipay.sofa.jraft.option.RpcOptions;
 import com.alipay.sofa.jraft.rpc.InvokeCallback;
 import com.alipay.sofa.jraft.rpc.RpcClient;
@@ -116,7 +117,7 @@ public final class Transport implements AutoCloseable {
                         probe(target, timeoutMs).whenComplete((why, probeErr) -> f.completeExceptionally(
                                 why != null && why.isPresent()
                                         ? KvException.permanent(ErrorCode.UNAVAILABLE, target + ": TLS handshake failed: " + why.get())
-                                        : translate(target, err)));
+                                        : failure(target, err)));
                     }
                 }
 
@@ -130,9 +131,7 @@ public final class Transport implements AutoCloseable {
             f.completeExceptionally(new KvException(ErrorCode.UNAVAILABLE, "interrupted"));
         } catch (RemotingException | RuntimeException e) {
             // thrown before sending (bolt opens the connection on the caller's thread): nothing was sent
-            KvException k = translate(target, e);
-            f.completeExceptionally(new KvException(k.code(), k.getMessage().substring(k.code().name().length() + 2),
-                    "", true));
+            f.completeExceptionally(unsent(translate(target, e)));
         }
         if (!f.isDone()) {
             try {
@@ -163,6 +162,21 @@ public final class Transport implements AutoCloseable {
             }
         });
         return p.result().exceptionally(e -> java.util.Optional.empty());
+    }
+
+    /**
+     * A failed call as callers see it: {@link KvException#unsent()} when bolt could not write the request to the
+     * connection (CLIENT_SEND_ERROR: it was closing, say, as its node stopped), so the node never got it and even a
+     * change that must not run twice may be asked again.
+     */
+    static KvException failure(String target, Throwable err) {
+        KvException k = translate(target, err);
+        return String.valueOf(err.getMessage()).contains("responseStatus:" + ResponseStatus.CLIENT_SEND_ERROR.name())
+                ? unsent(k) : k;
+    }
+
+    private static KvException unsent(KvException k) {
+        return new KvException(k.code(), k.getMessage().substring(k.code().name().length() + 2), "", true);
     }
 
     private static KvException translate(String target, Throwable err) {
