@@ -230,7 +230,9 @@ class JoinEventTest {
     @Test
     void when_joinAndReplaceAreFaults_then_theyAreEventsThatNeedTheirEventObjects_andFaultsSpareTheSpare() {
         assertThat(Nemesis.Fault.NAMES).isEqualTo(String.join(", ", java.util.Arrays.stream(Nemesis.Fault.values())
-                .map(f -> f.name().toLowerCase(java.util.Locale.ROOT)).toList()));
+                .map(Nemesis.Fault::label).toList()));
+        assertThat(Nemesis.Fault.KILL_MAJORITY.label()).isEqualTo("kill-majority");
+        assertThat(Nemesis.Fault.parse("Kill-Majority")).isEqualTo(Nemesis.Fault.KILL_MAJORITY);
         assertThat(Nemesis.Fault.parse(" join")).isEqualTo(Nemesis.Fault.JOIN);
         assertThat(Nemesis.Fault.parse("Replace")).isEqualTo(Nemesis.Fault.REPLACE);
         assertThat(List.of(Nemesis.Fault.JOIN, Nemesis.Fault.REPLACE)).allMatch(Nemesis.Fault::isEvent)
