@@ -111,7 +111,8 @@ public final class NemesisCommand implements Callable<Integer> {
 
     @Option(names = "--split-during-faults",
             description = "Also split a region during every other fault: half-way through its hold, right after a kill"
-                    + " (the node down); counted with the split events. Off by default.")
+                    + " (the node down), not during a kill-majority (no region could take it); counted with the split"
+                    + " events. Off by default.")
     boolean splitDuringFaults;
 
     @Option(names = "--interval", defaultValue = "10", paramLabel = "TIME", converter = DurationConverter.class,

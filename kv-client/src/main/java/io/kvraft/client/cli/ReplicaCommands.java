@@ -138,7 +138,7 @@ final class ReplicaCommands {
                     + " cannot be recovered now");
             survey.plans().forEach(p -> print(out, p));
             java.io.PrintWriter err = spec.commandLine().getErr();
-            survey.refused().forEach((id, e) -> err.println("region " + id + ": " + e.getMessage()));
+            survey.refused().values().forEach(e -> err.println(e.getMessage())); // each names its region
             List<Integer> ids = survey.plans().stream().map(KvClient.RecoveryPlan::regionId).toList();
             if (!yes || ids.isEmpty()) {
                 if (!ids.isEmpty()) {
