@@ -11,17 +11,22 @@
 # nodes; `verify --acked`'s count of acknowledged writes missing. A region recovered from one replica loses the writes
 # only the two lost ones had: the few its survivor had not received yet, so a small count is expected and printed,
 # not failed. The drill fails on a wrong or unreadable value, a region not recovered, or a region short of replicas.
+# --map: the two nodes are both voters of the cluster map, so the map's own group loses its majority too and nothing
+# answers admin calls: step 1 is then `recover-map` (its plan printed, then --yes), which makes the survivor the map's
+# voter and marks both nodes removed; the drill also waits until the map has 3 voters on the live nodes again.
 # --short: 6 regions and a shorter benchmark (CI); the full drill has 24 regions.
-# Usage: bench/recover-drill.sh [--short] [--engine memory|rocksdb]
+# Usage: bench/recover-drill.sh [--short] [--map] [--engine memory|rocksdb]
 # Environment: INFLIGHT (per benchmark thread, default 128); KEEP=1 keeps the work dir (logs, benchmark output) and
 # prints its path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 short=0
+map=0
 engine=memory
 while [ $# -gt 0 ]; do
   case "$1" in
     --short) short=1 ;;
+    --map) map=1 ;;
     --engine) engine=$2; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
@@ -62,20 +67,23 @@ sleep "$((warmup + 5))"
 # the two victims: the pair of nodes sharing the most regions with at most one voter of the map among them
 kvc regions --json >"$out/regions-before.json"
 kvc node list >"$out/list-before.txt"
-read -r a b broken < <(python3 - "$out/regions-before.json" "$out/list-before.txt" "$servers" <<'PY'
+read -r a b broken < <(python3 - "$out/regions-before.json" "$out/list-before.txt" "$servers" "$map" <<'PY'
 import itertools, json, sys
 regions = json.load(open(sys.argv[1]))
 roles = {f[0]: f[-1] for f in (l.split() for l in open(sys.argv[2])) if f and f[0].startswith("127.")}
 nodes = sys.argv[3].split(",")
+map_voters = 2 if sys.argv[4] == "1" else None  # --map: both voters of the map; else at most one
 best = None
 for x, y in itertools.combinations(nodes, 2):
-    if sum(roles.get(n) in ("leader", "voter") for n in (x, y)) > 1:
+    voters = sum(roles.get(n) in ("leader", "voter") for n in (x, y))
+    if (voters != 2) if map_voters else (voters > 1):
         continue
     shared = [r["id"] for r in regions if x in r["peers"] and y in r["peers"]]
     if shared and (best is None or len(shared) > len(best[2])):
         best = (x, y, shared)
 if best is None:
-    sys.exit("no pair of nodes shares a region with at most one voter of the map")
+    sys.exit("no pair of nodes shares a region with " + ("both voters" if map_voters else "at most one voter")
+             + " of the map")
 print(nodes.index(best[0]) + 1, nodes.index(best[1]) + 1, ",".join(map(str, best[2])))
 PY
 )
@@ -90,12 +98,21 @@ for i in "$a" "$b"; do
 done
 servers=$live
 
-# 1. the dead nodes leave the map for good
-for i in "$a" "$b"; do
-  removed() { kvc node remove "${nodes[$((i - 1))]}" --force >"$out/remove-$i.txt" 2>&1; }
-  wait_for 120 "node $i removed" removed
-  echo "recover-drill: $(tail -1 "$out/remove-$i.txt")"
-done
+# 1. the dead nodes leave the map for good: removed by hand, or (--map) by the recovered map's new leader
+if [ "$map" = 1 ]; then
+  map_planned() { kvc recover-map >"$out/plan-map.txt" 2>&1; }
+  wait_for 120 "a plan for the cluster map" map_planned
+  sed 's/^/  /' "$out/plan-map.txt"
+  map_recovered() { kvc recover-map --yes >"$out/recover-map.txt" 2>&1; }
+  wait_for 120 "the cluster map recovered" map_recovered
+  echo "recover-drill: $(tail -1 "$out/recover-map.txt") ($(since "$s0") s after the kill)"
+else
+  for i in "$a" "$b"; do
+    removed() { kvc node remove "${nodes[$((i - 1))]}" --force >"$out/remove-$i.txt" 2>&1; }
+    wait_for 120 "node $i removed" removed
+    echo "recover-drill: $(tail -1 "$out/remove-$i.txt")"
+  done
+fi
 
 # 2. each broken region: the plan for the first, then --yes
 first=${broken%%,*}
@@ -118,6 +135,11 @@ wait_for 600 "3 replicas per region on the live nodes" healthy
 healthy_secs=$(since "$s0")
 echo "recover-drill: after the kill, every region led again in $led_secs s and had 3 replicas on live nodes in"\
   "$healthy_secs s $(load)"
+if [ "$map" = 1 ]; then
+  map_voters() { [ "$(kvc node list 2>/dev/null | awk '$NF == "leader" || $NF == "voter"' | wc -l)" = 3 ]; }
+  wait_for 120 "3 voters of the cluster map on the live nodes" map_voters
+  echo "recover-drill: the cluster map has 3 voters on the live nodes again ($(since "$s0") s after the kill)"
+fi
 
 wait "$bench_pid" || echo "recover-drill: the benchmark exited non-zero (requests to the regions without a leader"\
   "failed until they were recovered): $(grep -i 'error rate\|exceed' "$out/bench.txt" | head -1)"

@@ -337,6 +337,44 @@ public interface KvClient extends AutoCloseable {
                 "this client cannot recover regions"));
     }
 
+    /**
+     * A forced recovery of the cluster map's own group, as {@link #planMapRecovery} found it.
+     *
+     * @param voters       the group's voters, sorted, as the surviving voter with the longest log has them
+     * @param survivors    the voters whose node answered, sorted: fewer than a majority; they become the voters
+     * @param lost         the other voters: their nodes are marked removed in the map once a survivor leads it
+     * @param lastLogIndex the longest survivor log's last index: map changes after it may be lost
+     * @param replicas     each survivor's replica of the group as its node answered
+     */
+    record MapRecoveryPlan(List<String> voters, List<String> survivors, List<String> lost, long lastLogIndex,
+                           java.util.Map<String, io.kvraft.client.proto.KvProto.MapReplicaResponse> replicas) {
+    }
+
+    /**
+     * Checks whether the cluster map's own group can be recovered by force, and how: every node this client can reach
+     * (its servers, the nodes their answers name) is asked for its replica of the group, which needs no leader. Refused
+     * (INVALID_ARGUMENT, naming the reason) while a replica knows a leader, when no answering node is a voter, or
+     * while the live voters are a majority; UNAVAILABLE when no node answers. Changes nothing.
+     */
+    default CompletableFuture<MapRecoveryPlan> planMapRecovery() {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+                "this client cannot recover the cluster map"));
+    }
+
+    /**
+     * Recovers the cluster map's group by force, as {@code plan} says: each survivor takes the survivors as the group's
+     * voters (jraft's resetPeers), they elect a leader among themselves, and that leader marks every lost voter's node
+     * REMOVED before anything else (so a node that comes back with its old copy is refused and stops); placement then
+     * adds voters on the live nodes. Map changes only the lost voters had are gone. Completes with the map's answer
+     * ({@link #cluster}) once a survivor leads and the lost nodes are removed (within {@code operationTimeoutMs}). Each
+     * survivor checks the plan's conditions again and refuses, nothing changed, when one no longer holds. Regions that
+     * lost their majority with those nodes are recovered after it ({@link #surveyRecovery}).
+     */
+    default CompletableFuture<io.kvraft.client.proto.KvProto.ClusterResponse> recoverMap(MapRecoveryPlan plan) {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+                "this client cannot recover the cluster map"));
+    }
+
     /** Each reachable node's store id (the random id of its data directory), by host:port. */
     default CompletableFuture<java.util.Map<String, String>> storeIds() {
         return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,

@@ -461,6 +461,16 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
     }
 
     @Override
+    public CompletableFuture<MapRecoveryPlan> planMapRecovery() {
+        return new MapRecovery(root).plan();
+    }
+
+    @Override
+    public CompletableFuture<io.kvraft.client.proto.KvProto.ClusterResponse> recoverMap(MapRecoveryPlan plan) {
+        return new MapRecovery(root).recover(plan);
+    }
+
+    @Override
     public CompletableFuture<io.kvraft.client.proto.KvProto.ClusterResponse> cluster() {
         return clusterAdmin.cluster();
     }
@@ -609,6 +619,11 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
         }
         refreshing = lookUpRoutes(first).thenAccept(resp -> routes.update(resp.getRegionsList()));
         return refreshing;
+    }
+
+    /** The nodes this client knows of: the configured servers, then the replicas its routes name. */
+    List<String> knownNodes() {
+        return targets(null);
     }
 
     /** The nodes to ask, {@code first} (when given) first: the configured servers, then the replicas routes name. */

@@ -1,7 +1,6 @@
 package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
-import io.kvraft.client.KvException;
 import io.kvraft.client.proto.KvProto.ErrorCode;
 import io.kvraft.client.proto.KvProto.NodeState;
 import io.kvraft.client.proto.KvProto.RecoverRegionRequest;
@@ -23,12 +22,13 @@ import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 
 import static io.kvraft.client.KvClient.sync;
+import static io.kvraft.server.RecoveryTests.applied;
+import static io.kvraft.server.RecoveryTests.assertRefused;
+import static io.kvraft.server.RecoveryTests.cli;
 import static java.util.concurrent.TimeUnit.SECONDS;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -111,7 +111,7 @@ class RegionRecoveryClusterTest {
 
             // a region with a leader is not recovered: by the plan, the CLI, nor by a survivor asked directly
             assertRefused(() -> sync(client.planRecovery(id)), ErrorCode.INVALID_ARGUMENT, "has a leader");
-            Run led = cli(cluster, "recover-region", String.valueOf(id), "--yes");
+            RecoveryTests.Run led = cli(cluster, "recover-region", String.valueOf(id), "--yes");
             assertThat(led.code()).isEqualTo(1);
             assertThat(led.err()).startsWith("error: INVALID_ARGUMENT").contains("has a leader");
             assertThat(led.err().lines().count()).isEqualTo(1);
@@ -134,7 +134,7 @@ class RegionRecoveryClusterTest {
             assertThat(early.plans()).isEmpty();
             assertThat(early.whole()).isEqualTo(REGIONS - broken.size());
             early.refused().values().forEach(e -> assertThat(e.getMessage()).contains("not removed"));
-            Run notYet = cli(cluster, "recover-region", "--all", "--yes");
+            RecoveryTests.Run notYet = cli(cluster, "recover-region", "--all", "--yes");
             assertThat(notYet.code()).as(notYet.out() + notYet.err()).isEqualTo(1);
             assertThat(notYet.out()).contains("0 lost a majority of their voters and can be recovered; "
                     + broken.size() + " cannot be recovered now");
@@ -151,14 +151,14 @@ class RegionRecoveryClusterTest {
             assertThat(plan.lost()).containsExactlyInAnyOrder(nodes.get(lost.get(0)), nodes.get(lost.get(1)));
             assertThat(plan.applied()).isPositive();
             // the CLI prints the plan and changes nothing without --yes, then recovers with it
-            Run dry = cli(cluster, "recover-region", String.valueOf(id));
+            RecoveryTests.Run dry = cli(cluster, "recover-region", String.valueOf(id));
             assertThat(dry.code()).as(dry.out() + dry.err()).isZero();
             assertThat(dry.out()).contains("region " + id + ": 1 of its 3 voters survive")
                     .contains(nodes.get(survivor) + "  term ").contains("lost (removed from the cluster map)")
                     .contains("nothing changed").contains("--yes");
             assertThat(kept.peers()).as("a plan changes nothing").hasSize(3);
 
-            Run done = cli(cluster, "recover-region", String.valueOf(id), "--yes");
+            RecoveryTests.Run done = cli(cluster, "recover-region", String.valueOf(id), "--yes");
             assertThat(done.code()).as(done.out() + done.err()).isZero();
             assertThat(done.out()).contains("region " + id + " recovered: leader " + nodes.get(survivor))
                     .contains("voters " + nodes.get(survivor) + ";");
@@ -168,12 +168,12 @@ class RegionRecoveryClusterTest {
             List<Integer> others = broken.stream().filter(r -> r != id).toList();
             await().atMost(30, SECONDS).until(() -> sync(client.surveyRecovery()).plans().stream()
                     .map(KvClient.RecoveryPlan::regionId).sorted().toList(), others::equals);
-            Run survey = cli(cluster, "recover-region", "--all");
+            RecoveryTests.Run survey = cli(cluster, "recover-region", "--all");
             assertThat(survey.code()).as(survey.out() + survey.err()).isZero();
             assertThat(survey.out()).contains((REGIONS - others.size()) + " regions have a leader or a live majority; "
                     + others.size() + " lost a majority").contains("nothing changed; to recover regions " + others);
             others.forEach(r -> assertThat(survey.out()).contains("region " + r + ": 1 of its 3 voters survive"));
-            Run all = cli(cluster, "recover-region", "--all", "--yes");
+            RecoveryTests.Run all = cli(cluster, "recover-region", "--all", "--yes");
             assertThat(all.code()).as(all.out() + all.err()).isZero();
             assertThat(all.out()).contains(others.size() + " of " + others.size() + " regions recovered");
             others.forEach(r -> assertThat(all.out()).contains("region " + r + " recovered: leader "));
@@ -265,44 +265,5 @@ class RegionRecoveryClusterTest {
             }
         }
         return out;
-    }
-
-    /** The highest applied index of region {@code r} among its replicas ({@code max}), or the lowest. */
-    private static long applied(InProcessCluster cluster, int r, boolean max) {
-        long out = max ? 0 : Long.MAX_VALUE;
-        for (int i = 0; i < cluster.size(); i++) {
-            Region x = cluster.node(i) == null ? null : cluster.node(i).host().region(r);
-            if (x != null) {
-                out = max ? Math.max(out, x.info().getAppliedIndex()) : Math.min(out, x.info().getAppliedIndex());
-            }
-        }
-        return out;
-    }
-
-    private record Run(int code, String out, String err) {
-    }
-
-    private static Run cli(InProcessCluster cluster, String... args) {
-        List<String> a = new ArrayList<>();
-        for (int i = 0; i < cluster.size(); i++) {
-            if (cluster.node(i) != null) {
-                a.add(cluster.endpoints().get(i));
-            }
-        }
-        List<String> all = new ArrayList<>(List.of("--servers", String.join(",", a)));
-        all.addAll(List.of(args));
-        java.io.StringWriter out = new java.io.StringWriter();
-        java.io.StringWriter err = new java.io.StringWriter();
-        int code = io.kvraft.client.cli.KvCtl.run(all.toArray(String[]::new), new java.io.PrintWriter(out, true),
-                new java.io.PrintWriter(err, true));
-        return new Run(code, out.toString(), err.toString());
-    }
-
-    private static void assertRefused(Runnable call, ErrorCode code, String words) {
-        assertThatThrownBy(call::run).satisfies(e -> {
-            KvException k = KvException.unwrap(e instanceof CompletionException ? e : new CompletionException(e));
-            assertThat(k.code()).isEqualTo(code);
-            assertThat(k.getMessage()).contains(words);
-        });
     }
 }

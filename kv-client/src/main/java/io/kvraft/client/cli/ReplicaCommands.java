@@ -176,4 +176,52 @@ final class ReplicaCommands {
                     + " replicas until replication.factor";
         }
     }
+
+    @Command(name = "recover-map", mixinStandardHelpOptions = true, description = {"Recovers the cluster map's own Raft"
+            + " group by force once it lost a majority of its voters for good (two of its three nodes' disks gone):"
+            + " then nothing answers admin calls, and node remove and recover-region cannot run. Every node this client"
+            + " reaches is asked for its replica of the group (no leader needed); the surviving voters become the"
+            + " group's voters and elect a leader, which first marks the lost voters' nodes removed (a node that comes"
+            + " back with its old data directory is then refused and stops), then adds voters on the live nodes. Map"
+            + " changes only the lost voters had are gone. After it, recover the regions that lost their majority with"
+            + " those nodes: recover-region --all --yes.",
+            "Without --yes, prints the plan and changes nothing: the survivors with their log's last index, and the"
+                    + " lost voters. Refused (exit 1, nothing changed) while a replica of the group knows a leader,"
+                    + " while a majority of its voters answers, and when no voter answers. Use it only for nodes that"
+                    + " cannot come back: a node that is merely down rejoins by itself once started."})
+    static final class RecoverMap implements Callable<Integer> {
+        @ParentCommand
+        KvCtl parent;
+
+        @CommandLine.Option(names = "--yes", description = "recover it now, accepting that map changes only the lost"
+                + " voters had are gone and that their nodes are removed for good")
+        boolean yes;
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public Integer call() {
+            java.io.PrintWriter out = spec.commandLine().getOut();
+            try (KvClient c = parent.connect()) {
+                KvClient.MapRecoveryPlan plan = c.planMapRecovery().join();
+                out.println("cluster map: " + plan.survivors().size() + " of its " + plan.voters().size()
+                        + " voters answer:");
+                plan.replicas().forEach((node, r) -> out.println("  " + node + "  last log index " + r.getLastLogIndex()
+                        + ", " + r.getRole().toLowerCase(java.util.Locale.ROOT) + ", map version "
+                        + r.getMap().getVersion()));
+                out.println("  lost (to be removed from the cluster map): " + String.join(", ", plan.lost()));
+                if (!yes) {
+                    out.println("nothing changed; to make " + String.join(", ", plan.survivors()) + " the map's voters"
+                            + " and remove " + String.join(", ", plan.lost()) + " for good, run again with --yes");
+                    return 0;
+                }
+                io.kvraft.client.proto.KvProto.ClusterResponse map = c.recoverMap(plan).join();
+                out.println("cluster map recovered: leader " + map.getMetaLeader() + ", voters "
+                        + String.join(",", map.getMetaVotersList()) + "; removed " + String.join(", ", plan.lost())
+                        + "; next: recover-region --all --yes for the regions that lost their majority with them");
+                return 0;
+            }
+        }
+    }
 }

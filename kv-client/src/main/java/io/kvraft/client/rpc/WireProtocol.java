@@ -60,7 +60,11 @@ public final class WireProtocol {
             parser(KvProto.MergeStepRequest.class, KvProto.MergeStepRequest.parser()),
             parser(KvProto.MergeStepResponse.class, KvProto.MergeStepResponse.parser()),
             parser(KvProto.NodeBeatRequest.class, KvProto.NodeBeatRequest.parser()),
-            parser(KvProto.NodeBeatResponse.class, KvProto.NodeBeatResponse.parser()));
+            parser(KvProto.NodeBeatResponse.class, KvProto.NodeBeatResponse.parser()),
+            parser(KvProto.MapReplicaRequest.class, KvProto.MapReplicaRequest.parser()),
+            parser(KvProto.MapReplicaResponse.class, KvProto.MapReplicaResponse.parser()),
+            parser(KvProto.RecoverMapRequest.class, KvProto.RecoverMapRequest.parser()),
+            parser(KvProto.RecoverMapResponse.class, KvProto.RecoverMapResponse.parser()));
 
     private static Map.Entry<String, Parser<? extends Message>> parser(Class<? extends Message> type,
                                                                       Parser<? extends Message> parser) {

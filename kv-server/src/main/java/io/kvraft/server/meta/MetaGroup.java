@@ -4,6 +4,7 @@ import com.alipay.sofa.jraft.Node;
 import com.alipay.sofa.jraft.RaftGroupService;
 import com.alipay.sofa.jraft.Status;
 import com.alipay.sofa.jraft.conf.Configuration;
+import com.alipay.sofa.jraft.core.NodeImpl;
 import com.alipay.sofa.jraft.entity.PeerId;
 import com.alipay.sofa.jraft.entity.Task;
 import com.alipay.sofa.jraft.option.NodeOptions;
@@ -96,15 +97,25 @@ public final class MetaGroup implements AutoCloseable {
         return node;
     }
 
-    /** The voters of the map's group as this replica knows them. */
+    /** The voters of the map's group in this replica's configuration (on any replica, not only the leader). */
     public List<String> voters() {
-        Node n = node;
-        return n == null ? List.of() : n.listPeers().stream().map(p -> p.getEndpoint().toString()).toList();
+        Configuration conf = currentConf();
+        return conf == null ? List.of() : conf.getPeers().stream().map(p -> p.getEndpoint().toString()).toList();
     }
 
+    /** The learners of the map's group in this replica's configuration. */
     public List<String> learners() {
+        Configuration conf = currentConf();
+        return conf == null ? List.of() : conf.getLearners().stream().map(p -> p.getEndpoint().toString()).toList();
+    }
+
+    /** jraft's Node lists peers on the leader only; its NodeImpl gives any replica's current configuration. */
+    private Configuration currentConf() {
         Node n = node;
-        return n == null ? List.of() : n.listLearners().stream().map(p -> p.getEndpoint().toString()).toList();
+        if (n instanceof NodeImpl impl) {
+            return impl.getCurrentConf();
+        }
+        return n == null || !n.isLeader() ? null : new Configuration(n.listPeers(), n.listLearners());
     }
 
     /** Once this replica has seen a leader, the configured (longer) election timeout keeps the group quiet. */

@@ -12,6 +12,7 @@ import io.kvraft.client.proto.KvProto.ClusterResponse;
 import io.kvraft.client.proto.KvProto.ErrorCode;
 import io.kvraft.client.proto.KvProto.JoinRequest;
 import io.kvraft.client.proto.KvProto.JoinResponse;
+import io.kvraft.client.proto.KvProto.MapReplicaRequest;
 import io.kvraft.client.proto.KvProto.MetaCommand;
 import io.kvraft.client.proto.KvProto.NodeRecord;
 import io.kvraft.client.proto.KvProto.NodeReport;
@@ -20,6 +21,7 @@ import io.kvraft.client.proto.KvProto.NodeState;
 import io.kvraft.client.proto.KvProto.NodeStateRequest;
 import io.kvraft.client.proto.KvProto.NodeStateResponse;
 import io.kvraft.client.proto.KvProto.NodeStatus;
+import io.kvraft.client.proto.KvProto.RecoverMapRequest;
 import io.kvraft.client.proto.KvProto.RegionInfo;
 import io.kvraft.client.proto.KvProto.RegionsRequest;
 import io.kvraft.client.proto.KvProto.RegionsResponse;
@@ -109,6 +111,7 @@ public final class MetaService implements AutoCloseable {
     private final String nodeId;
     private final Path dataDir;
     private final MetaGroup group;
+    private final MapRecovery recovery;
     private final long intervalNanos;
     private final long downAfterNanos;
 
@@ -168,10 +171,15 @@ public final class MetaService implements AutoCloseable {
             host.members(known);
         }
         this.group = new MetaGroup(config, rpcServer, this::mapChanged, this::leaderChanged);
+        this.recovery = new MapRecovery(group, config.endpoint());
         rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(JoinRequest.class, this::join));
         rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(ClusterRequest.class, this::cluster));
         rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(NodeStateRequest.class, this::nodeState));
         rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(NodeReport.class, this::report));
+        rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(MapReplicaRequest.class,
+                (ctx, req) -> ctx.sendResponse(recovery.replica())));
+        rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(RecoverMapRequest.class,
+                (ctx, req) -> ctx.sendResponse(recovery.recover(req))));
     }
 
     public void start() {
@@ -274,7 +282,7 @@ public final class MetaService implements AutoCloseable {
             } else {
                 sendReport();
             }
-            if (group.isLeader()) {
+            if (group.isLeader() && recovery.removeLost()) { // a forced recovery's lost voters are removed first
                 lead();
             }
         } catch (RuntimeException e) {
@@ -464,7 +472,8 @@ public final class MetaService implements AutoCloseable {
                     .build());
         }
         NodeRecord rec = find(map, req.getEndpoint());
-        if (rec != null && rec.getState() == NodeState.REMOVED && rec.getNodeId().equals(req.getNodeId())) {
+        if (rec != null && (rec.getState() == NodeState.REMOVED || recovery.lost(rec.getEndpoint(), rec.getNodeId()))
+                && rec.getNodeId().equals(req.getNodeId())) {
             return done(JoinResponse.newBuilder().setError(Responses.error(ErrorCode.NODE_REMOVED, "node "
                     + req.getEndpoint() + " (node id " + req.getNodeId() + ") was removed from cluster "
                     + map.getClusterId() + ": it may not come back with its data; start it on an empty data directory"
@@ -516,7 +525,8 @@ public final class MetaService implements AutoCloseable {
                     + map.getClusterId())).build();
         }
         NodeRecord rec = find(map, report.getEndpoint());
-        if (rec != null && rec.getState() == NodeState.REMOVED && rec.getNodeId().equals(report.getNodeId())) {
+        if (rec != null && (rec.getState() == NodeState.REMOVED || recovery.lost(rec.getEndpoint(), rec.getNodeId()))
+                && rec.getNodeId().equals(report.getNodeId())) {
             return NodeReportResponse.newBuilder().setError(Responses.error(ErrorCode.NODE_REMOVED, "node "
                     + report.getEndpoint() + " was removed from cluster " + map.getClusterId())).build();
         }

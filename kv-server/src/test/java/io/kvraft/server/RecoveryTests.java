@@ -1,0 +1,60 @@
+package io.kvraft.server;
+
+import io.kvraft.client.KvException;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.server.region.Region;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletionException;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** What the forced-recovery tests share: the admin CLI against the live nodes, applied indexes, refusals. */
+final class RecoveryTests {
+
+    private RecoveryTests() {
+    }
+
+    record Run(int code, String out, String err) {
+    }
+
+    /** Runs the admin CLI ({@code kv-client}) with {@code --servers} naming the cluster's running nodes. */
+    static Run cli(InProcessCluster cluster, String... args) {
+        List<String> a = new ArrayList<>();
+        for (int i = 0; i < cluster.size(); i++) {
+            if (cluster.node(i) != null) {
+                a.add(cluster.endpoints().get(i));
+            }
+        }
+        List<String> all = new ArrayList<>(List.of("--servers", String.join(",", a)));
+        all.addAll(List.of(args));
+        java.io.StringWriter out = new java.io.StringWriter();
+        java.io.StringWriter err = new java.io.StringWriter();
+        int code = io.kvraft.client.cli.KvCtl.run(all.toArray(String[]::new), new java.io.PrintWriter(out, true),
+                new java.io.PrintWriter(err, true));
+        return new Run(code, out.toString(), err.toString());
+    }
+
+    /** The highest applied index of region {@code r} among its running replicas ({@code max}), or the lowest. */
+    static long applied(InProcessCluster cluster, int r, boolean max) {
+        long out = max ? 0 : Long.MAX_VALUE;
+        for (int i = 0; i < cluster.size(); i++) {
+            Region x = cluster.node(i) == null ? null : cluster.node(i).host().region(r);
+            if (x != null) {
+                out = max ? Math.max(out, x.info().getAppliedIndex()) : Math.min(out, x.info().getAppliedIndex());
+            }
+        }
+        return out;
+    }
+
+    /** Asserts that {@code call} fails with a KvException of {@code code} whose message contains {@code words}. */
+    static void assertRefused(Runnable call, ErrorCode code, String words) {
+        assertThatThrownBy(call::run).satisfies(e -> {
+            KvException k = KvException.unwrap(e instanceof CompletionException ? e : new CompletionException(e));
+            assertThat(k.code()).isEqualTo(code);
+            assertThat(k.getMessage()).contains(words);
+        });
+    }
+}
