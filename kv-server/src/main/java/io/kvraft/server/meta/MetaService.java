@@ -429,7 +429,8 @@ public final class MetaService implements AutoCloseable {
         String hint = group.leaderHint();
         return Responses.error(hint.isEmpty() ? ErrorCode.NO_LEADER : ErrorCode.NOT_LEADER, hint,
                 "node " + config.endpoint() + " does not lead the cluster map" + (hint.isEmpty() ? " and knows no leader"
-                        : "; " + hint + " does"));
+                        + " (one is elected within seconds while a majority of the map's voters " + group.voters()
+                        + " is up; if that majority is lost for good, see kv-client recover-map)" : "; " + hint + " does"));
     }
 
     private static NodeRecord find(ClusterMap map, String endpoint) {
