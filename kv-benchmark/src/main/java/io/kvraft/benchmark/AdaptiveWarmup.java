@@ -21,6 +21,11 @@ import java.util.Optional;
  * 46k ops/s on a +3.9% rise and then measured 68k). The same climb shows over the 20 s before the last
  * block: at 4% per 10 s, the last block is 8% above the oldest, so the climb does not end the warm-up.
  * <p>
+ * When it is also told the CPU of the JIT compiler threads ({@link CompilerActivity}: the benchmark's and the local
+ * servers' JVMs), a stable throughput ends the warm-up only once the compilers used at most {@code compilerShare} of
+ * those JVMs' CPU over the last block: a fresh cluster JIT-compiles at 25-35% of its CPU for a minute or more, then at
+ * under 5%, and a run once found 30 s of flat throughput at 63k ops/s while it still compiled, then measured 108k.
+ * <p>
  * It gives up at {@code maxSeconds}. Not thread-safe: the load's ticker thread feeds it.
  */
 final class AdaptiveWarmup {
@@ -29,19 +34,28 @@ final class AdaptiveWarmup {
     static final double WINDOW_SECONDS = 30;
     static final double TOLERANCE = 0.05;
     static final double MAX_SECONDS = 120;
+    /** The compilers' largest share of the JVMs' CPU over the last block for the warm-up to end. */
+    static final double COMPILER_SHARE = 0.10;
 
     /** Seconds in one block: a third of the window. */
     private final int block;
     private final int window;
     private final double tolerance;
     private final double maxSeconds;
+    private final double compilerShare;
     private final Deque<Double> lastSeconds = new ArrayDeque<>();
+    /** The compilers' samples of the last block's seconds and the one before them (null entries: not known). */
+    private final Deque<CompilerActivity.Sample> lastSamples = new ArrayDeque<>();
 
     /**
      * @param windowSeconds the seconds compared, three blocks of {@code windowSeconds / 3}: a whole number of
      *                      seconds, a multiple of 3, at least 3 (blocks of at least 1 s)
      */
     AdaptiveWarmup(double windowSeconds, double tolerance, double maxSeconds) {
+        this(windowSeconds, tolerance, maxSeconds, COMPILER_SHARE);
+    }
+
+    AdaptiveWarmup(double windowSeconds, double tolerance, double maxSeconds, double compilerShare) {
         if (!(windowSeconds >= 3) || windowSeconds != Math.rint(windowSeconds) || windowSeconds % 3 != 0
                 || !(tolerance > 0) || !(maxSeconds >= windowSeconds)) {
             throw new IllegalArgumentException("window of 3 blocks of whole seconds >= 1 s (a multiple of 3, >= 3 s),"
@@ -51,6 +65,7 @@ final class AdaptiveWarmup {
         this.block = window / 3;
         this.tolerance = tolerance;
         this.maxSeconds = maxSeconds;
+        this.compilerShare = compilerShare;
     }
 
     static AdaptiveWarmup defaults() {
@@ -66,6 +81,18 @@ final class AdaptiveWarmup {
      * after the load started. Returns why the warm-up ends now, or empty to go on.
      */
     Optional<String> observe(double elapsedSeconds, double opsPerSecond) {
+        return observe(elapsedSeconds, opsPerSecond, null);
+    }
+
+    /**
+     * As {@link #observe(double, double)}, with the JIT compilers' CPU so far ({@code null}: not known, then the
+     * throughput alone decides).
+     */
+    Optional<String> observe(double elapsedSeconds, double opsPerSecond, CompilerActivity.Sample compilers) {
+        lastSamples.addLast(compilers == null ? NONE : compilers);
+        if (lastSamples.size() > block + 1) {
+            lastSamples.removeFirst();
+        }
         lastSeconds.addLast(opsPerSecond);
         if (lastSeconds.size() > window) {
             lastSeconds.removeFirst();
@@ -84,19 +111,41 @@ final class AdaptiveWarmup {
             String rates = String.format(Locale.ROOT,
                     "last %d s %,.0f ops/s, the %d s before %,.0f ops/s (%+.1f%%), the %d s before that %,.0f ops/s (%+.1f%%)",
                     block, last, block, middle, vsMiddle * 100, block, oldest, vsOldest * 100);
-            if (last > 0 && Math.abs(vsMiddle) <= tolerance && Math.abs(vsOldest) <= tolerance) {
+            double share = compilerShare();
+            String jit = Double.isNaN(share) ? "" : String.format(Locale.ROOT,
+                    "; the JIT compilers used %.1f%% of the JVMs' CPU in the last %d s", share * 100, block);
+            boolean stable = last > 0 && Math.abs(vsMiddle) <= tolerance && Math.abs(vsOldest) <= tolerance;
+            if (stable && !(share > compilerShare)) {
                 return Optional.of(String.format(Locale.ROOT,
-                        "throughput stable, the last %d s within %.0f%% of each of the two %d s blocks before (%s)",
-                        block, tolerance * 100, block, rates));
+                        "throughput stable, the last %d s within %.0f%% of each of the two %d s blocks before (%s)%s",
+                        block, tolerance * 100, block, rates, jit));
             }
             if (elapsedSeconds >= maxSeconds) {
-                return Optional.of(String.format(Locale.ROOT, "the %.0f s cap, throughput not yet stable within %.0f%% (%s)",
-                        maxSeconds, tolerance * 100, rates));
+                return Optional.of(String.format(Locale.ROOT, "the %.0f s cap, %s (%s)%s", maxSeconds, stable
+                        ? String.format(Locale.ROOT, "throughput stable within %.0f%% but the JIT compilers still busy"
+                        + " (over %.0f%%)", tolerance * 100, compilerShare * 100)
+                        : String.format(Locale.ROOT, "throughput not yet stable within %.0f%%", tolerance * 100),
+                        rates, jit));
             }
         } else if (elapsedSeconds >= maxSeconds) {
             return Optional.of(String.format(Locale.ROOT, "the %.0f s cap", maxSeconds));
         }
         return Optional.empty();
+    }
+
+    private static final CompilerActivity.Sample NONE = new CompilerActivity.Sample(-1, -1);
+
+    /** The compilers' share of the JVMs' CPU over the last block, or NaN when not known for all of it. */
+    private double compilerShare() {
+        if (lastSamples.size() <= block) {
+            return Double.NaN;
+        }
+        CompilerActivity.Sample first = lastSamples.peekFirst();
+        CompilerActivity.Sample now = lastSamples.peekLast();
+        if (first == NONE || now == NONE || now.totalTicks() <= first.totalTicks()) {
+            return Double.NaN;
+        }
+        return (double) (now.compilerTicks() - first.compilerTicks()) / (now.totalTicks() - first.totalTicks());
     }
 
     /** The last block's change against an earlier one, as a fraction; infinite against nothing completed. */

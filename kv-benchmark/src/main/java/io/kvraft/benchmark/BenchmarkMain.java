@@ -47,8 +47,9 @@ public final class BenchmarkMain implements Callable<Integer> {
 
     @Option(names = "--warmup", defaultValue = "auto", paramLabel = "TIME|auto", converter = WarmupConverter.class,
             description = "Time before the measurement, excluded from the results. auto (the default): until the"
-                    + " throughput is stable, its last 10 s within 5%% of each of the two 10 s blocks before, at most"
-                    + " 120 s; the line 'warm-up ended after N s: ...' says why. A time is a fixed warm-up: "
+                    + " throughput is stable, its last 10 s within 5%% of each of the two 10 s blocks before, and (on"
+                    + " Linux) the JIT compilers of this JVM and the local cluster's used at most 10%% of their CPU in"
+                    + " those 10 s; at most 120 s; the line 'warm-up ended after N s: ...' says why. A time is a fixed warm-up: "
                     + DurationConverter.HELP + ".")
     Duration warmupArg; // null = auto
 
@@ -170,7 +171,7 @@ public final class BenchmarkMain implements Callable<Integer> {
             if (adaptive) {
                 AdaptiveWarmup w = AdaptiveWarmup.defaults();
                 LoadRunner runner = new LoadRunner(options.withTimes(0.001, w.maxSeconds()), session.client(), keys,
-                        NanoClock.SYSTEM, stderr, "").warmingUp(w);
+                        NanoClock.SYSTEM, stderr, "").warmingUp(w, CompilerActivity.of(session.localPids()));
                 long t0 = System.nanoTime();
                 warmupOps = runner.run().warmupOps();
                 warmup = (System.nanoTime() - t0) / 1e9;

@@ -53,6 +53,7 @@ public final class LoadRunner {
     private final String progressPrefix;
     private AckedRecorder recorder;
     private AdaptiveWarmup warmup;
+    private CompilerActivity compilers;
     private String warmupEnd;
     /** Called by the ticker when the measured window starts and when it ends (server CPU for that window). */
     private Runnable atMeasureStart = () -> { };
@@ -87,7 +88,13 @@ public final class LoadRunner {
      * the run's end); {@link #warmupEnd()} then says why.
      */
     LoadRunner warmingUp(AdaptiveWarmup w) {
+        return warmingUp(w, null);
+    }
+
+    /** As {@link #warmingUp(AdaptiveWarmup)}, telling it the JIT compilers' CPU each second ({@code null}: not). */
+    LoadRunner warmingUp(AdaptiveWarmup w, CompilerActivity compilers) {
         this.warmup = w;
+        this.compilers = compilers;
         return this;
     }
 
@@ -147,7 +154,8 @@ public final class LoadRunner {
                 Results.Progress p = results.tick(now);
                 printProgress(p);
                 if (warmup != null && warmupEnd == null) {
-                    warmup.observe(p.elapsedSeconds(), p.opsPerSecond()).ifPresent(why -> {
+                    CompilerActivity.Sample jit = compilers == null ? null : compilers.sample();
+                    warmup.observe(p.elapsedSeconds(), p.opsPerSecond(), jit).ifPresent(why -> {
                         warmupEnd = why;
                         stopAt = now;
                     });

@@ -159,4 +159,57 @@ class AdaptiveWarmupTest {
         assertThat(new AdaptiveWarmup(3, 0.05, 3).maxSeconds()).isEqualTo(3);
         assertThat(AdaptiveWarmup.defaults().maxSeconds()).isEqualTo(120);
     }
+
+    /**
+     * Feeds flat throughput and, each second, compiler and total CPU ticks growing by {@code jit[s]} and 100: the
+     * compilers' share of the JVMs' CPU in second s+1 is {@code jit[s]}%.
+     */
+    private static Optional<String> feedWithCompilers(AdaptiveWarmup w, int[] jit, int[] endedAt) {
+        long compiler = 0;
+        long total = 0;
+        for (int s = 0; s < jit.length; s++) {
+            compiler += jit[s];
+            total += 100;
+            Optional<String> why = w.observe(s + 1, 90_000, new CompilerActivity.Sample(compiler, total));
+            if (why.isPresent()) {
+                endedAt[0] = s + 1;
+                return why;
+            }
+        }
+        return Optional.empty();
+    }
+
+    @Test
+    void when_throughputIsFlatButTheCompilersAreBusy_then_warmUpGoesOnUntilTheyQuietDown() {
+        int[] jit = new int[90];
+        Arrays.fill(jit, 0, 50, 30); // 30% of the CPU compiling for 50 s, then 2%
+        Arrays.fill(jit, 50, 90, 2);
+        int[] at = new int[1];
+        Optional<String> why = feedWithCompilers(AdaptiveWarmup.defaults(), jit, at);
+        // the last 10 s at second 57: 3 s at 30% and 7 at 2%, 10.4%; at second 58: 2 s at 30%, 7.6%, at most 10%
+        assertThat(at[0]).isEqualTo(58);
+        assertThat(why).hasValueSatisfying(s -> assertThat(s).startsWith("throughput stable")
+                .endsWith("; the JIT compilers used 7.6% of the JVMs' CPU in the last 10 s"));
+    }
+
+    @Test
+    void when_theCompilersStayBusy_then_theCapSaysSo() {
+        int[] jit = new int[60];
+        Arrays.fill(jit, 20);
+        int[] at = new int[1];
+        Optional<String> why = feedWithCompilers(new AdaptiveWarmup(30, 0.05, 45), jit, at);
+        assertThat(at[0]).isEqualTo(45);
+        assertThat(why).hasValueSatisfying(s -> assertThat(s).startsWith("the 45 s cap, throughput stable within 5% but"
+                + " the JIT compilers still busy (over 10%)").endsWith("used 20.0% of the JVMs' CPU in the last 10 s"));
+    }
+
+    @Test
+    void when_theCompilersAreNotKnown_then_throughputAloneDecides() {
+        AdaptiveWarmup w = AdaptiveWarmup.defaults();
+        Optional<String> why = Optional.empty();
+        for (int s = 1; s <= 30 && why.isEmpty(); s++) {
+            why = w.observe(s, 90_000, null);
+        }
+        assertThat(why).hasValueSatisfying(s -> assertThat(s).startsWith("throughput stable").doesNotContain("JIT"));
+    }
 }
