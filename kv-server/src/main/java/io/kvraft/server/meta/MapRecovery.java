@@ -46,10 +46,17 @@ final class MapRecovery {
     /** The lost voters this node's recovery left out, with the node id the map had for each then. */
     private final Map<String, String> lost = new ConcurrentHashMap<>();
     private volatile boolean removing;
+    private final int campaignMs;
 
-    MapRecovery(MetaGroup group, String self) {
+    /**
+     * @param campaignMs the election timeout a survivor takes after the reset ({@code raft.startupElectionTimeoutMs}):
+     *                   it leads within 2-3 s, not the configured 5-10; it takes the configured one back once it knows
+     *                   a leader ({@link MetaGroup#leaderSeen})
+     */
+    MapRecovery(MetaGroup group, String self, int campaignMs) {
         this.group = group;
         this.self = self;
+        this.campaignMs = campaignMs;
     }
 
     /** This node's replica of the map's group, as {@code MapReplicaRequest} answers it. */
@@ -101,6 +108,9 @@ final class MapRecovery {
             left.forEach(lost::remove);
             return failed(ErrorCode.UNAVAILABLE, "jraft did not reset the cluster map's voters on " + self + ": "
                     + st.getErrorMsg());
+        }
+        if (campaignMs < node.getOptions().getElectionTimeoutMs()) {
+            node.resetElectionTimeoutMs(campaignMs);
         }
         LOG.warn("cluster map: FORCED RECOVERY on {}: voters reset from {} to {}; once one of them leads, {} are marked"
                 + " removed; map entries only the lost voters had are gone", self, current, voters, left);

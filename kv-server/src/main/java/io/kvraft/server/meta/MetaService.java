@@ -171,7 +171,7 @@ public final class MetaService implements AutoCloseable {
             host.members(known);
         }
         this.group = new MetaGroup(config, rpcServer, this::mapChanged, this::leaderChanged);
-        this.recovery = new MapRecovery(group, config.endpoint());
+        this.recovery = new MapRecovery(group, config.endpoint(), config.raft().startupElectionTimeoutMs());
         rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(JoinRequest.class, this::join));
         rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(ClusterRequest.class, this::cluster));
         rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(NodeStateRequest.class, this::nodeState));

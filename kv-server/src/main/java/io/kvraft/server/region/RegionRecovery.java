@@ -81,6 +81,7 @@ public final class RegionRecovery {
         // jraft tells a state machine of a configuration only through joint changes, and of this one never: a survivor
         // that ends up a follower would list the old voters until the region's next change of replicas
         region.peersCommitted(List.copyOf(voters));
+        host.campaignSoon(node);
         io.kvraft.client.proto.KvProto.RegionInfo now = region.info();
         LOG.warn("region {}: FORCED RECOVERY on {}: voters reset from {} to {} (term now {}, applied index {}); entries"
                 + " only the lost replicas had are gone", id, host.endpoint(), before, voters, now.getTerm(),
