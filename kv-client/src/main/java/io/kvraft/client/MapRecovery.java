@@ -71,19 +71,11 @@ final class MapRecovery {
 
     /** Each of {@code nodes}' replica of the map's group as it answers now, by host:port; null for no answer. */
     private CompletableFuture<Map<String, MapReplicaResponse>> answers(List<String> nodes) {
-        Map<String, CompletableFuture<MapReplicaResponse>> asked = new TreeMap<>();
-        for (String node : nodes) {
-            asked.put(node, client.transport().call(node, MapReplicaRequest.getDefaultInstance(),
-                    client.requestTimeoutMs()));
-        }
-        return CompletableFuture.allOf(asked.values().stream().map(f -> f.handle((r, e) -> null))
-                .toArray(CompletableFuture[]::new)).thenApply(v -> {
-                    Map<String, MapReplicaResponse> out = new TreeMap<>();
-                    asked.forEach((node, f) -> {
-                        MapReplicaResponse r = f.isCompletedExceptionally() ? null : f.join();
-                        out.put(node, r == null || r.hasError() && r.getError().getCode() != ErrorCode.OK ? null : r);
-                    });
-                    return out;
+        return RegionRecovery.<MapReplicaResponse>askAll(client, nodes, MapReplicaRequest.getDefaultInstance())
+                .thenApply(answers -> {
+                    answers.replaceAll((node, r) -> r == null || r.hasError() && r.getError().getCode() != ErrorCode.OK
+                            ? null : r);
+                    return answers;
                 });
     }
 

@@ -88,14 +88,22 @@ final class RegionRecovery {
 
     /** Each of {@code nodes}' own regions as it answers now, by host:port; null for a node that did not answer. */
     private CompletableFuture<Map<String, RegionsResponse>> answers(List<String> nodes) {
-        Map<String, CompletableFuture<RegionsResponse>> asked = new TreeMap<>();
+        return askAll(client, nodes, RegionsRequest.getDefaultInstance());
+    }
+
+    /**
+     * Asks each of {@code nodes} {@code request} at once; completes once all answered or failed, with each answer by
+     * host:port (null for a node that did not answer).
+     */
+    static <R extends com.google.protobuf.Message> CompletableFuture<Map<String, R>> askAll(
+            RoutingKvClient client, List<String> nodes, com.google.protobuf.Message request) {
+        Map<String, CompletableFuture<R>> asked = new TreeMap<>();
         for (String node : nodes) {
-            asked.put(node, client.transport().call(node, RegionsRequest.getDefaultInstance(),
-                    client.requestTimeoutMs()));
+            asked.put(node, client.transport().call(node, request, client.requestTimeoutMs()));
         }
         return CompletableFuture.allOf(asked.values().stream().map(f -> f.handle((r, e) -> null))
                 .toArray(CompletableFuture[]::new)).thenApply(v -> {
-                    Map<String, RegionsResponse> out = new TreeMap<>();
+                    Map<String, R> out = new TreeMap<>();
                     asked.forEach((node, f) -> out.put(node, f.isCompletedExceptionally() ? null : f.join()));
                     return out;
                 });

@@ -4,7 +4,6 @@ import com.alipay.sofa.jraft.Node;
 import com.alipay.sofa.jraft.Status;
 import com.alipay.sofa.jraft.conf.Configuration;
 import com.alipay.sofa.jraft.entity.PeerId;
-import io.kvraft.client.config.HostPort;
 import io.kvraft.client.proto.KvProto.ClusterMap;
 import io.kvraft.client.proto.KvProto.ErrorCode;
 import io.kvraft.client.proto.KvProto.MapReplicaResponse;
@@ -80,14 +79,11 @@ final class MapRecovery {
         if (node == null) {
             return failed(ErrorCode.UNAVAILABLE, "the cluster map's group is not running on " + self);
         }
-        TreeSet<String> voters = new TreeSet<>();
-        for (String v : req.getVotersList()) {
-            try {
-                HostPort.parse(v);
-            } catch (IllegalArgumentException e) {
-                return failed(ErrorCode.INVALID_ARGUMENT, e.getMessage());
-            }
-            voters.add(v);
+        TreeSet<String> voters;
+        try {
+            voters = io.kvraft.server.region.RegionRecovery.voters(req.getVotersList());
+        } catch (IllegalArgumentException e) {
+            return failed(ErrorCode.INVALID_ARGUMENT, e.getMessage());
         }
         List<String> current = group.voters();
         String refused = refusal(voters, current);

@@ -55,14 +55,11 @@ public final class RegionRecovery {
         if (node == null) {
             return failed(ErrorCode.UNAVAILABLE, "region " + id + "'s group is not running on " + host.endpoint());
         }
-        TreeSet<String> voters = new TreeSet<>();
-        for (String v : req.getVotersList()) {
-            try {
-                HostPort.parse(v);
-            } catch (IllegalArgumentException e) {
-                return failed(ErrorCode.INVALID_ARGUMENT, e.getMessage());
-            }
-            voters.add(v);
+        TreeSet<String> voters;
+        try {
+            voters = voters(req.getVotersList());
+        } catch (IllegalArgumentException e) {
+            return failed(ErrorCode.INVALID_ARGUMENT, e.getMessage());
         }
         String refused = refusal(region, voters, req.getConfVer());
         if (refused != null) {
@@ -87,6 +84,16 @@ public final class RegionRecovery {
                 + " only the lost replicas had are gone", id, host.endpoint(), before, voters, now.getTerm(),
                 now.getAppliedIndex());
         return RecoverRegionResponse.newBuilder().setRegion(now).build();
+    }
+
+    /** A forced recovery's voters (host:port each), sorted; IllegalArgumentException naming a malformed one. */
+    public static TreeSet<String> voters(List<String> endpoints) {
+        TreeSet<String> voters = new TreeSet<>();
+        for (String v : endpoints) {
+            HostPort.parse(v);
+            voters.add(v);
+        }
+        return voters;
     }
 
     /** Why the recovery is refused, or null. */
