@@ -107,7 +107,9 @@ class WireProtocolTest {
                         .setForce(true).build(),
                 KvProto.NodeBeatRequest.newBuilder().setFrom("10.0.0.1:8181")
                         .addRegions(KvProto.RegionTerm.newBuilder().setRegion(5).setTerm(7))
-                        .addRegions(KvProto.RegionTerm.newBuilder().setRegion(65_537).setTerm(2)).build());
+                        .addRegions(KvProto.RegionTerm.newBuilder().setRegion(65_537).setTerm(2)).build(),
+                KvProto.MapReplicaRequest.getDefaultInstance(),
+                KvProto.RecoverMapRequest.newBuilder().addVoters("10.0.0.1:8181").build());
     }
 
     static Stream<Named<Message>> responses() {
@@ -185,7 +187,20 @@ class WireProtocolTest {
                         .setDetail("would leave 2 UP nodes")).build(),
                 KvProto.NodeReportResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.WRONG_CLUSTER))
                         .build(),
-                KvProto.NodeBeatResponse.newBuilder().addFollowed(5).addFollowed(65_537).build());
+                KvProto.NodeBeatResponse.newBuilder().addFollowed(5).addFollowed(65_537).build(),
+                mapReplica(),
+                KvProto.MapReplicaResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.SHUTTING_DOWN))
+                        .build(),
+                KvProto.RecoverMapResponse.newBuilder().setReplica(mapReplica()).addRemoved("10.0.0.2:8182")
+                        .addRemoved("10.0.0.3:8183").build(),
+                KvProto.RecoverMapResponse.newBuilder().setError(Error.newBuilder().setCode(ErrorCode.INVALID_ARGUMENT)
+                        .setDetail("cluster map not recovered: the map's group has a leader, 10.0.0.2:8182")).build());
+    }
+
+    private static KvProto.MapReplicaResponse mapReplica() {
+        return KvProto.MapReplicaResponse.newBuilder().setNode("10.0.0.1:8181").setRole("CANDIDATE")
+                .addVoters("10.0.0.1:8181").addVoters("10.0.0.2:8182").addVoters("10.0.0.3:8183")
+                .addLearners("10.0.0.4:8184").setLastLogIndex(42).setMap(clusterMap()).build();
     }
 
     private static KvProto.ClusterMap clusterMap() {
