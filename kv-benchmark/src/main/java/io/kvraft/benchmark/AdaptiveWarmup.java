@@ -44,7 +44,7 @@ final class AdaptiveWarmup {
     private final double maxSeconds;
     private final double compilerShare;
     private final Deque<Double> lastSeconds = new ArrayDeque<>();
-    /** The compilers' samples of the last block's seconds and the one before them (null entries: not known). */
+    /** The compilers' samples of the last block's seconds and the one before them ({@link #NONE}: not known). */
     private final Deque<CompilerActivity.Sample> lastSamples = new ArrayDeque<>();
 
     /**

@@ -27,11 +27,10 @@ final class CompilerActivity {
     }
 
     private final List<Path> procs;
-    /** Per process: the tasks known to be compiler threads, and those known not to be. */
-    private final Map<Path, Set<String>> compilers = new HashMap<>();
-    private final Map<Path, Set<String>> others = new HashMap<>();
-    /** Each compiler thread's ticks when last seen, by its task directory. */
+    /** Each compiler thread's ticks when last seen, by its task directory (its key: a task known to be one). */
     private final Map<Path, Long> lastTicks = new HashMap<>();
+    /** The task directories known not to be compiler threads: their comm is read once. */
+    private final Set<Path> others = new HashSet<>();
     private long compilerTicks;
 
     /** @param procRoot {@code /proc}, or a directory laid out like it (tests) */
@@ -59,20 +58,11 @@ final class CompilerActivity {
                 continue;
             }
             total += t;
-            Set<String> known = compilers.computeIfAbsent(proc, p -> new HashSet<>());
-            Set<String> not = others.computeIfAbsent(proc, p -> new HashSet<>());
             try (DirectoryStream<Path> tasks = Files.newDirectoryStream(proc.resolve("task"))) {
                 for (Path task : tasks) {
-                    String tid = task.getFileName().toString();
-                    if (not.contains(tid)) {
+                    if (others.contains(task) || !lastTicks.containsKey(task) && !isCompiler(task)) {
+                        others.add(task);
                         continue;
-                    }
-                    if (!known.contains(tid)) {
-                        if (!isCompiler(task)) {
-                            not.add(tid);
-                            continue;
-                        }
-                        known.add(tid);
                     }
                     Long now = ticks(task.resolve("stat"));
                     if (now != null) {

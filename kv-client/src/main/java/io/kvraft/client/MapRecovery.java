@@ -50,17 +50,9 @@ final class MapRecovery {
             }
             more.removeAll(answers.keySet());
             return answers(new ArrayList<>(more)).thenApply(rest -> {
-                Map<String, MapReplicaResponse> all = new TreeMap<>();
-                answers.forEach((n, r) -> {
-                    if (r != null) {
-                        all.put(n, r);
-                    }
-                });
-                rest.forEach((n, r) -> {
-                    if (r != null) {
-                        all.put(n, r);
-                    }
-                });
+                Map<String, MapReplicaResponse> all = new TreeMap<>(answers);
+                all.putAll(rest);
+                all.values().removeIf(java.util.Objects::isNull);
                 if (all.isEmpty()) {
                     throw new KvException(ErrorCode.UNAVAILABLE, "no node answered of " + first + " and " + more);
                 }

@@ -151,7 +151,8 @@ public final class KvServer implements AutoCloseable {
                 }, housekeeping, storeId,
                 why -> onRefused.accept(why));
         handlers.clusterRegions(meta::clusterRegions);
-        handlers.recovery(new io.kvraft.server.region.RegionRecovery(host, meta::nodeState));
+        handlers.recovery(new io.kvraft.server.region.RegionRecovery(host, meta::nodeState,
+                config.raft().startupElectionTimeoutMs()));
         metrics.bind(host, handlers::inFlight);
     }
 

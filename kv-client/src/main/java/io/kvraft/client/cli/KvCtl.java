@@ -28,7 +28,8 @@ import java.util.concurrent.Callable;
         subcommands = {KvCtl.Put.class, KvCtl.Get.class, KvCtl.Delete.class, DataCommands.Scan.class,
                 DataCommands.DeleteRange.class, DataCommands.Cas.class, DataCommands.PutIfAbsent.class, RegionsCommand.class,
                 TransferLeaderCommand.class, SplitCommand.class, MergeCommand.class, MoveReplicaCommand.class, ReplicaCommands.Rebuild.class, ReplicaCommands.Add.class,
-                ReplicaCommands.Recover.class, ReplicaCommands.RecoverMap.class, RebalanceCommand.class, HealthCommand.class, StatusCommand.class,
+                ReplicaCommands.Recover.class, ReplicaCommands.RecoverMap.class, RebalanceCommand.class,
+                HealthCommand.class, StatusCommand.class,
                 CoordCommands.Sequence.class, CoordCommands.Lock.class,
                 BackupCommands.BackupCommand.class, BackupCommands.RestoreCommand.class, BatchCommand.class,
                 NodeCommands.NodeCommand.class})

@@ -16,7 +16,6 @@ import io.kvraft.server.rpc.Responses;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
@@ -90,20 +89,16 @@ final class MapRecovery {
         if (refused != null) {
             return failed(ErrorCode.INVALID_ARGUMENT, "cluster map not recovered: " + refused);
         }
-        ClusterMap map = group.map();
-        List<String> left = new ArrayList<>();
-        for (String v : current) {
-            if (!voters.contains(v)) {
-                left.add(v);
-                NodeRecord rec = find(map, v);
-                lost.put(v, rec == null ? "" : rec.getNodeId());
-            }
-        }
         Status st = node.resetPeers(new Configuration(voters.stream().map(PeerId::parsePeer).toList()));
         if (!st.isOk()) {
-            left.forEach(lost::remove);
             return failed(ErrorCode.UNAVAILABLE, "jraft did not reset the cluster map's voters on " + self + ": "
                     + st.getErrorMsg());
+        }
+        ClusterMap map = group.map();
+        List<String> left = current.stream().filter(v -> !voters.contains(v)).toList();
+        for (String v : left) {
+            NodeRecord rec = find(map, v);
+            lost.put(v, rec == null ? "" : rec.getNodeId());
         }
         if (campaignMs < node.getOptions().getElectionTimeoutMs()) {
             node.resetElectionTimeoutMs(campaignMs);

@@ -433,6 +433,15 @@ public final class MetaService implements AutoCloseable {
                         + " is up; if that majority is lost for good, see kv-client recover-map)" : "; " + hint + " does"));
     }
 
+    /**
+     * Whether a node with data directory {@code nodeId} at {@code rec}'s address is refused for good: the map lists it
+     * removed, or a forced recovery of the map left it out and has not marked it removed yet.
+     */
+    private boolean removedForGood(NodeRecord rec, String nodeId) {
+        return rec != null && rec.getNodeId().equals(nodeId)
+                && (rec.getState() == NodeState.REMOVED || recovery.lost(rec.getEndpoint(), nodeId));
+    }
+
     private static NodeRecord find(ClusterMap map, String endpoint) {
         for (NodeRecord n : map.getNodesList()) {
             if (n.getEndpoint().equals(endpoint)) {
@@ -473,8 +482,7 @@ public final class MetaService implements AutoCloseable {
                     .build());
         }
         NodeRecord rec = find(map, req.getEndpoint());
-        if (rec != null && (rec.getState() == NodeState.REMOVED || recovery.lost(rec.getEndpoint(), rec.getNodeId()))
-                && rec.getNodeId().equals(req.getNodeId())) {
+        if (removedForGood(rec, req.getNodeId())) {
             return done(JoinResponse.newBuilder().setError(Responses.error(ErrorCode.NODE_REMOVED, "node "
                     + req.getEndpoint() + " (node id " + req.getNodeId() + ") was removed from cluster "
                     + map.getClusterId() + ": it may not come back with its data; start it on an empty data directory"
@@ -526,8 +534,7 @@ public final class MetaService implements AutoCloseable {
                     + map.getClusterId())).build();
         }
         NodeRecord rec = find(map, report.getEndpoint());
-        if (rec != null && (rec.getState() == NodeState.REMOVED || recovery.lost(rec.getEndpoint(), rec.getNodeId()))
-                && rec.getNodeId().equals(report.getNodeId())) {
+        if (removedForGood(rec, report.getNodeId())) {
             return NodeReportResponse.newBuilder().setError(Responses.error(ErrorCode.NODE_REMOVED, "node "
                     + report.getEndpoint() + " was removed from cluster " + map.getClusterId())).build();
         }

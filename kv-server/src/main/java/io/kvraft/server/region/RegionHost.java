@@ -1,6 +1,5 @@
 package io.kvraft.server.region;
 
-import com.alipay.sofa.jraft.Node;
 import com.alipay.sofa.jraft.entity.PeerId;
 import com.alipay.sofa.jraft.rpc.RpcServer;
 import com.alipay.sofa.jraft.util.Endpoint;
@@ -37,7 +36,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
 
@@ -100,41 +98,6 @@ public final class RegionHost implements AutoCloseable, Region.Splits {
     private final Map<Integer, Integer> bootstrapPending = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile boolean started;
     private volatile boolean closed;
-
-    /** How often {@link #campaignSoon} looks for a leader, and for how many looks at most. */
-    private static final long CAMPAIGN_POLL_MS = 100;
-    private static final int CAMPAIGN_POLLS = 600;
-
-    /**
-     * After a forced recovery's {@code resetPeers} on {@code node}: it campaigns after the start-up election timeout
-     * ({@code raft.startupElectionTimeoutMs}) rather than the configured one, so the survivors lead within 2-3 s and
-     * not 5-10 s, and it takes the configured timeout back once it knows a leader (or after a minute without).
-     */
-    public void campaignSoon(Node node) {
-        int configured = config.raft().electionTimeoutMs();
-        int startup = config.raft().startupElectionTimeoutMs();
-        if (startup >= configured) {
-            return;
-        }
-        node.resetElectionTimeoutMs(startup);
-        restoreElectionTimeout(node, configured, CAMPAIGN_POLLS);
-    }
-
-    private void restoreElectionTimeout(Node node, int configured, int pollsLeft) {
-        PeerId leader = node.getLeaderId();
-        if (leader != null && !leader.isEmpty() || pollsLeft <= 0) {
-            if (node.getOptions().getElectionTimeoutMs() != configured) {
-                node.resetElectionTimeoutMs(configured);
-            }
-            return;
-        }
-        try {
-            housekeeping.schedule(() -> restoreElectionTimeout(node, configured, pollsLeft - 1), CAMPAIGN_POLL_MS,
-                    TimeUnit.MILLISECONDS);
-        } catch (java.util.concurrent.RejectedExecutionException closing) {
-            // the node is closing
-        }
-    }
 
     public RegionHost(ServerConfig config, KvStore store, ScheduledExecutorService housekeeping) {
         this.config = config;

@@ -36,13 +36,17 @@ public final class RegionRecovery {
 
     private final RegionHost host;
     private final Function<String, NodeState> mapState;
+    private final int startupElectionTimeoutMs;
 
     /**
-     * @param mapState a node's state in this node's copy of the cluster map, or null when the map does not list it
+     * @param mapState                 a node's state in this node's copy of the cluster map, or null when the map does
+     *                                 not list it
+     * @param startupElectionTimeoutMs the election timeout a survivor campaigns after ({@link Region#campaignSoon})
      */
-    public RegionRecovery(RegionHost host, Function<String, NodeState> mapState) {
+    public RegionRecovery(RegionHost host, Function<String, NodeState> mapState, int startupElectionTimeoutMs) {
         this.host = host;
         this.mapState = mapState;
+        this.startupElectionTimeoutMs = startupElectionTimeoutMs;
     }
 
     public RecoverRegionResponse recover(RecoverRegionRequest req) {
@@ -78,7 +82,7 @@ public final class RegionRecovery {
         // jraft tells a state machine of a configuration only through joint changes, and of this one never: a survivor
         // that ends up a follower would list the old voters until the region's next change of replicas
         region.peersCommitted(List.copyOf(voters));
-        host.campaignSoon(node);
+        region.campaignSoon(startupElectionTimeoutMs);
         io.kvraft.client.proto.KvProto.RegionInfo now = region.info();
         LOG.warn("region {}: FORCED RECOVERY on {}: voters reset from {} to {} (term now {}, applied index {}); entries"
                 + " only the lost replicas had are gone", id, host.endpoint(), before, voters, now.getTerm(),
