@@ -16,6 +16,7 @@ import io.kvraft.client.rpc.Transport;
 
 import com.google.protobuf.Message;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.Consumer;
@@ -67,7 +68,7 @@ final class RegionBatcher {
             sendWrites(List.of(op), () -> { }); // a group travels alone, so no batch outgrows the server's op limit
             return true;
         }
-        if (op.isWrite()) {
+        if (op.isWrite() || ridesWrites(op)) {
             return writes.offer(op);
         }
         int i = op.readMode.getNumber();
@@ -80,6 +81,11 @@ final class RegionBatcher {
         return queue.offer(op);
     }
 
+    /** A read_index get that joins the write batches (batching.readsWithWrites): see {@link #sendWrites}. */
+    private boolean ridesWrites(PendingOp op) {
+        return batching.enabled() && batching.readsWithWrites() && op.readMode == ReadMode.READ_INDEX;
+    }
+
     private long timeoutMs(List<PendingOp> batch) {
         long now = System.nanoTime();
         long latest = 0;
@@ -89,20 +95,43 @@ final class RegionBatcher {
         return Math.max(1, Math.min(requestTimeoutMs, latest / 1_000_000L));
     }
 
+    /**
+     * Sends a batch of the write queue: its writes, and the read_index gets that joined it as the request's read
+     * keys, which the leader answers once the writes' entry is applied (one Raft round for both). A batch of such
+     * gets alone goes as a read_index ReadRequest.
+     */
     private void sendWrites(List<PendingOp> batch, Runnable done) {
+        int readCount = 0;
+        for (PendingOp op : batch) {
+            if (!op.isWrite()) {
+                readCount++;
+            }
+        }
+        if (readCount == batch.size()) {
+            sendReads(batch, ReadMode.READ_INDEX, done);
+            return;
+        }
+        List<PendingOp> riders = readCount == 0 ? List.of() : new ArrayList<>(readCount);
         send(batch, done, route -> {
             WriteRequest.Builder b = WriteRequest.newBuilder().setRegionId(regionId).setRegionEpoch(route.epoch()).setRegionConfVer(route.confVer());
             for (PendingOp op : batch) {
                 if (op.group != null) {
                     b.addAllOps(op.group);
-                } else {
+                } else if (op.isWrite()) {
                     b.addOps(op.write);
+                } else {
+                    b.addReadKeys(op.readKey);
+                    riders.add(op);
                 }
             }
             return b.build();
         }, (WriteResponse resp) -> resp.getError(), resp -> {
+            completeRiders(riders, resp);
             int at = 0; // the first wire op of each operation
             for (PendingOp op : batch) {
+                if (!op.isWrite()) {
+                    continue;
+                }
                 if (op.returnsCoord()) {
                     op.result.complete(new CoordAnswer(at < resp.getSucceededCount() && resp.getSucceeded(at),
                             at < resp.getCoordCount() ? resp.getCoord(at) : CoordResult.getDefaultInstance()));
@@ -115,6 +144,23 @@ final class RegionBatcher {
                 at += op.opCount();
             }
         }, null);
+    }
+
+    /** Completes the gets that rode on a write request, or hands them back for a retry if the leader could not serve them. */
+    private void completeRiders(List<PendingOp> riders, WriteResponse resp) {
+        if (riders.isEmpty()) {
+            return;
+        }
+        if (resp.hasReadError() && resp.getReadError().getCode() != ErrorCode.OK) {
+            Route route = client.routes().byId(regionId);
+            failAll(riders, route, route == null ? "" : RoutingKvClient.target(route, ReadMode.READ_INDEX),
+                    resp.getReadError(), false);
+            return;
+        }
+        for (int i = 0; i < riders.size(); i++) {
+            Value v = i < resp.getReadValuesCount() ? resp.getReadValues(i) : Value.getDefaultInstance();
+            riders.get(i).result.complete(v.getFound() ? v.getValue().toByteArray() : null);
+        }
     }
 
     private void sendReads(List<PendingOp> batch, ReadMode readMode, Runnable done) {

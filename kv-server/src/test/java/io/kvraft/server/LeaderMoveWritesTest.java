@@ -141,7 +141,7 @@ class LeaderMoveWritesTest {
                 });
         // several requests in flight per region, so puts queue on the leader behind the held one
         KvClient client = cluster.client(new io.kvraft.client.config.ClientConfig(cluster.endpoints(), null, null, null,
-                new io.kvraft.client.config.ClientConfig.Batching(true, 1, null, 64, null), null));
+                new io.kvraft.client.config.ClientConfig.Batching(true, 1, null, 64, null, null), null));
         RegionInfo region = client.regions().join().get(0);
         int id = region.getId();
         int from = cluster.leaderOf(id);

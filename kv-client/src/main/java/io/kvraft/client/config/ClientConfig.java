@@ -102,15 +102,20 @@ public record ClientConfig(
      * @param maxInflightPerRegion batch RPCs in flight per region and kind (writes, reads); the next batch
      *                             leaves as soon as one returns, so no timer delays a batch
      * @param maxPendingPerRegion  operations queued per region before callers get BUSY (back-pressure)
+     * @param readsWithWrites      on (with batching): read_index gets join the region's write batches and are
+     *                             answered once that batch's log entry is applied, so a mixed load takes one Raft
+     *                             round per batch instead of a write round and a ReadIndex round; off: they have
+     *                             batches of their own
      */
     public record Batching(
             Boolean enabled,
             Integer maxBatchSize,
             Integer maxBatchBytes,
             Integer maxInflightPerRegion,
-            Integer maxPendingPerRegion) {
+            Integer maxPendingPerRegion,
+            Boolean readsWithWrites) {
 
-        public static final Batching DEFAULT = new Batching(null, null, null, null, null);
+        public static final Batching DEFAULT = new Batching(null, null, null, null, null, null);
 
         public Batching {
             enabled = requireNonNullElse(enabled, true);
@@ -118,13 +123,19 @@ public record ClientConfig(
             maxBatchBytes = requireNonNullElse(maxBatchBytes, 1 << 20);
             maxInflightPerRegion = requireNonNullElse(maxInflightPerRegion, 1);
             maxPendingPerRegion = requireNonNullElse(maxPendingPerRegion, 100_000);
+            readsWithWrites = requireNonNullElse(readsWithWrites, true);
             if (maxBatchSize < 1 || maxBatchBytes < 1 || maxInflightPerRegion < 1 || maxPendingPerRegion < 1) {
                 throw new IllegalArgumentException("batching limits must be positive");
             }
         }
 
         public Batching withEnabled(boolean on) {
-            return new Batching(on, maxBatchSize, maxBatchBytes, maxInflightPerRegion, maxPendingPerRegion);
+            return new Batching(on, maxBatchSize, maxBatchBytes, maxInflightPerRegion, maxPendingPerRegion,
+                    readsWithWrites);
+        }
+
+        public Batching withReadsWithWrites(boolean on) {
+            return new Batching(enabled, maxBatchSize, maxBatchBytes, maxInflightPerRegion, maxPendingPerRegion, on);
         }
     }
 }

@@ -41,6 +41,7 @@ class ClientConfigTest {
                   maxBatchBytes: 65536
                   maxInflightPerRegion: 3
                   maxPendingPerRegion: 777
+                  readsWithWrites: false
                 """);
 
         ClientConfig c = ClientConfig.load(f);
@@ -49,7 +50,7 @@ class ClientConfigTest {
         assertThat(c.requestTimeoutMs()).isEqualTo(1500L);
         assertThat(c.operationTimeoutMs()).isEqualTo(9000L);
         assertThat(c.readMode()).isEqualTo("leader_lease");
-        assertThat(c.batching()).isEqualTo(new ClientConfig.Batching(false, 64, 65536, 3, 777));
+        assertThat(c.batching()).isEqualTo(new ClientConfig.Batching(false, 64, 65536, 3, 777, false));
     }
 
     @Test
@@ -76,6 +77,7 @@ class ClientConfigTest {
         assertThat(c.batching().maxBatchBytes()).isEqualTo(1 << 20);
         assertThat(c.batching().maxInflightPerRegion()).isEqualTo(1);
         assertThat(c.batching().maxPendingPerRegion()).isEqualTo(100_000);
+        assertThat(c.batching().readsWithWrites()).isTrue();
     }
 
     @Test
@@ -85,7 +87,7 @@ class ClientConfigTest {
                   maxBatchSize: 8
                 """));
 
-        assertThat(c.batching()).isEqualTo(new ClientConfig.Batching(true, 8, 1 << 20, 1, 100_000));
+        assertThat(c.batching()).isEqualTo(new ClientConfig.Batching(true, 8, 1 << 20, 1, 100_000, true));
     }
 
     @ParameterizedTest(name = "{0}")

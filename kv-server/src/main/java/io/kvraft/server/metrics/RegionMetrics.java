@@ -2,6 +2,8 @@ package io.kvraft.server.metrics;
 
 import io.prometheus.client.Histogram;
 
+import java.util.concurrent.atomic.LongAdder;
+
 /**
  * One region's timings on one node, updated by the region's code with one call each (per log entry
  * or per ReadIndex round, never per operation). {@link RegionCollector} exports them with the region's
@@ -15,6 +17,7 @@ public final class RegionMetrics {
     final Histogram readIndex = histogram("kv_region_read_index_seconds", "ReadIndex round, from asking to readable");
     /** A proposed log entry, from proposal to its closure (committed and applied, or failed). */
     final Histogram commit = histogram("kv_region_commit_seconds", "Log entry from proposal to committed and applied");
+    private final LongAdder readIndexRounds = new LongAdder();
     private volatile long snapshotIndex;
     private volatile long snapshotMillis;
 
@@ -27,7 +30,13 @@ public final class RegionMetrics {
     }
 
     public void readIndexDone(long startNanos) {
+        readIndexRounds.increment();
         readIndex.observe((System.nanoTime() - startNanos) / 1e9);
+    }
+
+    /** ReadIndex rounds done so far, failed ones included. */
+    public long readIndexRounds() {
+        return readIndexRounds.sum();
     }
 
     public void committed(long startNanos) {

@@ -91,6 +91,9 @@ final class BatchClosure implements Closure, UndecidedWrites.Write {
                     b.addCoord(coord[at] == null ? CoordResult.getDefaultInstance() : coord[at]);
                 }
             }
+            if (!p.readKeys().isEmpty()) {
+                region.serveRiders(p.readKeys(), b);
+            }
             p.reply().accept(b.build());
         }
         region.countWrites(batch.getOpsCount());

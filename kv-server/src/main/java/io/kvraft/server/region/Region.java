@@ -154,6 +154,7 @@ public final class Region {
     /** Orders setting the first campaign's timeout against the region's first leader (which ends it). */
     private final Object firstCampaignLock = new Object();
     private final Object readLock = new Object();
+    private final KvStore store;
     /** Reads that arrived while an entry was in flight; they ride on the next one. Guarded by readLock. */
     private List<PendingRead> waitingReads = new ArrayList<>();
     /** Guarded by readLock. */
@@ -168,6 +169,7 @@ public final class Region {
         this.shape = Shape.of(state);
         this.splits = splits;
         this.onLeaderKnown = onLeaderKnown;
+        this.store = store;
         this.fsm = new RegionStateMachine(this, store);
         options.setFsm(fsm);
         this.service = new RaftGroupService(groupId(id), self, options, rpcServer, true);
@@ -445,7 +447,28 @@ public final class Region {
 
     /** Queues validated writes; they go into the next log entry. Only called on the leader. */
     public void write(List<WriteOp> ops, int bytes, boolean returnsValues, Consumer<WriteResponse> reply) {
-        proposer.offer(new WriteProposal(ops, bytes, returnsValues, reply));
+        write(ops, List.of(), bytes, returnsValues, reply);
+    }
+
+    /**
+     * Proposes {@code ops} and, once their entry is applied, answers the gets of {@code readKeys} from the store in
+     * the same response: the entry leaves after the request arrived and commits in this leader's term, which proves
+     * what a ReadIndex round would (see {@link #read}), so the gets cost no round of their own.
+     */
+    public void write(List<WriteOp> ops, List<ByteString> readKeys, int bytes, boolean returnsValues,
+                      Consumer<WriteResponse> reply) {
+        proposer.offer(new WriteProposal(ops, readKeys, bytes, returnsValues, reply));
+    }
+
+    /** Answers the gets that rode on a write request into its response; the request's entry is applied. */
+    void serveRiders(List<ByteString> keys, WriteResponse.Builder response) {
+        gets(keys, store, r -> {
+            if (r.hasError()) {
+                response.setReadError(r.getError());
+            } else {
+                response.addAllReadValues(r.getValuesList());
+            }
+        }).serve();
     }
 
     private void propose(List<WriteProposal> proposals, Runnable done) {

@@ -334,7 +334,8 @@ public final class KvHandlers {
      * The answer to a write request: counted in flight until sent, then timed and counted by op type
      * (one lambda per request, as the plain {@code ctx::sendResponse} was).
      */
-    private Consumer<WriteResponse> writeReply(RpcContext ctx, int puts, int deletes, int cas) {
+    /** @param reads gets that ride on the request's entry */
+    private Consumer<WriteResponse> writeReply(RpcContext ctx, int puts, int deletes, int cas, int reads) {
         inFlight.increment(); // before the shuttingDown check, so a drain that saw zero cannot miss this request
         long start = System.nanoTime();
         return resp -> {
@@ -343,7 +344,11 @@ public final class KvHandlers {
             } finally {
                 inFlight.decrement();
                 closeIfStopped(ctx);
-                metrics.written(start, puts, deletes, cas, resp.hasError() ? resp.getError().getCode() : null);
+                ErrorCode error = resp.hasError() ? resp.getError().getCode() : null;
+                metrics.written(start, puts, deletes, cas, error);
+                if (reads > 0 && error == null) { // a failed request's error is counted once, above
+                    metrics.read(start, reads, resp.hasReadError() ? resp.getReadError().getCode() : null);
+                }
             }
         };
     }
@@ -413,7 +418,7 @@ public final class KvHandlers {
                 default -> { }
             }
         }
-        write(req, returnsValues, writeReply(ctx, puts, deletes, cas), LEADER_WAITS);
+        write(req, returnsValues, writeReply(ctx, puts, deletes, cas, req.getReadKeysCount()), LEADER_WAITS);
     }
 
     /** @param waits how often more a request that finds no leader here may wait for one */
@@ -424,10 +429,14 @@ public final class KvHandlers {
         if (error == null) {
             if (req.getOpsCount() == 0) {
                 error = Responses.error(ErrorCode.INVALID_ARGUMENT, "empty write batch");
-            } else if (req.getOpsCount() > limits.maxBatchOps()) {
-                error = Responses.error(ErrorCode.INVALID_ARGUMENT,
-                        "batch of " + req.getOpsCount() + " ops exceeds limits.maxBatchOps " + limits.maxBatchOps());
+            } else if (req.getOpsCount() + req.getReadKeysCount() > limits.maxBatchOps()) {
+                error = Responses.error(ErrorCode.INVALID_ARGUMENT, "batch of " + req.getOpsCount() + " ops"
+                        + (req.getReadKeysCount() > 0 ? " and " + req.getReadKeysCount() + " reads" : "")
+                        + " exceeds limits.maxBatchOps " + limits.maxBatchOps());
             }
+        }
+        for (int i = 0; error == null && i < req.getReadKeysCount(); i++) {
+            error = checkKey(region, req.getReadKeys(i));
         }
         for (int i = 0; error == null && i < req.getOpsCount(); i++) {
             WriteOp op = req.getOps(i);
@@ -444,7 +453,7 @@ public final class KvHandlers {
             reply.accept(WriteResponse.newBuilder().setError(error).build());
             return;
         }
-        region.write(req.getOpsList(), bytes, returnsValues, reply);
+        region.write(req.getOpsList(), req.getReadKeysList(), bytes, returnsValues, reply);
     }
 
     private void read(RpcContext ctx, ReadRequest req) {

@@ -159,6 +159,40 @@ class BadInputTest {
     }
 
     @Test
+    void when_aWriteRequestCarriesReadsButNoWrites_then_invalidArgument() {
+        WriteRequest req = WriteRequest.newBuilder().setRegionId(region.getId()).setRegionEpoch(1)
+                .addReadKeys(ByteString.copyFrom(keyIn(region))).build();
+        WriteResponse r = write(region.getLeader(), req);
+        assertThat(r.getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+        assertThat(r.getError().getDetail()).contains("empty write batch");
+    }
+
+    @Test
+    void when_aReadRidingOnWritesIsOutsideTheRegion_then_keyOutOfRangeAndNothingIsWritten() throws Exception {
+        byte[] key = java.util.Arrays.copyOf(keyIn(region), keyIn(region).length + 1);
+        key[key.length - 1] = 7; // a key of this test alone
+        RegionInfo other = client.regions().join().get(10);
+        WriteRequest req = WriteRequest.newBuilder(put(region, 1, key, new byte[] {1}))
+                .addReadKeys(ByteString.copyFrom(keyIn(other))).build();
+        assertThat(write(region.getLeader(), req).getError().getCode()).isEqualTo(ErrorCode.KEY_OUT_OF_RANGE);
+        WriteRequest empty = WriteRequest.newBuilder(put(region, 1, key, new byte[] {1}))
+                .addReadKeys(ByteString.EMPTY).build();
+        assertThat(write(region.getLeader(), empty).getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+        assertThat(client.get(key).get(30, SECONDS)).as("the refused requests' put").isNull();
+    }
+
+    @Test
+    void when_writesAndRidingReadsTogetherExceedMaxBatchOps_then_invalidArgumentNamingTheLimit() {
+        WriteRequest.Builder b = WriteRequest.newBuilder(put(region, 1, keyIn(region), new byte[1]));
+        for (int i = 0; i < 10_000; i++) { // 1 op and 10,000 reads: one over limits.maxBatchOps
+            b.addReadKeys(ByteString.copyFrom(keyIn(region)));
+        }
+        WriteResponse r = write(region.getLeader(), b.build());
+        assertThat(r.getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+        assertThat(r.getError().getDetail()).contains("10000 reads").contains("limits.maxBatchOps");
+    }
+
+    @Test
     void when_garbageBytesHitTheRpcPort_then_theNodeKeepsServing() throws Exception {
         byte[] key = keyIn(region);
         client.put(key, "before".getBytes()).join();

@@ -1,0 +1,136 @@
+package io.kvraft.server;
+
+import com.google.protobuf.ByteString;
+import io.kvraft.client.KvClient;
+import io.kvraft.client.config.ClientConfig;
+import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.client.proto.KvProto.WriteOp;
+import io.kvraft.client.proto.KvProto.WriteOpType;
+import io.kvraft.client.proto.KvProto.WriteRequest;
+import io.kvraft.client.proto.KvProto.WriteResponse;
+import io.kvraft.client.rpc.Transport;
+import io.kvraft.server.config.ServerConfig.BalanceConfig;
+import io.kvraft.server.config.ServerConfig.RaftConfig;
+import io.kvraft.server.region.Region;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+import static java.util.concurrent.TimeUnit.SECONDS;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Linearizable gets that ride on a write request's log entry ({@code WriteRequest.read_keys}, the client's
+ * {@code batching.readsWithWrites}): answered once the entry is applied, with no ReadIndex round of their own.
+ */
+@Timeout(value = 180, unit = SECONDS)
+class ReadsWithWritesTest {
+
+    @TempDir
+    Path dir;
+
+    private InProcessCluster cluster;
+
+    @AfterEach
+    void stop() {
+        if (cluster != null) {
+            cluster.close();
+        }
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static ByteString key(RegionInfo region, String suffix) {
+        return ByteString.copyFrom(ClusterTest.keyPerRegion(List.of(region), suffix).get(0));
+    }
+
+    @Test
+    void when_aWriteRequestCarriesReadKeys_then_theyAreAnsweredFromTheStateAfterItsWrites() throws Exception {
+        cluster = InProcessCluster.start(3, 4, dir, "memory", RaftConfig.LOG_SHARED,
+                c -> c.withBalance(new BalanceConfig(false, null, null)));
+        KvClient client = cluster.client();
+        RegionInfo region = client.regions().join().get(1);
+        ByteString before = key(region, "before");
+        ByteString same = key(region, "same");
+        ByteString absent = key(region, "absent");
+        client.put(before.toByteArray(), bytes("acked")).get(30, SECONDS);
+
+        WriteRequest req = WriteRequest.newBuilder().setRegionId(region.getId()).setRegionEpoch(region.getEpoch())
+                .addOps(WriteOp.newBuilder().setType(WriteOpType.PUT).setKey(same).setValue(ByteString.copyFromUtf8("mine")))
+                .addReadKeys(before).addReadKeys(same).addReadKeys(absent).build();
+        WriteResponse resp;
+        try (Transport transport = new Transport()) {
+            String leader = cluster.endpoints().get(cluster.leaderOf(region.getId()));
+            resp = transport.<WriteResponse>call(leader, req, 10_000).join();
+        }
+
+        assertThat(resp.getError().getCode()).isEqualTo(ErrorCode.OK);
+        assertThat(resp.getSucceededList()).containsExactly(true);
+        assertThat(resp.hasReadError()).isFalse();
+        assertThat(resp.getReadValuesCount()).isEqualTo(3);
+        assertThat(resp.getReadValues(0).getValue().toStringUtf8()).isEqualTo("acked");
+        assertThat(resp.getReadValues(1).getValue().toStringUtf8()).as("the request's own put, applied first").isEqualTo("mine");
+        assertThat(resp.getReadValues(2).getFound()).isFalse();
+    }
+
+    /**
+     * The leader's state machine is held inside one entry's apply, so the client's write batch for the region stays in
+     * flight; a put and gets queue behind it and leave together as the next batch. The gets must see the held put and
+     * the put beside them, and the region must not take a ReadIndex round for them.
+     */
+    @Test
+    void when_getsQueueBehindAWriteBatch_then_theyRideOnTheNextEntryAndTakeNoReadIndexRound() throws Exception {
+        List<GatedApply> gates = new ArrayList<>();
+        cluster = InProcessCluster.start(3, 4, dir, "memory", RaftConfig.LOG_SHARED,
+                c -> c.withBalance(new BalanceConfig(false, null, null)), store -> {
+                    GatedApply g = new GatedApply(store);
+                    gates.add(g);
+                    return g;
+                });
+        KvClient client = cluster.client(ClientConfig.of(cluster.endpoints())); // batching and readsWithWrites on
+        RegionInfo region = client.regions().join().get(2);
+        int id = region.getId();
+        byte[] held = key(region, "held").toByteArray();
+        byte[] beside = key(region, "beside").toByteArray();
+        byte[] never = key(region, "never").toByteArray();
+        client.put(held, bytes("v0")).get(30, SECONDS); // the route is known and the region takes writes
+        int leader = cluster.leaderOf(id);
+        Region onLeader = cluster.node(leader).host().region(id);
+        GatedApply gate = gates.get(leader);
+
+        List<CompletableFuture<byte[]>> gets = new ArrayList<>();
+        CompletableFuture<Void> heldPut;
+        CompletableFuture<Void> besidePut;
+        long roundsBefore;
+        try {
+            gate.hold(id);
+            heldPut = client.put(held, bytes("v1"));
+            await().atMost(30, SECONDS).until(() -> gate.held.getCount() == 0); // that batch is in flight
+            roundsBefore = onLeader.metrics().readIndexRounds();
+            besidePut = client.put(beside, bytes("b1"));
+            gets.add(client.get(held));
+            gets.add(client.get(beside));
+            gets.add(client.get(never));
+        } finally {
+            gate.release.countDown(); // else the node cannot stop
+        }
+
+        heldPut.get(30, SECONDS);
+        besidePut.get(30, SECONDS);
+        assertThat(gets.get(0).get(30, SECONDS)).isEqualTo(bytes("v1"));
+        assertThat(gets.get(1).get(30, SECONDS)).as("a put of the same batch is applied before its gets").isEqualTo(bytes("b1"));
+        assertThat(gets.get(2).get(30, SECONDS)).isNull();
+        assertThat(onLeader.metrics().readIndexRounds()).as("ReadIndex rounds of the region's leader").isEqualTo(roundsBefore);
+    }
+}
