@@ -18,6 +18,7 @@ import com.google.protobuf.Message;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -40,6 +41,8 @@ final class RegionBatcher {
     private final long requestTimeoutMs;
     private final Batching batching;
     private final Coalescer<PendingOp> writes;
+    /** Writes in the write queue, not yet taken into a batch: gets ride on write batches only while some wait. */
+    private final AtomicInteger queuedWrites = new AtomicInteger();
     /** One queue of reads per read mode, made on first use: a batch RPC carries one mode. */
     private final AtomicReferenceArray<Coalescer<PendingOp>> reads = new AtomicReferenceArray<>(READ_MODES.length);
 
@@ -52,7 +55,7 @@ final class RegionBatcher {
         this.transport = transport;
         this.batching = batching;
         this.requestTimeoutMs = requestTimeoutMs;
-        this.writes = coalescer(this::sendWrites);
+        this.writes = coalescer(this::sendQueued);
     }
 
     private Coalescer<PendingOp> coalescer(Coalescer.Sender<PendingOp> sender) {
@@ -68,7 +71,15 @@ final class RegionBatcher {
             sendWrites(List.of(op), () -> { }); // a group travels alone, so no batch outgrows the server's op limit
             return true;
         }
-        if (op.isWrite() || ridesWrites(op)) {
+        if (op.isWrite()) {
+            queuedWrites.incrementAndGet();
+            if (writes.offer(op)) {
+                return true;
+            }
+            queuedWrites.decrementAndGet();
+            return false;
+        }
+        if (ridesWrites(op)) {
             return writes.offer(op);
         }
         int i = op.readMode.getNumber();
@@ -81,9 +92,14 @@ final class RegionBatcher {
         return queue.offer(op);
     }
 
-    /** A read_index get that joins the write batches (batching.readsWithWrites): see {@link #sendWrites}. */
+    /**
+     * Whether a read_index get joins the write queue (batching.readsWithWrites; see {@link #sendWrites}): only when
+     * writes wait there, so a write batch is due to leave anyway and the get adds no round to it. Otherwise (light
+     * load, or no writes) it goes on its own at once, as a ReadRequest, instead of waiting for a write batch.
+     */
     private boolean ridesWrites(PendingOp op) {
-        return batching.enabled() && batching.readsWithWrites() && op.readMode == ReadMode.READ_INDEX;
+        return batching.enabled() && batching.readsWithWrites() && op.readMode == ReadMode.READ_INDEX
+                && queuedWrites.get() > 0;
     }
 
     private long timeoutMs(List<PendingOp> batch) {
@@ -93,6 +109,18 @@ final class RegionBatcher {
             latest = Math.max(latest, op.deadlineNanos - now);
         }
         return Math.max(1, Math.min(requestTimeoutMs, latest / 1_000_000L));
+    }
+
+    /** A batch taken from the write queue: its writes no longer wait there. */
+    private void sendQueued(List<PendingOp> batch, Runnable done) {
+        int taken = 0;
+        for (PendingOp op : batch) {
+            if (op.isWrite()) {
+                taken++;
+            }
+        }
+        queuedWrites.addAndGet(-taken);
+        sendWrites(batch, done);
     }
 
     /**
@@ -157,8 +185,13 @@ final class RegionBatcher {
                     resp.getReadError(), false);
             return;
         }
+        if (resp.getReadValuesCount() != riders.size()) {
+            // a server that predates read_keys applied the writes and ignored the reads: ask for them on their own
+            sendReads(riders, ReadMode.READ_INDEX, () -> { });
+            return;
+        }
         for (int i = 0; i < riders.size(); i++) {
-            Value v = i < resp.getReadValuesCount() ? resp.getReadValues(i) : Value.getDefaultInstance();
+            Value v = resp.getReadValues(i);
             riders.get(i).result.complete(v.getFound() ? v.getValue().toByteArray() : null);
         }
     }

@@ -99,7 +99,8 @@ public record ClientConfig(
      * @param enabled              on: one batch RPC per region carries many operations; off: one RPC per operation
      * @param maxBatchSize         operations per batch RPC at most
      * @param maxBatchBytes        key and value bytes per batch RPC at most
-     * @param maxInflightPerRegion batch RPCs in flight per region and kind (writes, reads); the next batch
+     * @param maxInflightPerRegion batch RPCs in flight per region and kind (writes with the gets that ride on them,
+     *                             other reads); the next batch
      *                             leaves as soon as one returns, so no timer delays a batch
      * @param maxPendingPerRegion  operations queued per region before callers get BUSY (back-pressure)
      * @param readsWithWrites      on (with batching): read_index gets join the region's write batches and are
