@@ -89,15 +89,21 @@ class ReadsWithWritesTest {
      * flight; a put and gets queue behind it and leave together as the next batch. The gets must see the held put and
      * the put beside them, and the region must not take a ReadIndex round for them.
      */
-    @Test
-    void when_getsQueueBehindAWriteBatch_then_theyRideOnTheNextEntryAndTakeNoReadIndexRound() throws Exception {
-        List<GatedApply> gates = new ArrayList<>();
+    private final List<GatedApply> gates = new ArrayList<>();
+
+    /** Three nodes whose stores can each hold one apply; the balancer off, so leaders stay put. */
+    private void startGated() throws Exception {
         cluster = InProcessCluster.start(3, 4, dir, "memory", RaftConfig.LOG_SHARED,
                 c -> c.withBalance(new BalanceConfig(false, null, null)), store -> {
                     GatedApply g = new GatedApply(store);
                     gates.add(g);
                     return g;
                 });
+    }
+
+    @Test
+    void when_getsQueueBehindAWriteBatch_then_theyRideOnTheNextEntryAndTakeNoReadIndexRound() throws Exception {
+        startGated();
         KvClient client = cluster.client(ClientConfig.of(cluster.endpoints())); // batching and readsWithWrites on
         RegionInfo region = client.regions().join().get(2);
         int id = region.getId();
@@ -132,5 +138,43 @@ class ReadsWithWritesTest {
         assertThat(gets.get(1).get(30, SECONDS)).as("a put of the same batch is applied before its gets").isEqualTo(bytes("b1"));
         assertThat(gets.get(2).get(30, SECONDS)).isNull();
         assertThat(onLeader.metrics().readIndexRounds()).as("ReadIndex rounds of the region's leader").isEqualTo(roundsBefore);
+    }
+
+    /**
+     * With the write batch in flight and no write waiting behind it, a get does not wait for a write batch: it leaves
+     * at once as a ReadRequest, which the leader holds until the entry in flight is done and then serves after a
+     * ReadIndex round (no later entry leaves to carry it).
+     */
+    @Test
+    void when_noWriteWaitsInTheQueue_then_aGetLeavesAtOnceOnItsOwn() throws Exception {
+        startGated();
+        KvClient client = cluster.client(ClientConfig.of(cluster.endpoints()));
+        RegionInfo region = client.regions().join().get(3);
+        int id = region.getId();
+        byte[] held = key(region, "held").toByteArray();
+        client.put(held, bytes("v0")).get(30, SECONDS);
+        int leader = cluster.leaderOf(id);
+        Region onLeader = cluster.node(leader).host().region(id);
+        GatedApply gate = gates.get(leader);
+
+        CompletableFuture<Void> heldPut;
+        CompletableFuture<byte[]> get;
+        long roundsBefore;
+        try {
+            gate.hold(id);
+            heldPut = client.put(held, bytes("v1"));
+            await().atMost(30, SECONDS).until(() -> gate.held.getCount() == 0);
+            roundsBefore = onLeader.metrics().readIndexRounds();
+            get = client.get(held);
+            // it reached the leader while the write batch is still in flight: it did not wait for a write batch
+            await().atMost(30, SECONDS).until(() -> onLeader.queuedReads() == 1);
+        } finally {
+            gate.release.countDown();
+        }
+
+        heldPut.get(30, SECONDS);
+        assertThat(get.get(30, SECONDS)).as("concurrent with the put").isIn(bytes("v0"), bytes("v1"));
+        assertThat(onLeader.metrics().readIndexRounds()).as("ReadIndex rounds of the region's leader")
+                .isEqualTo(roundsBefore + 1);
     }
 }
