@@ -68,7 +68,7 @@ final class RegionBatcher {
     /** False when the region's queue is full (back-pressure). */
     boolean offer(PendingOp op) {
         if (op.group != null) {
-            sendWrites(List.of(op), () -> { }); // a group travels alone, so no batch outgrows the server's op limit
+            sendWrites(List.of(op), List.of(), () -> { }); // a group travels alone, so no batch outgrows the server's op limit
             return true;
         }
         if (op.isWrite()) {
@@ -93,7 +93,7 @@ final class RegionBatcher {
     }
 
     /**
-     * Whether a read_index get joins the write queue (batching.readsWithWrites; see {@link #sendWrites}): only when
+     * Whether a read_index get joins the write queue (batching.readsWithWrites; see {@link #sendQueued}): only when
      * writes wait there, so a write batch is due to leave anyway and the get adds no round to it. Otherwise (light
      * load, or no writes) it goes on its own at once, as a ReadRequest, instead of waiting for a write batch.
      */
@@ -111,35 +111,28 @@ final class RegionBatcher {
         return Math.max(1, Math.min(requestTimeoutMs, latest / 1_000_000L));
     }
 
-    /** A batch taken from the write queue: its writes no longer wait there. */
-    private void sendQueued(List<PendingOp> batch, Runnable done) {
-        int taken = 0;
-        for (PendingOp op : batch) {
-            if (op.isWrite()) {
-                taken++;
-            }
-        }
-        queuedWrites.addAndGet(-taken);
-        sendWrites(batch, done);
-    }
-
     /**
-     * Sends a batch of the write queue: its writes, and the read_index gets that joined it as the request's read
-     * keys, which the leader answers once the writes' entry is applied (one Raft round for both). A batch of such
-     * gets alone goes as a read_index ReadRequest.
+     * A batch taken from the write queue: its writes, and the read_index gets that joined them, which ride as the
+     * request's read keys (the leader answers them once the writes' entry is applied: one Raft round for both). A
+     * batch of such gets alone goes as a read_index ReadRequest.
      */
-    private void sendWrites(List<PendingOp> batch, Runnable done) {
-        int readCount = 0;
+    private void sendQueued(List<PendingOp> batch, Runnable done) {
+        List<PendingOp> riders = new ArrayList<>(0);
         for (PendingOp op : batch) {
             if (!op.isWrite()) {
-                readCount++;
+                riders.add(op);
             }
         }
-        if (readCount == batch.size()) {
+        queuedWrites.addAndGet(riders.size() - batch.size()); // its writes no longer wait in the queue
+        if (riders.size() == batch.size()) {
             sendReads(batch, ReadMode.READ_INDEX, done);
-            return;
+        } else {
+            sendWrites(batch, riders, done);
         }
-        List<PendingOp> riders = readCount == 0 ? List.of() : new ArrayList<>(readCount);
+    }
+
+    /** One write request of {@code batch}'s writes, with {@code riders} (its gets, in order) as read keys. */
+    private void sendWrites(List<PendingOp> batch, List<PendingOp> riders, Runnable done) {
         send(batch, done, route -> {
             WriteRequest.Builder b = WriteRequest.newBuilder().setRegionId(regionId).setRegionEpoch(route.epoch()).setRegionConfVer(route.confVer());
             for (PendingOp op : batch) {
@@ -149,7 +142,6 @@ final class RegionBatcher {
                     b.addOps(op.write);
                 } else {
                     b.addReadKeys(op.readKey);
-                    riders.add(op);
                 }
             }
             return b.build();
@@ -179,7 +171,7 @@ final class RegionBatcher {
         if (riders.isEmpty()) {
             return;
         }
-        if (resp.hasReadError() && resp.getReadError().getCode() != ErrorCode.OK) {
+        if (resp.hasReadError()) {
             Route route = client.routes().byId(regionId);
             failAll(riders, route, route == null ? "" : RoutingKvClient.target(route, ReadMode.READ_INDEX),
                     resp.getReadError(), false);
