@@ -31,12 +31,16 @@ public final class ServerMain implements Callable<Integer> {
     public static void main(String[] args) {
         JraftDefaults.apply();
         IdleMemory.apply();
+        boltWheelKept = BoltWheel.apply();
         io.kvraft.client.rpc.BoltLogging.init();
         int code = new CommandLine(new ServerMain()).execute(args);
         if (code != 0) {
             System.exit(code);
         }
     }
+
+    /** Why bolt keeps its 10 ms timeout wheel in this JVM, or null when the node gave it {@link BoltWheel}'s. */
+    private static String boltWheelKept;
 
     static final int EXIT_BAD_CONFIG = 2;
     static final int EXIT_CANNOT_START = 3;
@@ -61,6 +65,9 @@ public final class ServerMain implements Callable<Integer> {
         LogLevels.apply(cfg.logging().level());
         org.slf4j.LoggerFactory.getLogger(ServerMain.class).info("config {} loaded: node {}, peers {}, {} regions, engine {}, log level {}", config, cfg.endpoint(),
                 cfg.cluster().peers(), cfg.cluster().regionCount(), cfg.store().engine(), cfg.logging().level());
+        if (boltWheelKept != null) {
+            org.slf4j.LoggerFactory.getLogger(ServerMain.class).info("bolt's timeout wheel keeps its 10 ms tick: {}", boltWheelKept);
+        }
         GracefulShutdown shutdown = GracefulShutdown.install(cfg.shutdown().timeoutMs());
         KvServer server;
         try {
