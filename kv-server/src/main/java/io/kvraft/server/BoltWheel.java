@@ -14,8 +14,9 @@ import java.util.concurrent.TimeUnit;
  * from a node's first call on, that wheel's thread wakes 100 times a second for the life of the process, busy or
  * idle. On an idle 3-node cluster that was 0.010-0.016 cores, a quarter of what issue #24 allows the three.
  *
- * <p>No call a node sends times out in under 150 ms (jraft's heartbeats after half the election timeout, 150 ms at
- * the least for a split's first campaign; node beats after their interval; everything else after a second or more),
+ * <p>With the default settings no call a node sends times out in under 150 ms (jraft's heartbeats after half the
+ * election timeout, 150 ms for a split's first campaign; node beats after their interval, 1 s; everything else after a
+ * second or more),
  * and a timeout only ends a call that has failed anyway. So a node gives bolt a wheel with a 100 ms tick before it
  * sends anything: a timeout fires up to 100 ms late instead of 10, and the wheel wakes 10 times a second.
  *
