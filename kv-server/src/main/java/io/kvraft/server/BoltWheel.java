@@ -12,13 +12,13 @@ import java.util.concurrent.TimeUnit;
  * A slower tick for bolt's timeout wheel. bolt (1.6.7) schedules the timeout of every call it sends on one netty
  * {@code HashedWheelTimer} per JVM ({@code com.alipay.remoting.TimerHolder}) whose 10 ms tick is fixed in its code:
  * from a node's first call on, that wheel's thread wakes 100 times a second for the life of the process, busy or
- * idle. On an idle 3-node cluster that was 0.010-0.016 cores, a quarter of what issue #24 allows the three.
+ * idle. On an idle 3-node cluster that was 0.009-0.017 cores, a quarter of what issue #24 allows the three.
  *
  * <p>With the default settings no call a node sends times out in under 150 ms (jraft's heartbeats after half the
  * election timeout, 150 ms for a split's first campaign; node beats after their interval, 1 s; everything else after a
- * second or more),
- * and a timeout only ends a call that has failed anyway. So a node gives bolt a wheel with a 100 ms tick before it
- * sends anything: a timeout fires up to 100 ms late instead of 10, and the wheel wakes 10 times a second.
+ * second or more), and a timeout only ends a call that has failed anyway. So a node gives bolt a wheel with a 100 ms
+ * tick before it sends anything: a timeout fires up to 100 ms late instead of 10, and the wheel wakes 10 times a
+ * second.
  *
  * <p>bolt has no setting for the tick, and its holder's field is {@code static final}, which reflection cannot
  * write on Java 17: it is written with {@code sun.misc.Unsafe} (module jdk.unsupported, which netty and jraft use
