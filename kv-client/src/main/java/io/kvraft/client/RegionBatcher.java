@@ -18,7 +18,6 @@ import com.google.protobuf.Message;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -41,8 +40,6 @@ final class RegionBatcher {
     private final long requestTimeoutMs;
     private final Batching batching;
     private final Coalescer<PendingOp> writes;
-    /** Writes in the write queue, not yet taken into a batch: gets ride on write batches only while some wait. */
-    private final AtomicInteger queuedWrites = new AtomicInteger();
     /** One queue of reads per read mode, made on first use: a batch RPC carries one mode. */
     private final AtomicReferenceArray<Coalescer<PendingOp>> reads = new AtomicReferenceArray<>(READ_MODES.length);
 
@@ -71,15 +68,7 @@ final class RegionBatcher {
             sendWrites(List.of(op), List.of(), () -> { }); // a group travels alone, so no batch outgrows the server's op limit
             return true;
         }
-        if (op.isWrite()) {
-            queuedWrites.incrementAndGet();
-            if (writes.offer(op)) {
-                return true;
-            }
-            queuedWrites.decrementAndGet();
-            return false;
-        }
-        if (ridesWrites(op)) {
+        if (op.isWrite() || ridesWrites(op)) {
             return writes.offer(op);
         }
         int i = op.readMode.getNumber();
@@ -93,13 +82,15 @@ final class RegionBatcher {
     }
 
     /**
-     * Whether a read_index get joins the write queue (batching.readsWithWrites; see {@link #sendQueued}): only when
-     * writes wait there, so a write batch is due to leave anyway and the get adds no round to it. Otherwise (light
-     * load, or no writes) it goes on its own at once, as a ReadRequest, instead of waiting for a write batch.
+     * Whether a read_index get joins the write queue (batching.readsWithWrites; see {@link #sendQueued}). There it
+     * leaves with the region's next write batch, as one of its read keys: at once when no write batch is in flight
+     * (alone, as a ReadRequest, if no write waits either), else when the batch in flight returns. Joining only while
+     * writes already waited (session 40's rule) sent a get alone whenever the queue was empty at that instant, often
+     * right after a batch left under load: S1 at 1,024 in flight did 1.26x the operations a second with every get
+     * joining (docs/RESULTS.md, session 41), and level at 64 and 4,096.
      */
     private boolean ridesWrites(PendingOp op) {
-        return batching.enabled() && batching.readsWithWrites() && op.readMode == ReadMode.READ_INDEX
-                && queuedWrites.get() > 0;
+        return batching.enabled() && batching.readsWithWrites() && op.readMode == ReadMode.READ_INDEX;
     }
 
     private long timeoutMs(List<PendingOp> batch) {
@@ -123,7 +114,6 @@ final class RegionBatcher {
                 riders.add(op);
             }
         }
-        queuedWrites.addAndGet(riders.size() - batch.size()); // its writes no longer wait in the queue
         if (riders.size() == batch.size()) {
             sendReads(batch, ReadMode.READ_INDEX, done);
         } else {

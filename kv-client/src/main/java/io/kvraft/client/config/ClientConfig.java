@@ -103,10 +103,10 @@ public record ClientConfig(
      *                             other reads); the next batch
      *                             leaves as soon as one returns, so no timer delays a batch
      * @param maxPendingPerRegion  operations queued per region before callers get BUSY (back-pressure)
-     * @param readsWithWrites      on (with batching): a read_index get that finds writes waiting in its region's
-     *                             queue joins their batch and is answered once that batch's log entry is applied,
-     *                             so a mixed load takes one Raft round per batch instead of a write round and a
-     *                             ReadIndex round; a get that finds none leaves at once on its own; off: gets
+     * @param readsWithWrites      on (with batching): a read_index get joins its region's write queue and leaves
+     *                             with the next write batch, answered once that batch's log entry is applied, so a
+     *                             mixed load takes one Raft round per batch instead of a write round and a
+     *                             ReadIndex round; with no write batch in flight it leaves at once; off: gets
      *                             always have batches of their own
      */
     public record Batching(
