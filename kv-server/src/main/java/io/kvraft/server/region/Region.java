@@ -447,8 +447,9 @@ public final class Region {
 
     /**
      * Queues validated writes for the next log entry (only called on the leader) and, once their entry is applied,
-     * answers the gets of {@code readKeys} (may be empty) from the store in the same response: the entry leaves after the request arrived and commits in this leader's term, which proves
-     * what a ReadIndex round would (see {@link #read}), so the gets cost no round of their own.
+     * answers the gets of {@code readKeys} (may be empty) from the store in the same response: the entry leaves after
+     * the request arrived and commits in this leader's term, which proves what a ReadIndex round would (see
+     * {@link #read}), so the gets cost no round of their own.
      */
     public void write(List<WriteOp> ops, List<ByteString> readKeys, int bytes, boolean returnsValues,
                       Consumer<WriteResponse> reply) {
