@@ -328,7 +328,8 @@ public interface KvClient extends AutoCloseable {
      * Recovers a region by force, as {@code plan} says: each survivor takes the survivors as the region's voters
      * (jraft's resetPeers), they elect a leader among themselves, and the cluster map's placement then adds replicas
      * until the region has {@code replication.factor} again. Writes that reached only the lost replicas are gone,
-     * acknowledged ones among them. Completes with the new leader's view of the region once one leads (within
+     * acknowledged ones among them. Completes with the new leader's view of the region once one leads voters without
+     * the lost ones (placement may have added one already) (within
      * {@code operationTimeoutMs}); each survivor checks the plan's conditions again and refuses, nothing changed, when
      * one no longer holds (INVALID_ARGUMENT).
      */

@@ -29,6 +29,10 @@ final class RegionRecovery {
 
     private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
 
+    /** Why nothing is planned while the map's leader lists no live node: a new leader has heard from none yet. */
+    private static final String NO_LIVE_NODE = "the cluster map takes no node as live (a new leader of the map takes"
+            + " none until the nodes report to it, every placement.intervalMs)";
+
     private final RoutingKvClient client;
 
     RegionRecovery(RoutingKvClient client) {
@@ -37,8 +41,25 @@ final class RegionRecovery {
 
     /** See {@link KvClient#planRecovery}. */
     CompletableFuture<KvClient.RecoveryPlan> plan(int regionId) {
-        return client.cluster().thenCompose(c -> replicas(c, regionId).thenApply(replicas -> plan(regionId, c.getMap(),
-                replicas)));
+        return client.cluster().thenCompose(c -> answers(liveNodes(c)).thenApply(answers -> planFromAnswers(regionId,
+                c.getMap(), answers)));
+    }
+
+    /**
+     * The plan from the live nodes' answers (null: the node did not answer): as {@link #plan(int, ClusterMap, Map)},
+     * but UNAVAILABLE (try again) rather than REGION_NOT_FOUND when no replica was found while a live node did not
+     * answer or none is live: "no live node holds a replica" only once every live node said so.
+     */
+    static KvClient.RecoveryPlan planFromAnswers(int regionId, ClusterMap map, Map<String, RegionsResponse> answers) {
+        Map<String, RegionInfo> replicas = replicasOf(answers, regionId);
+        List<String> silent = answers.entrySet().stream().filter(a -> a.getValue() == null).map(Map.Entry::getKey)
+                .toList();
+        if (replicas.isEmpty() && (answers.isEmpty() || !silent.isEmpty())) {
+            throw new KvException(ErrorCode.UNAVAILABLE, "region " + regionId + ": no replica found, but "
+                    + (answers.isEmpty() ? NO_LIVE_NODE
+                    : "live nodes " + silent + " did not list their regions") + "; try again");
+        }
+        return plan(regionId, map, replicas);
     }
 
     /**
@@ -47,6 +68,9 @@ final class RegionRecovery {
      */
     CompletableFuture<KvClient.RecoverySurvey> survey() {
         return client.cluster().thenCompose(c -> answers(liveNodes(c)).thenApply(answers -> {
+            if (answers.isEmpty()) {
+                throw new KvException(ErrorCode.UNAVAILABLE, NO_LIVE_NODE + "; try again");
+            }
             List<String> silent = answers.entrySet().stream().filter(a -> a.getValue() == null).map(Map.Entry::getKey)
                     .toList();
             if (!silent.isEmpty()) {
@@ -74,11 +98,6 @@ final class RegionRecovery {
 
     private static List<String> liveNodes(ClusterResponse c) {
         return c.getStatusList().stream().filter(NodeStatus::getLive).map(NodeStatus::getEndpoint).toList();
-    }
-
-    /** Each live node's replica of the region (nodes that do not answer or hold none are left out), by host:port. */
-    private CompletableFuture<Map<String, RegionInfo>> replicas(ClusterResponse c, int regionId) {
-        return replicas(liveNodes(c), regionId);
     }
 
     /** Each of {@code nodes}' replica of the region, as it answers now (those that do not or hold none left out). */
@@ -272,12 +291,15 @@ final class RegionRecovery {
                 });
     }
 
-    /** Completes {@code led} with the survivors' leader's view of the region once one leads the new voters. */
+    /**
+     * Completes {@code led} with the survivors' leader's view of the region once one leads a configuration without the
+     * lost voters: the new voters, or more already, since placement may add a replica within moments of the election.
+     */
     private void awaitLeader(KvClient.RecoveryPlan plan, long deadline, CompletableFuture<RegionInfo> led) {
         replicas(plan.survivors(), plan.regionId()).whenComplete((replicas, e) -> {
             for (RegionInfo r : replicas == null ? List.<RegionInfo>of() : replicas.values()) {
-                boolean survivorsOnly = r.getPeersList().stream().sorted().toList().equals(plan.survivors());
-                if (r.getRole().equals("LEADER") && survivorsOnly) {
+                boolean lostGone = r.getPeersList().stream().noneMatch(plan.lost()::contains);
+                if (r.getRole().equals("LEADER") && lostGone) {
                     client.refreshRoutes().whenComplete((x, y) -> led.complete(r));
                     return;
                 }

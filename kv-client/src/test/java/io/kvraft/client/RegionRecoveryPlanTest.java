@@ -113,6 +113,41 @@ class RegionRecoveryPlanTest {
                 ErrorCode.INVALID_ARGUMENT, C + " is not a node of the cluster map");
     }
 
+    private static io.kvraft.client.proto.KvProto.RegionsResponse listing(RegionInfo... regions) {
+        return io.kvraft.client.proto.KvProto.RegionsResponse.newBuilder().addAllRegions(List.of(regions)).build();
+    }
+
+    @Test
+    void when_noReplicaIsListed_whileALiveNodeDidNotAnswer_then_itIsUnavailable_notNotFound() {
+        ClusterMap m = map(Map.of(A, NodeState.UP, B, NodeState.UP, C, NodeState.UP));
+        Map<String, io.kvraft.client.proto.KvProto.RegionsResponse> answers = new TreeMap<>();
+        answers.put(A, listing());
+        answers.put(B, null);
+        answers.put(C, listing());
+
+        assertRefused(() -> RegionRecovery.planFromAnswers(7, m, answers), ErrorCode.UNAVAILABLE,
+                "live nodes [" + B + "] did not list their regions", "try again");
+        assertRefused(() -> RegionRecovery.planFromAnswers(7, m, new TreeMap<>()), ErrorCode.UNAVAILABLE,
+                "takes no node as live");
+        // once every live node answered, none holding one: not found
+        answers.put(B, listing());
+        assertRefused(() -> RegionRecovery.planFromAnswers(7, m, answers), ErrorCode.REGION_NOT_FOUND,
+                "no live node holds a replica of region 7");
+    }
+
+    @Test
+    void when_aLiveNodeDidNotAnswer_butAReplicaIsListed_then_thePlanComesFromTheAnswers() {
+        ClusterMap m = map(Map.of(A, NodeState.UP, B, NodeState.REMOVED, C, NodeState.REMOVED, D, NodeState.UP));
+        Map<String, io.kvraft.client.proto.KvProto.RegionsResponse> answers = new TreeMap<>();
+        answers.put(A, listing(replica(4, 120, "", "FOLLOWER", C, B, A)));
+        answers.put(D, null);
+
+        KvClient.RecoveryPlan plan = RegionRecovery.planFromAnswers(7, m, answers);
+
+        assertThat(plan.survivors()).containsExactly(A);
+        assertThat(plan.lost()).containsExactly(B, C);
+    }
+
     @Test
     void when_noLiveNodeHoldsAReplica_then_itIsNotFound() {
         assertRefused(() -> RegionRecovery.plan(7, map(Map.of(A, NodeState.UP)), Map.of()),
