@@ -179,7 +179,7 @@ public final class KvServer implements AutoCloseable {
         if (config.balance().enabled()) {
             long ms = config.balance().intervalMs();
             server.balancer = server.housekeeping.scheduleWithFixedDelay(new LeaderBalancer(server.host, server::leadersOf,
-                    config.balance().settleMs()), ms, ms,
+                    server::regionsOf, config.balance().settleMs()), ms, ms,
                     TimeUnit.MILLISECONDS);
         }
         server.housekeeping.scheduleWithFixedDelay(new PeerWatcher(server.host), 1, 1, TimeUnit.SECONDS);
@@ -243,9 +243,15 @@ public final class KvServer implements AutoCloseable {
 
     /** How many regions {@code peer} leads, or -1 when it does not answer or is shutting down; never fails. */
     CompletableFuture<Integer> leadersOf(String peer) {
+        return regionsOf(peer).thenApply(regions -> regions == null ? -1
+                : (int) regions.stream().filter(r -> r.getRole().equals("LEADER")).count());
+    }
+
+    /** {@code peer}'s regions as it lists them, or null when it does not answer or is shutting down; never fails. */
+    CompletableFuture<java.util.List<io.kvraft.client.proto.KvProto.RegionInfo>> regionsOf(String peer) {
         return peerProbe.<RegionsResponse>call(peer, RegionsRequest.getDefaultInstance(), 1000)
-                .handle((resp, e) -> e != null || resp.hasError() && resp.getError().getCode() != ErrorCode.OK ? -1
-                        : (int) resp.getRegionsList().stream().filter(r -> r.getRole().equals("LEADER")).count());
+                .handle((resp, e) -> e != null || resp.hasError() && resp.getError().getCode() != ErrorCode.OK ? null
+                        : resp.getRegionsList());
     }
 
     /** The peers that serve right now, asked all at once. */

@@ -2,6 +2,7 @@ package io.kvraft.server.region;
 
 import com.alipay.sofa.jraft.Status;
 import com.alipay.sofa.jraft.entity.PeerId;
+import io.kvraft.client.proto.KvProto.RegionInfo;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -22,6 +23,9 @@ import java.util.function.LongSupplier;
  * node the two counts are the same; with fewer, a count from shared regions alone would make two nodes hand a region
  * back and forth.) One transfer per round per node keeps it calm; after start and after a node rejoins the counts
  * converge to 8/8/8 on 3 nodes within a few rounds.
+ * With a replica of each region on some nodes only, a node can lead two more than another while no region it leads
+ * has a replica there (3, 2, 2, 2, 1 on five nodes): it then hands a region to a peer leading one fewer that leads a
+ * region with a replica on the node two below, and that peer's own round hands one on ({@link #chainEnd}).
  * After a split or merge here (a region's epoch changed, or a region came or went) the balancer moves
  * nothing for a settle period: a region that has just elected its first leader, or its parent, is not
  * stalled by a transfer in the same second.
@@ -36,6 +40,8 @@ public final class LeaderBalancer implements Runnable {
      * leader; null: don't ask (every node holds every region, and a local count is the peer's own).
      */
     private final Function<String, CompletableFuture<Integer>> leadersOf;
+    /** A peer's regions as it lists them, or null when it does not serve; null: no hand-over by way of a peer. */
+    private final Function<String, CompletableFuture<List<RegionInfo>>> regionsOf;
     private final AtomicBoolean asking = new AtomicBoolean();
     private final Settle settle;
     /** Where the next round starts looking among the led regions; only the balancing thread touches it. */
@@ -59,8 +65,18 @@ public final class LeaderBalancer implements Runnable {
      * @param settleMs how long to move nothing after a region's epoch changed here
      */
     public LeaderBalancer(RegionHost host, Function<String, CompletableFuture<Integer>> leadersOf, long settleMs) {
+        this(host, leadersOf, null, settleMs);
+    }
+
+    /**
+     * @param regionsOf a peer's regions as it lists them now, null when it does not serve: for a hand-over by way of a
+     *                  peer when no peer of a region led here leads two fewer
+     */
+    public LeaderBalancer(RegionHost host, Function<String, CompletableFuture<Integer>> leadersOf,
+                          Function<String, CompletableFuture<List<RegionInfo>>> regionsOf, long settleMs) {
         this.host = host;
         this.leadersOf = leadersOf;
+        this.regionsOf = leadersOf == null ? null : regionsOf;
         this.settle = new Settle(settleMs, System::nanoTime);
     }
 
@@ -129,6 +145,99 @@ public final class LeaderBalancer implements Runnable {
                 return;
             }
         }
+        if (regionsOf == null || counts.values().stream().noneMatch(c -> c <= mine - 2)) {
+            return; // (with every region on every node the counts are exact, and this never asks)
+        }
+        // no peer of a region led here leads two fewer: one leading one fewer may lead a region whose replicas include a
+        // node that does
+        for (int i = 0; i < led.size(); i++) {
+            Region r = led.get((first + i) % led.size());
+            if (r.leaderPinned()) {
+                continue;
+            }
+            for (String ep : r.alivePeers()) {
+                if (!ep.equals(host.endpoint()) && counts.getOrDefault(ep, 0) == mine - 1
+                        && !host.draining().contains(ep)) {
+                    handOverByWayOf(r, ep, mine, counts);
+                    return;
+                }
+            }
+        }
+    }
+
+    /**
+     * Hands {@code r} to {@code via} (thought to lead one fewer than this node's {@code mine}) once {@code via}'s own
+     * list shows it leads exactly one fewer and leads a region with a replica on a node that, asked itself, leads at
+     * most {@code mine - 2}: that node's count then rises by one in {@code via}'s next round, and this node's falls.
+     */
+    private void handOverByWayOf(Region r, String via, int mine, Map<String, Integer> counts) {
+        if (!asking.compareAndSet(false, true)) {
+            return;
+        }
+        Map<String, Integer> known = Map.copyOf(counts);
+        regionsOf.apply(via).thenCompose(regions -> {
+            if (regions == null) {
+                return CompletableFuture.<String[]>completedFuture(null);
+            }
+            int viaLeads = (int) regions.stream().filter(x -> x.getRole().equals("LEADER")).count();
+            answered.put(via, new long[]{viaLeads, System.nanoTime()});
+            String end = viaLeads == mine - 1 ? chainEnd(host.endpoint(), via, mine, regions, known, host.draining())
+                    : null;
+            if (end == null) {
+                return CompletableFuture.<String[]>completedFuture(null);
+            }
+            return leadersOf.apply(end).thenApply(endLeads -> {
+                if (endLeads >= 0) {
+                    answered.put(end, new long[]{endLeads, System.nanoTime()});
+                }
+                return endLeads >= 0 && endLeads <= mine - 2 ? new String[]{end, String.valueOf(endLeads)} : null;
+            });
+        }).whenComplete((end, e) -> {
+            try {
+                if (end != null && r.isLeader() && !r.leaderPinned()) {
+                    Status st = r.node().transferLeadershipTo(PeerId.parsePeer(via));
+                    LOG.info("region {}: leader {} -> {} to balance by way of it ({} vs {} leaders; {} leads {} and"
+                            + " holds no region led here): {}", r.id(), host.endpoint(), via, mine, mine - 1, end[0],
+                            end[1], st.isOk() ? "started" : st.getErrorMsg());
+                }
+            } finally {
+                asking.set(false);
+            }
+        });
+    }
+
+    /**
+     * The node, other than {@code self} and {@code via}, with the fewest leaders among the replicas of the regions
+     * {@code via} leads, when it leads at most {@code mine - 2} as far as {@code via}'s list and {@code counts} show
+     * (each a lower bound: a node may lead regions neither holds); null when there is none. Draining nodes are left
+     * out: their replicas leave.
+     */
+    static String chainEnd(String self, String via, int mine, List<RegionInfo> viaRegions, Map<String, Integer> counts,
+                           java.util.Set<String> draining) {
+        Map<String, Integer> seen = new HashMap<>();
+        for (RegionInfo x : viaRegions) {
+            if (!x.getLeader().isEmpty()) {
+                seen.merge(x.getLeader(), 1, Integer::sum);
+            }
+        }
+        String best = null;
+        int least = mine - 1;
+        for (RegionInfo x : viaRegions) {
+            if (!x.getRole().equals("LEADER")) {
+                continue;
+            }
+            for (String p : x.getPeersList()) {
+                if (p.equals(self) || p.equals(via) || draining.contains(p)) {
+                    continue;
+                }
+                int c = Math.max(seen.getOrDefault(p, 0), counts.getOrDefault(p, 0));
+                if (c < least || c == least && best != null && p.compareTo(best) < 0) {
+                    least = c;
+                    best = p;
+                }
+            }
+        }
+        return best;
     }
 
     private void handOver(Region r, String target, int mine, int least) {
