@@ -51,8 +51,9 @@ final class RebalanceCommand implements Callable<Integer> {
     /**
      * Greedy: repeatedly move one leader from a node to another that leads at least two fewer and holds a replica of
      * that region, the pair with the widest gap first. With a replica of every region on every node that is the most
-     * loaded node to the least loaded; with fewer replicas, only to nodes the region is on. Each move narrows a gap,
-     * so the plan ends.
+     * loaded node to the least loaded; with fewer replicas, only to nodes the region is on, by way of a third node
+     * when no region the first leads has a replica on the other ({@link #chain}). Each move or pair of moves narrows
+     * a gap, so the plan ends.
      */
     static List<Move> plan(List<RegionInfo> regions) {
         Set<String> nodes = new LinkedHashSet<>();
@@ -83,12 +84,48 @@ final class RebalanceCommand implements Callable<Integer> {
                     }
                 }
             }
-            if (best == null) {
+            List<Move> step = best != null ? List.of(best) : chain(led);
+            if (step.isEmpty()) {
                 return moves;
             }
-            led.get(best.region().getLeader()).remove(best.region());
-            led.get(best.to()).add(best.region());
-            moves.add(best);
+            for (Move m : step) {
+                led.get(m.region().getLeader()).remove(m.region());
+                led.get(m.to()).add(m.region().toBuilder().setLeader(m.to()).build()); // as it is led after the move
+                moves.add(m);
+            }
         }
+    }
+
+    /**
+     * When no node can hand a region straight to one leading two fewer (none of the regions it leads has a replica
+     * there: 3, 2, 2, 2, 1 on five nodes), two moves that do it by way of a third node: a region from the first to
+     * the third, and one the third leads to the last. The third's count stays; the gap narrows. Empty when there is
+     * no such pair of moves.
+     */
+    private static List<Move> chain(Map<String, List<RegionInfo>> led) {
+        List<String> byCount = new ArrayList<>(led.keySet());
+        byCount.sort(java.util.Comparator.<String>comparingInt(n -> led.get(n).size()).reversed()
+                .thenComparing(java.util.Comparator.naturalOrder()));
+        for (String from : byCount) {
+            for (int i = byCount.size() - 1; i >= 0; i--) {
+                String to = byCount.get(i);
+                if (led.get(from).size() - led.get(to).size() < 2) {
+                    break;
+                }
+                for (RegionInfo first : led.get(from)) {
+                    for (String via : first.getPeersList()) {
+                        if (via.equals(from) || via.equals(to) || !led.containsKey(via)) {
+                            continue;
+                        }
+                        for (RegionInfo second : led.get(via)) {
+                            if (second.getPeersList().contains(to)) {
+                                return List.of(new Move(first, via), new Move(second, to));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return List.of();
     }
 }

@@ -57,4 +57,23 @@ class RebalanceCommandTest {
         assertThat(java.util.Collections.max(counts.values()) - java.util.Collections.min(counts.values()))
                 .as("leaders per node %s", counts).isLessThanOrEqualTo(1);
     }
+
+    @Test
+    void when_theMostLoadedNodeLeadsNoRegionWithAReplicaOnTheLeast_then_aRegionGoesByWayOfAThirdNode() {
+        // five nodes, ten regions: a leads 1, 2, 6 (none on e); c leads 3 and 8 (both on e); e leads 9
+        String a = "a:1", b = "b:1", c = "c:1", d = "d:1", e = "e:1";
+        List<RegionInfo> regions = List.of(region(1, a, d, b, a), region(2, a, b, a, c), region(3, c, a, c, e),
+                region(4, d, d, c, e), region(5, d, d, b, e), region(6, a, d, b, a), region(7, b, b, a, c),
+                region(8, c, a, c, e), region(9, e, c, d, e), region(10, b, d, b, e));
+
+        List<RebalanceCommand.Move> moves = RebalanceCommand.plan(regions);
+
+        assertThat(after(regions, moves)).containsEntry(a, 2).containsEntry(b, 2).containsEntry(c, 2)
+                .containsEntry(d, 2).containsEntry(e, 2);
+        assertThat(moves).hasSize(2).allSatisfy(m -> assertThat(m.region().getPeersList()).contains(m.to()));
+        // the second move starts where the first ended: its leader is the node the first moved a region to
+        assertThat(moves.get(0).region().getLeader()).isEqualTo(a);
+        assertThat(moves.get(1).region().getLeader()).isEqualTo(moves.get(0).to());
+        assertThat(moves.get(1).to()).isEqualTo(e);
+    }
 }
