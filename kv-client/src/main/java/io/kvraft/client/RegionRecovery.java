@@ -52,8 +52,7 @@ final class RegionRecovery {
      */
     static KvClient.RecoveryPlan planFromAnswers(int regionId, ClusterMap map, Map<String, RegionsResponse> answers) {
         Map<String, RegionInfo> replicas = replicasOf(answers, regionId);
-        List<String> silent = answers.entrySet().stream().filter(a -> a.getValue() == null).map(Map.Entry::getKey)
-                .toList();
+        List<String> silent = silent(answers);
         if (replicas.isEmpty() && (answers.isEmpty() || !silent.isEmpty())) {
             throw new KvException(ErrorCode.UNAVAILABLE, "region " + regionId + ": no replica found, but "
                     + (answers.isEmpty() ? NO_LIVE_NODE
@@ -71,8 +70,7 @@ final class RegionRecovery {
             if (answers.isEmpty()) {
                 throw new KvException(ErrorCode.UNAVAILABLE, NO_LIVE_NODE + "; try again");
             }
-            List<String> silent = answers.entrySet().stream().filter(a -> a.getValue() == null).map(Map.Entry::getKey)
-                    .toList();
+            List<String> silent = silent(answers);
             if (!silent.isEmpty()) {
                 throw new KvException(ErrorCode.UNAVAILABLE, "live nodes " + silent + " did not list their regions:"
                         + " without their replicas no region's survivors are known; try again");
@@ -94,6 +92,11 @@ final class RegionRecovery {
             }
             return new KvClient.RecoverySurvey(plans, refused, whole);
         }));
+    }
+
+    /** The nodes that did not answer (a null answer). */
+    private static List<String> silent(Map<String, RegionsResponse> answers) {
+        return answers.entrySet().stream().filter(a -> a.getValue() == null).map(Map.Entry::getKey).toList();
     }
 
     private static List<String> liveNodes(ClusterResponse c) {

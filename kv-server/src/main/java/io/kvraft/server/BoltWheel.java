@@ -1,11 +1,11 @@
 package io.kvraft.server;
 
+import com.alipay.sofa.jraft.util.NamedThreadFactory;
 import io.netty.util.HashedWheelTimer;
 import io.netty.util.Timer;
 
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
-import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -68,12 +68,8 @@ final class BoltWheel {
             Object base = unsafe.staticFieldBase(field);
             long offset = unsafe.staticFieldOffset(field);
             Timer bolts = (Timer) unsafe.getObjectVolatile(base, offset);
-            ThreadFactory daemon = r -> {
-                Thread t = new Thread(r, THREAD_NAME);
-                t.setDaemon(true);
-                return t;
-            };
-            Timer ours = new HashedWheelTimer(daemon, TICK_MS, TimeUnit.MILLISECONDS);
+            Timer ours = new HashedWheelTimer(new NamedThreadFactory(THREAD_NAME + "-", true), TICK_MS,
+                    TimeUnit.MILLISECONDS);
             unsafe.putObjectVolatile(base, offset, ours);
             bolts.stop(); // never started (it starts on its first timeout): no thread to end
             installed = ours;

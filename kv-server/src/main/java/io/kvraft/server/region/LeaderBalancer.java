@@ -177,33 +177,36 @@ public final class LeaderBalancer implements Runnable {
         Map<String, Integer> known = Map.copyOf(counts);
         regionsOf.apply(via).thenCompose(regions -> {
             if (regions == null) {
-                return CompletableFuture.<String[]>completedFuture(null);
+                return CompletableFuture.<ChainEnd>completedFuture(null);
             }
             int viaLeads = (int) regions.stream().filter(x -> x.getRole().equals("LEADER")).count();
             answered.put(via, new long[]{viaLeads, System.nanoTime()});
             String end = viaLeads == mine - 1 ? chainEnd(host.endpoint(), via, mine, regions, known, host.draining())
                     : null;
             if (end == null) {
-                return CompletableFuture.<String[]>completedFuture(null);
+                return CompletableFuture.<ChainEnd>completedFuture(null);
             }
             return leadersOf.apply(end).thenApply(endLeads -> {
                 if (endLeads >= 0) {
                     answered.put(end, new long[]{endLeads, System.nanoTime()});
                 }
-                return endLeads >= 0 && endLeads <= mine - 2 ? new String[]{end, String.valueOf(endLeads)} : null;
+                return endLeads >= 0 && endLeads <= mine - 2 ? new ChainEnd(end, endLeads) : null;
             });
         }).whenComplete((end, e) -> {
             try {
-                if (end != null && r.isLeader() && !r.leaderPinned()) {
-                    Status st = r.node().transferLeadershipTo(PeerId.parsePeer(via));
-                    LOG.info("region {}: leader {} -> {} to balance by way of it ({} vs {} leaders; {} leads {} and"
-                            + " holds no region led here): {}", r.id(), host.endpoint(), via, mine, mine - 1, end[0],
-                            end[1], st.isOk() ? "started" : st.getErrorMsg());
+                if (end != null && r.isLeader()) {
+                    LOG.info("region {}: handed on by way of {}: {} leads {} and holds no region {} leads", r.id(), via,
+                            end.node(), end.leads(), host.endpoint());
+                    transfer(r, via, mine, mine - 1);
                 }
             } finally {
                 asking.set(false);
             }
         });
+    }
+
+    /** The node a hand-over by way of a peer serves, and how many regions it said it leads. */
+    private record ChainEnd(String node, int leads) {
     }
 
     /**
