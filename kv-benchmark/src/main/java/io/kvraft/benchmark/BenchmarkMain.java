@@ -2,9 +2,9 @@ package io.kvraft.benchmark;
 
 import io.kvraft.client.KvClient;
 import io.kvraft.client.KvClients;
-import io.kvraft.client.KvException;
+import io.kvraft.common.KvException;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.client.config.ConfigException;
+import io.kvraft.common.config.ConfigException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -139,7 +139,7 @@ public final class BenchmarkMain implements Callable<Integer> {
                 org.slf4j.LoggerFactory.getLogger("kv.trace").error("kv-benchmark: FAILED", ex);
             }
             err.println(usage ? ex.getMessage() : "kv-benchmark: FAILED: " + (expected ? ex.getMessage() : ex)
-                    + io.kvraft.client.logging.LogFile.hint());
+                    + io.kvraft.common.logging.LogFile.hint());
             err.flush();
             return usage ? EXIT_USAGE : EXIT_FAILED;
         });

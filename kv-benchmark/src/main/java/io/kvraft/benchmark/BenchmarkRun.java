@@ -1,8 +1,8 @@
 package io.kvraft.benchmark;
 
 import io.kvraft.client.KvClient;
-import io.kvraft.client.KvException;
-import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto.RegionInfo;
 
 import java.io.PrintStream;
 import java.nio.file.Path;

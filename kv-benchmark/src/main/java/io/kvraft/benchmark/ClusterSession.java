@@ -54,7 +54,7 @@ public final class ClusterSession implements AutoCloseable {
      * Starts the local cluster if the options name no running one, then connects.
      *
      * @throws UsageException                                  bad --servers or missing server YAMLs
-     * @throws io.kvraft.client.config.ConfigException         a bad client YAML
+     * @throws io.kvraft.common.config.ConfigException         a bad client YAML
      */
     public static ClusterSession open(ClusterOptions c, String readMode, Boolean batching,
                                       Function<ClientConfig, KvClient> connector, PrintStream log) {

@@ -1,6 +1,6 @@
 package io.kvraft.benchmark;
 
-import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.RegionInfo;
 
 import java.util.ArrayList;
 import java.util.List;

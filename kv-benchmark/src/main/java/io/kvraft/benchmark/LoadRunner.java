@@ -1,10 +1,10 @@
 package io.kvraft.benchmark;
 
 import io.kvraft.client.KvClient;
-import io.kvraft.client.KvException;
+import io.kvraft.common.KvException;
 import io.kvraft.client.LockHandle;
 import io.kvraft.client.SequenceAllocator;
-import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.ErrorCode;
 
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;

@@ -2,7 +2,7 @@ package io.kvraft.benchmark;
 
 import io.kvraft.client.KeyValue;
 import io.kvraft.client.KvClient;
-import io.kvraft.client.KvException;
+import io.kvraft.common.KvException;
 
 import java.io.PrintStream;
 import java.util.ArrayList;

@@ -1,7 +1,7 @@
 package io.kvraft.benchmark;
 
 import io.kvraft.client.KvClient;
-import io.kvraft.client.KvException;
+import io.kvraft.common.KvException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;

@@ -1,7 +1,7 @@
 package io.kvraft.benchmark;
 
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.client.proto.KvProto.ReadMode;
+import io.kvraft.common.proto.KvProto.ReadMode;
 
 /**
  * Everything one measured run needs; the CLI builds it from its options and the result JSON carries

@@ -3,7 +3,7 @@ package io.kvraft.benchmark;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.KvClients;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.client.proto.KvProto.LockInfo;
+import io.kvraft.common.proto.KvProto.LockInfo;
 import io.kvraft.server.launch.LocalClusterConfigs;
 import io.kvraft.server.launch.ProcessCluster;
 import org.junit.jupiter.api.AfterAll;

@@ -3,9 +3,9 @@ package io.kvraft.benchmark;
 import com.google.protobuf.ByteString;
 import io.kvraft.client.KeyValue;
 import io.kvraft.client.KvClient;
-import io.kvraft.client.KvException;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.RegionInfo;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -265,17 +265,17 @@ final class FakeKvClient implements KvClient {
     }
 
     @Override
-    public CompletableFuture<List<io.kvraft.client.proto.KvProto.LockInfo>> locks(byte[] prefix) {
+    public CompletableFuture<List<io.kvraft.common.proto.KvProto.LockInfo>> locks(byte[] prefix) {
         throw new UnsupportedOperationException("not in the fake");
     }
 
     @Override
-    public CompletableFuture<io.kvraft.client.proto.KvProto.LockInfo> lockInfo(byte[] key) {
+    public CompletableFuture<io.kvraft.common.proto.KvProto.LockInfo> lockInfo(byte[] key) {
         throw new UnsupportedOperationException("not in the fake");
     }
 
     @Override
-    public CompletableFuture<Void> restoreSystemRecord(byte[] key, io.kvraft.client.proto.KvProto.CoordRecord record) {
+    public CompletableFuture<Void> restoreSystemRecord(byte[] key, io.kvraft.common.proto.KvProto.CoordRecord record) {
         throw new UnsupportedOperationException("not in the fake");
     }
 
@@ -286,17 +286,17 @@ final class FakeKvClient implements KvClient {
     }
 
     /** The modes withReadMode was asked for, in order. The view is this client itself: one map, one set of counters. */
-    final List<io.kvraft.client.proto.KvProto.ReadMode> readModesAsked = new java.util.concurrent.CopyOnWriteArrayList<>();
+    final List<io.kvraft.common.proto.KvProto.ReadMode> readModesAsked = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     @Override
-    public KvClient withReadMode(io.kvraft.client.proto.KvProto.ReadMode mode) {
+    public KvClient withReadMode(io.kvraft.common.proto.KvProto.ReadMode mode) {
         readModesAsked.add(mode);
         return this;
     }
 
     @Override
-    public io.kvraft.client.proto.KvProto.ReadMode readMode() {
-        return io.kvraft.client.proto.KvProto.ReadMode.READ_INDEX;
+    public io.kvraft.common.proto.KvProto.ReadMode readMode() {
+        return io.kvraft.common.proto.KvProto.ReadMode.READ_INDEX;
     }
 
     @Override

@@ -1,10 +1,11 @@
 package io.kvraft.client;
 
+import io.kvraft.common.KvException;
 import com.google.protobuf.ByteString;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.LockInfo;
-import io.kvraft.client.proto.KvProto.WriteOp;
-import io.kvraft.client.proto.KvProto.WriteOpType;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.LockInfo;
+import io.kvraft.common.proto.KvProto.WriteOp;
+import io.kvraft.common.proto.KvProto.WriteOpType;
 
 import java.nio.charset.StandardCharsets;
 import java.util.UUID;

@@ -1,14 +1,15 @@
 package io.kvraft.client;
 
+import io.kvraft.common.KvException;
 import com.google.protobuf.Message;
-import io.kvraft.client.config.HostPort;
-import io.kvraft.client.proto.KvProto.ClusterRequest;
-import io.kvraft.client.proto.KvProto.ClusterResponse;
-import io.kvraft.client.proto.KvProto.Error;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.NodeState;
-import io.kvraft.client.proto.KvProto.NodeStateRequest;
-import io.kvraft.client.proto.KvProto.NodeStateResponse;
+import io.kvraft.common.config.HostPort;
+import io.kvraft.common.proto.KvProto.ClusterRequest;
+import io.kvraft.common.proto.KvProto.ClusterResponse;
+import io.kvraft.common.proto.KvProto.Error;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.NodeState;
+import io.kvraft.common.proto.KvProto.NodeStateRequest;
+import io.kvraft.common.proto.KvProto.NodeStateResponse;
 
 import java.util.ArrayList;
 import java.util.Collection;
@@ -259,8 +260,8 @@ public final class ClusterAdmin {
     }
 
     /** {@code node}'s record in the cluster map of the map leader's answer, or null when the map has none. */
-    public static io.kvraft.client.proto.KvProto.NodeRecord record(ClusterResponse c, String node) {
-        for (io.kvraft.client.proto.KvProto.NodeRecord n : c.getMap().getNodesList()) {
+    public static io.kvraft.common.proto.KvProto.NodeRecord record(ClusterResponse c, String node) {
+        for (io.kvraft.common.proto.KvProto.NodeRecord n : c.getMap().getNodesList()) {
             if (n.getEndpoint().equals(node)) {
                 return n;
             }
@@ -269,8 +270,8 @@ public final class ClusterAdmin {
     }
 
     /** {@code node}'s status in the map leader's answer, or null when it has none. */
-    public static io.kvraft.client.proto.KvProto.NodeStatus status(ClusterResponse c, String node) {
-        for (io.kvraft.client.proto.KvProto.NodeStatus s : c.getStatusList()) {
+    public static io.kvraft.common.proto.KvProto.NodeStatus status(ClusterResponse c, String node) {
+        for (io.kvraft.common.proto.KvProto.NodeStatus s : c.getStatusList()) {
             if (s.getEndpoint().equals(node)) {
                 return s;
             }
@@ -280,12 +281,12 @@ public final class ClusterAdmin {
 
     /** The region replicas {@code node} holds, as the map's leader counts them (else from the regions' replicas). */
     public static int replicas(ClusterResponse c, String node) {
-        io.kvraft.client.proto.KvProto.NodeStatus s = status(c, node);
+        io.kvraft.common.proto.KvProto.NodeStatus s = status(c, node);
         if (s != null) {
             return s.getReplicas();
         }
         int n = 0;
-        for (io.kvraft.client.proto.KvProto.RegionInfo r : c.getRegionsList()) {
+        for (io.kvraft.common.proto.KvProto.RegionInfo r : c.getRegionsList()) {
             if (r.getPeersList().contains(node)) {
                 n++;
             }

@@ -1,7 +1,8 @@
 package io.kvraft.client;
 
-import io.kvraft.client.proto.KvProto.ReadMode;
-import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto.ReadMode;
+import io.kvraft.common.proto.KvProto.RegionInfo;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -9,7 +10,7 @@ import java.util.concurrent.CompletableFuture;
 /**
  * The asynchronous API of the store. Every call routes its keys to the leaders of their regions,
  * retries retriable errors until the operation's deadline, and completes exceptionally with a
- * {@link KvException} carrying an {@link io.kvraft.client.proto.KvProto.ErrorCode} otherwise.
+ * {@link KvException} carrying an {@link io.kvraft.common.proto.KvProto.ErrorCode} otherwise.
  * Callers who want to block wrap a call in {@link #sync}: {@code byte[] v = KvClient.sync(client.get(k));}.
  *
  * <p>Keys are ordered as unsigned bytes. In a range, a null or empty start is the lowest key and a
@@ -165,10 +166,10 @@ public interface KvClient extends AutoCloseable {
      * The locks whose keys start with {@code prefix} (null or empty: all), free ones included (they keep their
      * last fencing token), as each region's leader sees them now: holder, token, count and lease left.
      */
-    CompletableFuture<List<io.kvraft.client.proto.KvProto.LockInfo>> locks(byte[] prefix);
+    CompletableFuture<List<io.kvraft.common.proto.KvProto.LockInfo>> locks(byte[] prefix);
 
     /** The lock {@code key} as its region's leader sees it now, or null when it was never taken. */
-    CompletableFuture<io.kvraft.client.proto.KvProto.LockInfo> lockInfo(byte[] key);
+    CompletableFuture<io.kvraft.common.proto.KvProto.LockInfo> lockInfo(byte[] key);
 
     // ---- restore ----------------------------------------------------------------------------------
 
@@ -181,7 +182,7 @@ public interface KvClient extends AutoCloseable {
      * since applying it again changes nothing. Fails with INVALID_ARGUMENT for an empty or oversized key, or a
      * counter of 2^63 or more.
      */
-    CompletableFuture<Void> restoreSystemRecord(byte[] key, io.kvraft.client.proto.KvProto.CoordRecord record);
+    CompletableFuture<Void> restoreSystemRecord(byte[] key, io.kvraft.common.proto.KvProto.CoordRecord record);
 
     /**
      * The cluster's regions as one server sees them now: range, epoch, peers, a replica move's learners, leader, term,
@@ -196,8 +197,8 @@ public interface KvClient extends AutoCloseable {
      * ({@code from_copy}: leaders only of the regions it holds). Fails with the server's error (NO_LEADER, UNAVAILABLE)
      * when neither covers the whole key space, or UNAVAILABLE from servers that predate such lookups.
      */
-    default CompletableFuture<io.kvraft.client.proto.KvProto.RegionsResponse> mapRegions() {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+    default CompletableFuture<io.kvraft.common.proto.KvProto.RegionsResponse> mapRegions() {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot ask the cluster map"));
     }
 
@@ -207,7 +208,7 @@ public interface KvClient extends AutoCloseable {
      * to read with {@link RegionCapture#page}. Retried like a read until the operation's deadline.
      */
     default CompletableFuture<RegionCapture> captureRegion(byte[] key) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot take backups"));
     }
 
@@ -220,7 +221,7 @@ public interface KvClient extends AutoCloseable {
      * region is under way, STALE_EPOCH when the region changed before the split applied.
      */
     default CompletableFuture<List<RegionInfo>> split(int regionId, byte[] atKey) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot split regions"));
     }
 
@@ -235,7 +236,7 @@ public interface KvClient extends AutoCloseable {
      * region changed before the merge applied, UNAVAILABLE when the merge was rolled back.
      */
     default CompletableFuture<RegionInfo> merge(int leftId, int rightId) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot merge regions"));
     }
 
@@ -253,7 +254,7 @@ public interface KvClient extends AutoCloseable {
      * to 10 minutes (a large region's snapshot).
      */
     default CompletableFuture<RegionInfo> moveReplica(int regionId, String from, String to) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot move replicas"));
     }
 
@@ -264,7 +265,7 @@ public interface KvClient extends AutoCloseable {
      * the region or still holds a replica of it, UNAVAILABLE when the others are not a majority on their own.
      */
     default CompletableFuture<RegionInfo> rebuildReplica(int regionId, String node) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot rebuild replicas"));
     }
 
@@ -273,7 +274,7 @@ public interface KvClient extends AutoCloseable {
      * for a region left with fewer replicas than {@code replication.factor}.
      */
     default CompletableFuture<RegionInfo> addReplica(int regionId, String to) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot add replicas"));
     }
 
@@ -299,7 +300,7 @@ public interface KvClient extends AutoCloseable {
      * naming the reason otherwise, REGION_NOT_FOUND when no live node holds a replica of it.
      */
     default CompletableFuture<RecoveryPlan> planRecovery(int regionId) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot recover regions"));
     }
 
@@ -320,7 +321,7 @@ public interface KvClient extends AutoCloseable {
      * whole).
      */
     default CompletableFuture<RecoverySurvey> surveyRecovery() {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot recover regions"));
     }
 
@@ -334,7 +335,7 @@ public interface KvClient extends AutoCloseable {
      * one no longer holds (INVALID_ARGUMENT).
      */
     default CompletableFuture<RegionInfo> recoverRegion(RecoveryPlan plan) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot recover regions"));
     }
 
@@ -348,7 +349,7 @@ public interface KvClient extends AutoCloseable {
      * @param replicas     each survivor's replica of the group as its node answered
      */
     record MapRecoveryPlan(List<String> voters, List<String> survivors, List<String> lost, long lastLogIndex,
-                           java.util.Map<String, io.kvraft.client.proto.KvProto.MapReplicaResponse> replicas) {
+                           java.util.Map<String, io.kvraft.common.proto.KvProto.MapReplicaResponse> replicas) {
     }
 
     /**
@@ -358,7 +359,7 @@ public interface KvClient extends AutoCloseable {
      * while the live voters are a majority; UNAVAILABLE when no node answers. Changes nothing.
      */
     default CompletableFuture<MapRecoveryPlan> planMapRecovery() {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot recover the cluster map"));
     }
 
@@ -371,14 +372,14 @@ public interface KvClient extends AutoCloseable {
      * survivor checks the plan's conditions again and refuses, nothing changed, when one no longer holds. Regions that
      * lost their majority with those nodes are recovered after it ({@link #surveyRecovery}).
      */
-    default CompletableFuture<io.kvraft.client.proto.KvProto.ClusterResponse> recoverMap(MapRecoveryPlan plan) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+    default CompletableFuture<io.kvraft.common.proto.KvProto.ClusterResponse> recoverMap(MapRecoveryPlan plan) {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot recover the cluster map"));
     }
 
     /** Each reachable node's store id (the random id of its data directory), by host:port. */
     default CompletableFuture<java.util.Map<String, String>> storeIds() {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot list store ids"));
     }
 
@@ -391,8 +392,8 @@ public interface KvClient extends AutoCloseable {
      * UNAVAILABLE or NO_LEADER, naming the nodes asked, when no map leader answered in time (e.g. servers without a
      * cluster map).
      */
-    default CompletableFuture<io.kvraft.client.proto.KvProto.ClusterResponse> cluster() {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+    default CompletableFuture<io.kvraft.common.proto.KvProto.ClusterResponse> cluster() {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot read the cluster map"));
     }
 
@@ -405,9 +406,9 @@ public interface KvClient extends AutoCloseable {
      * would leave fewer UP nodes than the replication factor, or a remove while the node still holds replicas or a map
      * voter, unless {@code force} and the node is down (its replicas are then rebuilt on the other nodes).
      */
-    default CompletableFuture<io.kvraft.client.proto.KvProto.NodeStateResponse> nodeState(
-            String endpoint, io.kvraft.client.proto.KvProto.NodeState state, boolean force) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+    default CompletableFuture<io.kvraft.common.proto.KvProto.NodeStateResponse> nodeState(
+            String endpoint, io.kvraft.common.proto.KvProto.NodeState state, boolean force) {
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot change node states"));
     }
 

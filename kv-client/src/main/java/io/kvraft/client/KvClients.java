@@ -1,5 +1,6 @@
 package io.kvraft.client;
 
+import io.kvraft.common.KvException;
 import io.kvraft.client.config.ClientConfig;
 
 /** Makes clients. */

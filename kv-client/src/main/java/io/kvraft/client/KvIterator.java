@@ -1,6 +1,7 @@
 package io.kvraft.client;
 
-import io.kvraft.client.proto.KvProto.ReadMode;
+import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto.ReadMode;
 
 import java.util.Iterator;
 import java.util.List;

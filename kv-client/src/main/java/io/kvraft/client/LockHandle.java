@@ -1,5 +1,6 @@
 package io.kvraft.client;
 
+import io.kvraft.common.KvException;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -59,7 +60,7 @@ public final class LockHandle implements AutoCloseable {
         synchronized (lease) {
             if (unlocked) {
                 return CompletableFuture.failedFuture(new KvException(
-                        io.kvraft.client.proto.KvProto.ErrorCode.INVALID_ARGUMENT, "lock handle already unlocked"));
+                        io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT, "lock handle already unlocked"));
             }
             unlocked = true;
         }

@@ -1,13 +1,14 @@
 package io.kvraft.client;
 
-import io.kvraft.client.proto.KvProto.ClusterResponse;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.MapReplicaRequest;
-import io.kvraft.client.proto.KvProto.MapReplicaResponse;
-import io.kvraft.client.proto.KvProto.NodeRecord;
-import io.kvraft.client.proto.KvProto.NodeState;
-import io.kvraft.client.proto.KvProto.RecoverMapRequest;
-import io.kvraft.client.proto.KvProto.RecoverMapResponse;
+import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto.ClusterResponse;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.MapReplicaRequest;
+import io.kvraft.common.proto.KvProto.MapReplicaResponse;
+import io.kvraft.common.proto.KvProto.NodeRecord;
+import io.kvraft.common.proto.KvProto.NodeState;
+import io.kvraft.common.proto.KvProto.RecoverMapRequest;
+import io.kvraft.common.proto.KvProto.RecoverMapResponse;
 
 import java.util.ArrayList;
 import java.util.Comparator;

@@ -1,20 +1,21 @@
 package io.kvraft.client;
 
+import io.kvraft.common.KvException;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.Message;
-import io.kvraft.client.proto.KvProto.BackupOpenRequest;
-import io.kvraft.client.proto.KvProto.BackupOpenResponse;
-import io.kvraft.client.proto.KvProto.Error;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.Pair;
-import io.kvraft.client.proto.KvProto.ReadMode;
-import io.kvraft.client.proto.KvProto.LockInfo;
-import io.kvraft.client.proto.KvProto.ScanRequest;
-import io.kvraft.client.proto.KvProto.ScanResponse;
-import io.kvraft.client.proto.KvProto.WriteOp;
-import io.kvraft.client.proto.KvProto.WriteOpType;
-import io.kvraft.client.proto.KvProto.WriteRequest;
-import io.kvraft.client.proto.KvProto.WriteResponse;
+import io.kvraft.common.proto.KvProto.BackupOpenRequest;
+import io.kvraft.common.proto.KvProto.BackupOpenResponse;
+import io.kvraft.common.proto.KvProto.Error;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.Pair;
+import io.kvraft.common.proto.KvProto.ReadMode;
+import io.kvraft.common.proto.KvProto.LockInfo;
+import io.kvraft.common.proto.KvProto.ScanRequest;
+import io.kvraft.common.proto.KvProto.ScanResponse;
+import io.kvraft.common.proto.KvProto.WriteOp;
+import io.kvraft.common.proto.KvProto.WriteOpType;
+import io.kvraft.common.proto.KvProto.WriteRequest;
+import io.kvraft.common.proto.KvProto.WriteResponse;
 import io.kvraft.client.route.RetryPolicy;
 import io.kvraft.client.route.RouteTable.Route;
 

@@ -1,13 +1,14 @@
 package io.kvraft.client;
 
+import io.kvraft.common.KvException;
 import com.google.protobuf.ByteString;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.RegionInfo;
 import com.google.protobuf.Message;
-import io.kvraft.client.proto.KvProto.MergeRequest;
-import io.kvraft.client.proto.KvProto.MergeResponse;
-import io.kvraft.client.proto.KvProto.SplitRequest;
-import io.kvraft.client.proto.KvProto.SplitResponse;
+import io.kvraft.common.proto.KvProto.MergeRequest;
+import io.kvraft.common.proto.KvProto.MergeResponse;
+import io.kvraft.common.proto.KvProto.SplitRequest;
+import io.kvraft.common.proto.KvProto.SplitResponse;
 import io.kvraft.client.route.RouteTable.Route;
 
 import java.util.ArrayDeque;
@@ -60,7 +61,7 @@ final class RegionAdmin {
     CompletableFuture<RegionInfo> moveReplica(int regionId, String from, String to) {
         for (String node : new String[]{from, to}) {
             try {
-                io.kvraft.client.config.HostPort.parse(node);
+                io.kvraft.common.config.HostPort.parse(node);
             } catch (IllegalArgumentException e) {
                 return CompletableFuture.failedFuture(new KvException(ErrorCode.INVALID_ARGUMENT, e.getMessage()));
             }
@@ -69,48 +70,48 @@ final class RegionAdmin {
             return CompletableFuture.failedFuture(new KvException(ErrorCode.INVALID_ARGUMENT,
                     "a replica cannot move to the node it is on (" + from + ")"));
         }
-        io.kvraft.client.proto.KvProto.MoveReplicaRequest request = io.kvraft.client.proto.KvProto.MoveReplicaRequest
+        io.kvraft.common.proto.KvProto.MoveReplicaRequest request = io.kvraft.common.proto.KvProto.MoveReplicaRequest
                 .newBuilder().setRegionId(regionId).setFrom(from).setTo(to).build();
-        return this.<io.kvraft.client.proto.KvProto.MoveReplicaResponse>call(regionId, request,
-                io.kvraft.client.proto.KvProto.MoveReplicaResponse::hasError,
-                io.kvraft.client.proto.KvProto.MoveReplicaResponse::getError, MOVE_TIMEOUT_MS)
-                .thenApply(io.kvraft.client.proto.KvProto.MoveReplicaResponse::getRegion);
+        return this.<io.kvraft.common.proto.KvProto.MoveReplicaResponse>call(regionId, request,
+                io.kvraft.common.proto.KvProto.MoveReplicaResponse::hasError,
+                io.kvraft.common.proto.KvProto.MoveReplicaResponse::getError, MOVE_TIMEOUT_MS)
+                .thenApply(io.kvraft.common.proto.KvProto.MoveReplicaResponse::getRegion);
     }
 
     /** See {@link KvClient#rebuildReplica}. */
     CompletableFuture<RegionInfo> rebuildReplica(int regionId, String node) {
-        return replicaChange(regionId, node, io.kvraft.client.proto.KvProto.MoveReplicaRequest.newBuilder()
+        return replicaChange(regionId, node, io.kvraft.common.proto.KvProto.MoveReplicaRequest.newBuilder()
                 .setRegionId(regionId).setFrom(node).setTo(node).setRebuild(true).build());
     }
 
     /** See {@link KvClient#addReplica}. */
     CompletableFuture<RegionInfo> addReplica(int regionId, String to) {
-        return replicaChange(regionId, to, io.kvraft.client.proto.KvProto.MoveReplicaRequest.newBuilder()
+        return replicaChange(regionId, to, io.kvraft.common.proto.KvProto.MoveReplicaRequest.newBuilder()
                 .setRegionId(regionId).setTo(to).build());
     }
 
     private CompletableFuture<RegionInfo> replicaChange(int regionId, String node,
-                                                        io.kvraft.client.proto.KvProto.MoveReplicaRequest request) {
+                                                        io.kvraft.common.proto.KvProto.MoveReplicaRequest request) {
         try {
-            io.kvraft.client.config.HostPort.parse(node);
+            io.kvraft.common.config.HostPort.parse(node);
         } catch (IllegalArgumentException e) {
             return CompletableFuture.failedFuture(new KvException(ErrorCode.INVALID_ARGUMENT, e.getMessage()));
         }
-        return this.<io.kvraft.client.proto.KvProto.MoveReplicaResponse>call(regionId, request,
-                io.kvraft.client.proto.KvProto.MoveReplicaResponse::hasError,
-                io.kvraft.client.proto.KvProto.MoveReplicaResponse::getError, MOVE_TIMEOUT_MS)
-                .thenApply(io.kvraft.client.proto.KvProto.MoveReplicaResponse::getRegion);
+        return this.<io.kvraft.common.proto.KvProto.MoveReplicaResponse>call(regionId, request,
+                io.kvraft.common.proto.KvProto.MoveReplicaResponse::hasError,
+                io.kvraft.common.proto.KvProto.MoveReplicaResponse::getError, MOVE_TIMEOUT_MS)
+                .thenApply(io.kvraft.common.proto.KvProto.MoveReplicaResponse::getRegion);
     }
 
     /** Sends {@code request} to the leader of region {@code regionId}, following leader hints until the deadline. */
     private <R extends Message> CompletableFuture<R> call(int regionId, Message request, Predicate<R> hasError,
-                                                          Function<R, io.kvraft.client.proto.KvProto.Error> error) {
+                                                          Function<R, io.kvraft.common.proto.KvProto.Error> error) {
         return call(regionId, request, hasError, error, client.operationTimeoutMs());
     }
 
     /** As above, with {@code timeoutMs} for the whole call. */
     private <R extends Message> CompletableFuture<R> call(int regionId, Message request, Predicate<R> hasError,
-                                                          Function<R, io.kvraft.client.proto.KvProto.Error> error,
+                                                          Function<R, io.kvraft.common.proto.KvProto.Error> error,
                                                           long timeoutMs) {
         CompletableFuture<R> result = new CompletableFuture<>();
         long now = System.nanoTime();
@@ -128,7 +129,7 @@ final class RegionAdmin {
      * @param searchEnd after it, an answer that the change was not taken (not the leader, no leader) is not retried
      */
     private record Call<R extends Message>(int regionId, Message request, Predicate<R> hasError,
-                                           Function<R, io.kvraft.client.proto.KvProto.Error> error, long deadline,
+                                           Function<R, io.kvraft.common.proto.KvProto.Error> error, long deadline,
                                            long searchEnd, CompletableFuture<R> result, Tries tries) {
     }
 
@@ -165,7 +166,7 @@ final class RegionAdmin {
      * of the region; null for a merge or split, whose REGION_NOT_FOUND may be about the other region, from the leader.
      */
     private static String notThere(Call<?> call, String target) {
-        return call.request() instanceof io.kvraft.client.proto.KvProto.MoveReplicaRequest ? target : null;
+        return call.request() instanceof io.kvraft.common.proto.KvProto.MoveReplicaRequest ? target : null;
     }
 
     /** The hint when given, else the route's leader or its next peer in turn, other than {@code notThere}. */

@@ -1,18 +1,19 @@
 package io.kvraft.client;
 
-import io.kvraft.client.batch.Coalescer;
+import io.kvraft.common.KvException;
+import io.kvraft.common.Coalescer;
 import io.kvraft.client.config.ClientConfig.Batching;
-import io.kvraft.client.proto.KvProto.CoordResult;
-import io.kvraft.client.proto.KvProto.Error;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.ReadMode;
-import io.kvraft.client.proto.KvProto.ReadRequest;
-import io.kvraft.client.proto.KvProto.ReadResponse;
-import io.kvraft.client.proto.KvProto.Value;
-import io.kvraft.client.proto.KvProto.WriteRequest;
-import io.kvraft.client.proto.KvProto.WriteResponse;
+import io.kvraft.common.proto.KvProto.CoordResult;
+import io.kvraft.common.proto.KvProto.Error;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.ReadMode;
+import io.kvraft.common.proto.KvProto.ReadRequest;
+import io.kvraft.common.proto.KvProto.ReadResponse;
+import io.kvraft.common.proto.KvProto.Value;
+import io.kvraft.common.proto.KvProto.WriteRequest;
+import io.kvraft.common.proto.KvProto.WriteResponse;
 import io.kvraft.client.route.RouteTable.Route;
-import io.kvraft.client.rpc.Transport;
+import io.kvraft.common.rpc.Transport;
 
 import com.google.protobuf.Message;
 

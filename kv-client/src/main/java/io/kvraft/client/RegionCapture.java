@@ -1,12 +1,13 @@
 package io.kvraft.client;
 
+import io.kvraft.common.KvException;
 import com.google.protobuf.ByteString;
-import io.kvraft.client.proto.KvProto.BackupCloseRequest;
-import io.kvraft.client.proto.KvProto.BackupPageRequest;
-import io.kvraft.client.proto.KvProto.BackupPageResponse;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.Pair;
-import io.kvraft.client.rpc.Transport;
+import io.kvraft.common.proto.KvProto.BackupCloseRequest;
+import io.kvraft.common.proto.KvProto.BackupPageRequest;
+import io.kvraft.common.proto.KvProto.BackupPageResponse;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.Pair;
+import io.kvraft.common.rpc.Transport;
 
 import java.util.ArrayList;
 import java.util.List;

@@ -1,16 +1,17 @@
 package io.kvraft.client;
 
-import io.kvraft.client.proto.KvProto.ClusterMap;
-import io.kvraft.client.proto.KvProto.ClusterResponse;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.NodeRecord;
-import io.kvraft.client.proto.KvProto.NodeState;
-import io.kvraft.client.proto.KvProto.NodeStatus;
-import io.kvraft.client.proto.KvProto.RecoverRegionRequest;
-import io.kvraft.client.proto.KvProto.RecoverRegionResponse;
-import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.client.proto.KvProto.RegionsRequest;
-import io.kvraft.client.proto.KvProto.RegionsResponse;
+import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto.ClusterMap;
+import io.kvraft.common.proto.KvProto.ClusterResponse;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.NodeRecord;
+import io.kvraft.common.proto.KvProto.NodeState;
+import io.kvraft.common.proto.KvProto.NodeStatus;
+import io.kvraft.common.proto.KvProto.RecoverRegionRequest;
+import io.kvraft.common.proto.KvProto.RecoverRegionResponse;
+import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.RegionsRequest;
+import io.kvraft.common.proto.KvProto.RegionsResponse;
 
 import java.util.ArrayList;
 import java.util.List;

@@ -1,20 +1,21 @@
 package io.kvraft.client;
 
+import io.kvraft.common.KvException;
 import com.google.protobuf.ByteString;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.client.proto.KvProto.Error;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.ReadMode;
-import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.client.proto.KvProto.RegionsRequest;
-import io.kvraft.client.proto.KvProto.RegionsResponse;
-import io.kvraft.client.proto.KvProto.WriteOp;
-import io.kvraft.client.proto.KvProto.WriteOpType;
+import io.kvraft.common.proto.KvProto.Error;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.ReadMode;
+import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.RegionsRequest;
+import io.kvraft.common.proto.KvProto.RegionsResponse;
+import io.kvraft.common.proto.KvProto.WriteOp;
+import io.kvraft.common.proto.KvProto.WriteOpType;
 import io.kvraft.client.route.RetryPolicy;
-import io.kvraft.client.route.RegionViews;
+import io.kvraft.common.RegionViews;
 import io.kvraft.client.route.RouteTable;
 import io.kvraft.client.route.RouteTable.Route;
-import io.kvraft.client.rpc.Transport;
+import io.kvraft.common.rpc.Transport;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -338,7 +339,7 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
     }
 
     @Override
-    public CompletableFuture<Void> restoreSystemRecord(byte[] key, io.kvraft.client.proto.KvProto.CoordRecord record) {
+    public CompletableFuture<Void> restoreSystemRecord(byte[] key, io.kvraft.common.proto.KvProto.CoordRecord record) {
         if (record == null) {
             return invalid("restoreSystemRecord needs a record");
         }
@@ -368,13 +369,13 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
     }
 
     @Override
-    public CompletableFuture<List<io.kvraft.client.proto.KvProto.LockInfo>> locks(byte[] prefix) {
+    public CompletableFuture<List<io.kvraft.common.proto.KvProto.LockInfo>> locks(byte[] prefix) {
         byte[] start = RangeOps.orEmpty(prefix);
         return ranges.locks(start, prefixEnd(start), deadline());
     }
 
     @Override
-    public CompletableFuture<io.kvraft.client.proto.KvProto.LockInfo> lockInfo(byte[] key) {
+    public CompletableFuture<io.kvraft.common.proto.KvProto.LockInfo> lockInfo(byte[] key) {
         if (key == null || key.length == 0) {
             return invalid("empty lock key");
         }
@@ -466,18 +467,18 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
     }
 
     @Override
-    public CompletableFuture<io.kvraft.client.proto.KvProto.ClusterResponse> recoverMap(MapRecoveryPlan plan) {
+    public CompletableFuture<io.kvraft.common.proto.KvProto.ClusterResponse> recoverMap(MapRecoveryPlan plan) {
         return new MapRecovery(root).recover(plan);
     }
 
     @Override
-    public CompletableFuture<io.kvraft.client.proto.KvProto.ClusterResponse> cluster() {
+    public CompletableFuture<io.kvraft.common.proto.KvProto.ClusterResponse> cluster() {
         return clusterAdmin.cluster();
     }
 
     @Override
-    public CompletableFuture<io.kvraft.client.proto.KvProto.NodeStateResponse> nodeState(
-            String endpoint, io.kvraft.client.proto.KvProto.NodeState state, boolean force) {
+    public CompletableFuture<io.kvraft.common.proto.KvProto.NodeStateResponse> nodeState(
+            String endpoint, io.kvraft.common.proto.KvProto.NodeState state, boolean force) {
         return clusterAdmin.nodeState(endpoint, state, force);
     }
 

@@ -1,14 +1,15 @@
 package io.kvraft.client;
 
+import io.kvraft.common.KvException;
 import com.google.protobuf.Message;
-import io.kvraft.client.proto.KvProto.ClusterMap;
-import io.kvraft.client.proto.KvProto.ClusterRequest;
-import io.kvraft.client.proto.KvProto.ClusterResponse;
-import io.kvraft.client.proto.KvProto.Error;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.NodeState;
-import io.kvraft.client.proto.KvProto.NodeStateRequest;
-import io.kvraft.client.proto.KvProto.NodeStateResponse;
+import io.kvraft.common.proto.KvProto.ClusterMap;
+import io.kvraft.common.proto.KvProto.ClusterRequest;
+import io.kvraft.common.proto.KvProto.ClusterResponse;
+import io.kvraft.common.proto.KvProto.Error;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.NodeState;
+import io.kvraft.common.proto.KvProto.NodeStateRequest;
+import io.kvraft.common.proto.KvProto.NodeStateResponse;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -21,7 +22,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** {@link ClusterAdmin} against fake nodes, on a fake clock whose pauses pass at once. */
 class ClusterAdminTest {

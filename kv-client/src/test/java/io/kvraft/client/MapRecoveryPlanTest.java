@@ -1,7 +1,8 @@
 package io.kvraft.client;
 
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.MapReplicaResponse;
+import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.MapReplicaResponse;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;

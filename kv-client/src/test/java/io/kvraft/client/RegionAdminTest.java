@@ -1,7 +1,7 @@
 package io.kvraft.client;
 
 import com.google.protobuf.ByteString;
-import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.client.route.RouteTable;
 import org.junit.jupiter.api.Test;
 

@@ -1,10 +1,11 @@
 package io.kvraft.client;
 
-import io.kvraft.client.proto.KvProto.ClusterMap;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.NodeRecord;
-import io.kvraft.client.proto.KvProto.NodeState;
-import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto.ClusterMap;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.NodeRecord;
+import io.kvraft.common.proto.KvProto.NodeState;
+import io.kvraft.common.proto.KvProto.RegionInfo;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
@@ -113,14 +114,14 @@ class RegionRecoveryPlanTest {
                 ErrorCode.INVALID_ARGUMENT, C + " is not a node of the cluster map");
     }
 
-    private static io.kvraft.client.proto.KvProto.RegionsResponse listing(RegionInfo... regions) {
-        return io.kvraft.client.proto.KvProto.RegionsResponse.newBuilder().addAllRegions(List.of(regions)).build();
+    private static io.kvraft.common.proto.KvProto.RegionsResponse listing(RegionInfo... regions) {
+        return io.kvraft.common.proto.KvProto.RegionsResponse.newBuilder().addAllRegions(List.of(regions)).build();
     }
 
     @Test
     void when_noReplicaIsListed_whileALiveNodeDidNotAnswer_then_itIsUnavailable_notNotFound() {
         ClusterMap m = map(Map.of(A, NodeState.UP, B, NodeState.UP, C, NodeState.UP));
-        Map<String, io.kvraft.client.proto.KvProto.RegionsResponse> answers = new TreeMap<>();
+        Map<String, io.kvraft.common.proto.KvProto.RegionsResponse> answers = new TreeMap<>();
         answers.put(A, listing());
         answers.put(B, null);
         answers.put(C, listing());
@@ -138,7 +139,7 @@ class RegionRecoveryPlanTest {
     @Test
     void when_aLiveNodeDidNotAnswer_butAReplicaIsListed_then_thePlanComesFromTheAnswers() {
         ClusterMap m = map(Map.of(A, NodeState.UP, B, NodeState.REMOVED, C, NodeState.REMOVED, D, NodeState.UP));
-        Map<String, io.kvraft.client.proto.KvProto.RegionsResponse> answers = new TreeMap<>();
+        Map<String, io.kvraft.common.proto.KvProto.RegionsResponse> answers = new TreeMap<>();
         answers.put(A, listing(replica(4, 120, "", "FOLLOWER", C, B, A)));
         answers.put(D, null);
 

@@ -26,7 +26,7 @@ import java.util.concurrent.TimeUnit;
  * constant. From Java 24 on, that use of Unsafe prints a warning on the console, so there the node keeps bolt's
  * wheel; it also keeps it, and logs why once, when bolt's class is not as this code expects.
  */
-final class BoltWheel {
+public final class BoltWheel {
 
     static final long TICK_MS = 100;
     static final String THREAD_NAME = "bolt-wheel-100ms";
@@ -47,7 +47,7 @@ final class BoltWheel {
      * Gives bolt the slower wheel; call before the JVM's first bolt call (first thing in main). Returns why not
      * when bolt keeps its own wheel, or null.
      */
-    static synchronized String apply() {
+    public static synchronized String apply() {
         if (installed != null) {
             return null;
         }

@@ -12,14 +12,14 @@ import java.lang.management.ManagementFactory;
  * none has run for a minute, G1 also gives the unused heap back. The flag is manageable, so it is set
  * here for every way a node is started; a value given on the command line wins.
  */
-final class IdleMemory {
+public final class IdleMemory {
 
     static final String PERIODIC_GC_MS = "60000";
 
     private IdleMemory() {
     }
 
-    static void apply() {
+    public static void apply() {
         try {
             HotSpotDiagnosticMXBean hs = ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class);
             VMOption g1 = hs.getVMOption("UseG1GC");

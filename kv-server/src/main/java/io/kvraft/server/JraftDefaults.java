@@ -12,7 +12,7 @@ package io.kvraft.server;
  * active threads = 26", then client timeouts on that region). A node under load uses about 16 of these
  * threads; the cap is raised so that a burst cannot cut a region off. A value set by the user is kept.
  */
-final class JraftDefaults {
+public final class JraftDefaults {
 
     static final String CLOSURE_POOL_MAX = "jraft.closure.threadpool.size.max";
     static final int CLOSURE_POOL_MAX_VALUE = 1024;
@@ -21,7 +21,7 @@ final class JraftDefaults {
     }
 
     /** Sets the defaults that are not set yet; call before any jraft class loads (first thing in main). */
-    static void apply() {
+    public static void apply() {
         if (System.getProperty(CLOSURE_POOL_MAX) == null) {
             System.setProperty(CLOSURE_POOL_MAX, Integer.toString(CLOSURE_POOL_MAX_VALUE));
         }

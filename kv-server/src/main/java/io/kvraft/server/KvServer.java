@@ -1,10 +1,12 @@
 package io.kvraft.server;
 
+import io.kvraft.server.launch.ServerMain;
+
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.metrics.NodeMetrics;
-import io.kvraft.server.region.LeaderBalancer;
+import io.kvraft.server.balance.LeaderBalancer;
 import io.kvraft.server.region.Region;
-import io.kvraft.server.region.RegionHost;
+import io.kvraft.server.host.RegionHost;
 import io.kvraft.server.rpc.KvHandlers;
 import io.kvraft.server.store.KvStore;
 import io.kvraft.server.store.MemoryStore;
@@ -13,11 +15,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.RegionsRequest;
-import io.kvraft.client.proto.KvProto.RegionsResponse;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.RegionsRequest;
+import io.kvraft.common.proto.KvProto.RegionsResponse;
 
 import java.util.HashMap;
 import java.util.HashSet;
@@ -49,6 +50,8 @@ public final class KvServer implements AutoCloseable {
     /** A backup session nobody reads for this long is closed (a killed client then pins nothing). */
     static final long BACKUP_SESSION_IDLE_MS = Long.getLong("kv.backup.sessionIdleMs", 60_000L);
     private static final int MAX_BACKUP_SESSIONS = 64;
+    /** How long the node looks for a region's leader when it asks one (as a client's operationTimeoutMs). */
+    private static final long OPERATION_TIMEOUT_MS = 30_000;
     /** How long a replica moving to a node may take to catch up (a snapshot of its region, then the log). */
     static final long MOVE_CATCH_UP_MS = Long.getLong("kv.move.catchUpMs", 300_000L);
     /** Learners a lost leader's move left in a region stay this long before its leader takes them out (read per node). */
@@ -56,18 +59,18 @@ public final class KvServer implements AutoCloseable {
     private final NodeMetrics metrics = new NodeMetrics();
     private volatile boolean closed;
     private volatile ScheduledFuture<?> balancer;
-    private final io.kvraft.server.region.Splitter splitter;
-    private final io.kvraft.server.region.Merger merger;
+    private final io.kvraft.server.shape.Splitter splitter;
+    private final io.kvraft.server.shape.Merger merger;
     private final java.util.concurrent.ExecutorService splitWork;
     /** Replica moves, one at a time: each waits for a snapshot to reach the new replica. */
     private final java.util.concurrent.ExecutorService moveWork;
-    private final io.kvraft.server.region.ReplicaMover mover;
-    /** A client of the cluster's own API (region ids for splits), made when first needed. */
-    private io.kvraft.client.KvClient internalClient;
+    private final io.kvraft.server.shape.ReplicaMover mover;
+    /** Requests of region leaders anywhere in the cluster: replica moves, region ids for splits. */
+    private final RegionLeaderCalls leaderCalls;
     /** Asks peers whether they serve (balancing and hand-off pick only those). */
-    private final io.kvraft.client.rpc.Transport peerProbe;
+    private final io.kvraft.common.rpc.Transport peerProbe;
     /** One heartbeat per peer node and interval for all regions this node leads (raft.nodeHeartbeats); or null. */
-    private final io.kvraft.server.region.NodeBeats beats;
+    private final io.kvraft.server.NodeBeats beats;
     /** The cluster map: membership, node reports and (on its leader) placement. */
     private final io.kvraft.server.meta.MetaService meta;
     /** Told when the cluster refuses this node for good (removed, or another cluster's); closes the node by default. */
@@ -87,9 +90,9 @@ public final class KvServer implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-        this.peerProbe = new io.kvraft.client.rpc.Transport(config.tls());
+        this.peerProbe = new io.kvraft.common.rpc.Transport(config.tls());
         try {
-            this.host = new RegionHost(config, store, housekeeping);
+            this.host = new RegionHost(config, store, housekeeping, metrics::region);
         } catch (RuntimeException e) {
             peerProbe.close();
             housekeeping.shutdownNow();
@@ -106,7 +109,7 @@ public final class KvServer implements AutoCloseable {
             return t;
         });
         host.registerHandlers(new io.kvraft.server.rpc.BackupHandlers(handlers, backups, backupPages)::register);
-        this.beats = config.raft().nodeHeartbeats() ? new io.kvraft.server.region.NodeBeats(host, peerProbe,
+        this.beats = config.raft().nodeHeartbeats() ? new io.kvraft.server.NodeBeats(host, peerProbe,
                 config.raft().electionTimeoutMs() / config.raft().electionHeartbeatFactor()) : null;
         if (beats != null) {
             host.registerHandlers(beats::register);
@@ -116,11 +119,12 @@ public final class KvServer implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-        this.splitter = new io.kvraft.server.region.Splitter(host, store,
-                io.kvraft.server.region.Splitter.fromSequence(this::internalClient), config.split(),
+        this.leaderCalls = new RegionLeaderCalls(host, this::meta, peerProbe, housekeeping, OPERATION_TIMEOUT_MS);
+        this.splitter = new io.kvraft.server.shape.Splitter(host, store,
+                io.kvraft.server.shape.Splitter.fromSequence(leaderCalls::takeNumber), config.split(),
                 config.limits().maxKeyBytes(), System::currentTimeMillis, splitWork);
         handlers.splitter(splitter);
-        this.merger = new io.kvraft.server.region.Merger(host, store, config.merge(), config.split(), peerProbe, splitWork,
+        this.merger = new io.kvraft.server.shape.Merger(host, store, config.merge(), config.split(), peerProbe, splitWork,
                 2L * config.raft().electionTimeoutMs());
         handlers.merger(merger);
         this.moveWork = Executors.newSingleThreadExecutor(r -> {
@@ -128,30 +132,14 @@ public final class KvServer implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-        this.mover = new io.kvraft.server.region.ReplicaMover(host, peerProbe, moveWork, MOVE_CATCH_UP_MS,
+        this.mover = new io.kvraft.server.shape.ReplicaMover(host, peerProbe, moveWork, MOVE_CATCH_UP_MS,
                 Long.getLong(STRAY_LEARNER_MS, 60_000L), System::nanoTime);
         handlers.mover(mover);
         this.meta = new io.kvraft.server.meta.MetaService(config, host, host.rpcServer(), peerProbe,
-                () -> new io.kvraft.server.meta.MetaService.Mover() {
-                    @Override
-                    public CompletableFuture<io.kvraft.client.proto.KvProto.RegionInfo> move(int region, String from,
-                                                                                            String to) {
-                        return internalClient().moveReplica(region, from, to);
-                    }
-
-                    @Override
-                    public CompletableFuture<io.kvraft.client.proto.KvProto.RegionInfo> rebuild(int region, String node) {
-                        return internalClient().rebuildReplica(region, node);
-                    }
-
-                    @Override
-                    public CompletableFuture<io.kvraft.client.proto.KvProto.RegionInfo> add(int region, String to) {
-                        return internalClient().addReplica(region, to);
-                    }
-                }, housekeeping, storeId,
+                () -> leaderCalls, housekeeping, storeId,
                 why -> onRefused.accept(why));
         handlers.clusterRegions(meta::clusterRegions);
-        handlers.recovery(new io.kvraft.server.region.RegionRecovery(host, meta::nodeState,
+        handlers.recovery(new io.kvraft.server.shape.RegionRecovery(host, meta::nodeState,
                 config.raft().startupElectionTimeoutMs()));
         metrics.bind(host, handlers::inFlight);
     }
@@ -188,7 +176,7 @@ public final class KvServer implements AutoCloseable {
         long metaMs = config.placement().intervalMs();
         server.housekeeping.scheduleWithFixedDelay(server.meta::tick, 0, metaMs, TimeUnit.MILLISECONDS);
         long gcMs = config.raft().electionTimeoutMs();
-        server.housekeeping.scheduleWithFixedDelay(new io.kvraft.server.region.ReplicaGc(server.host, server.peerProbe,
+        server.housekeeping.scheduleWithFixedDelay(new io.kvraft.server.shape.ReplicaGc(server.host, server.peerProbe,
                 server.moveWork, 2L * gcMs, System::nanoTime), gcMs, gcMs, TimeUnit.MILLISECONDS);
         server.housekeeping.scheduleWithFixedDelay(server.backups::expireIdle, 1, 1, TimeUnit.SECONDS);
         server.housekeeping.scheduleWithFixedDelay(server.mover::sweepStrayLearners, 1, 1, TimeUnit.SECONDS);
@@ -202,18 +190,6 @@ public final class KvServer implements AutoCloseable {
         LOG.info("node {} started: engine {}, {} regions, data in {}", config.endpoint(), config.store().engine(),
                 server.host.regions().size(), config.dataDir());
         return server;
-    }
-
-    /** The node's client of the cluster (made on first use, closed with the node). */
-    private synchronized io.kvraft.client.KvClient internalClient() {
-        if (closed) {
-            throw new IllegalStateException("node " + config.endpoint() + " is closed");
-        }
-        if (internalClient == null) {
-            internalClient = io.kvraft.client.KvClients.connect(new io.kvraft.client.config.ClientConfig(
-                    host.peers(), null, null, null, null, config.tls())); // the members the map knows now
-        }
-        return internalClient;
     }
 
     /** What to do when the cluster refuses this node for good; the default closes it. */
@@ -232,7 +208,7 @@ public final class KvServer implements AutoCloseable {
     }
 
     /** Splits regions this node leads, by hand and by size. */
-    public io.kvraft.server.region.Splitter splitter() {
+    public io.kvraft.server.shape.Splitter splitter() {
         return splitter;
     }
 
@@ -248,7 +224,7 @@ public final class KvServer implements AutoCloseable {
     }
 
     /** {@code peer}'s regions as it lists them, or null when it does not answer or is shutting down; never fails. */
-    CompletableFuture<java.util.List<io.kvraft.client.proto.KvProto.RegionInfo>> regionsOf(String peer) {
+    CompletableFuture<java.util.List<io.kvraft.common.proto.KvProto.RegionInfo>> regionsOf(String peer) {
         return peerProbe.<RegionsResponse>call(peer, RegionsRequest.getDefaultInstance(), 1000)
                 .handle((resp, e) -> e != null || resp.hasError() && resp.getError().getCode() != ErrorCode.OK ? null
                         : resp.getRegionsList());
@@ -354,13 +330,6 @@ public final class KvServer implements AutoCloseable {
         }
         splitWork.shutdownNow();
         moveWork.shutdownNow();
-        if (internalClient != null) {
-            try {
-                internalClient.close();
-            } catch (RuntimeException e) {
-                LOG.warn("closing the node's client: {}", e.toString());
-            }
-        }
         metrics.close();
         meta.close();
         host.close();

@@ -5,7 +5,7 @@ import com.alipay.sofa.jraft.Status;
 import com.alipay.sofa.jraft.core.State;
 import com.alipay.sofa.jraft.entity.PeerId;
 import io.kvraft.server.region.Region;
-import io.kvraft.server.region.RegionHost;
+import io.kvraft.server.host.RegionHost;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -2,7 +2,7 @@ package io.kvraft.server;
 
 import com.alipay.sofa.jraft.Node;
 import io.kvraft.server.region.Region;
-import io.kvraft.server.region.RegionHost;
+import io.kvraft.server.host.RegionHost;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -1,6 +1,6 @@
 package io.kvraft.server;
 
-import io.kvraft.client.config.TlsConfig;
+import io.kvraft.common.config.TlsConfig;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

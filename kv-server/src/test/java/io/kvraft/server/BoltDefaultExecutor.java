@@ -1,6 +1,6 @@
 package io.kvraft.server;
 
-import io.kvraft.server.rpc.BoltExecutors;
+import io.kvraft.server.metrics.BoltExecutors;
 
 import java.util.ArrayList;
 import java.util.List;

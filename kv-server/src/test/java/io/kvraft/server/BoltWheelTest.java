@@ -1,13 +1,15 @@
 package io.kvraft.server;
 
+import io.kvraft.server.launch.ServerMain;
+
 import com.alipay.remoting.TimerHolder;
 import com.alipay.sofa.jraft.option.RpcOptions;
 import com.alipay.sofa.jraft.rpc.InvokeCallback;
 import com.alipay.sofa.jraft.rpc.RpcClient;
 import com.alipay.sofa.jraft.util.Endpoint;
 import com.alipay.sofa.jraft.util.RpcFactoryHelper;
-import io.kvraft.client.proto.KvProto.RegionsRequest;
-import io.kvraft.client.rpc.WireProtocol;
+import io.kvraft.common.proto.KvProto.RegionsRequest;
+import io.kvraft.common.rpc.WireProtocol;
 import io.kvraft.server.launch.ProcessCluster;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

@@ -3,12 +3,12 @@ package io.kvraft.server;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.cli.KvCtl;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.client.proto.KvProto.RegionsRequest;
-import io.kvraft.client.proto.KvProto.RegionsResponse;
-import io.kvraft.client.route.RegionViews;
-import io.kvraft.client.rpc.Transport;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.RegionsRequest;
+import io.kvraft.common.proto.KvProto.RegionsResponse;
+import io.kvraft.common.RegionViews;
+import io.kvraft.common.rpc.Transport;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.config.ServerConfig.PlacementConfig;
 import io.kvraft.server.config.ServerConfig.ReplicationConfig;
@@ -104,7 +104,7 @@ class ClusterRouteLookupTest {
                 ServerConfig.RaftConfig.LOG_SHARED, c -> c.withReplication(new ReplicationConfig(3))
                         .withSplit(new SplitConfig(false, null, null, null, null))
                         .withPlacement(new PlacementConfig(false, 200, null, null))); // reports every 200 ms, no moves
-             Transport t = new Transport(io.kvraft.client.config.TlsConfig.OFF)) {
+             Transport t = new Transport(io.kvraft.common.config.TlsConfig.OFF)) {
             await().atMost(60, SECONDS).until(cluster::allRegionsLed);
             String leader = metaLeader(cluster).config().endpoint();
             int asked = IntStream.range(0, NODES).filter(i -> !cluster.endpoints().get(i).equals(leader)).findFirst()
@@ -206,7 +206,7 @@ class ClusterRouteLookupTest {
                 ServerConfig.RaftConfig.LOG_SHARED, c -> c.withReplication(new ReplicationConfig(3))
                         .withSplit(new SplitConfig(false, null, null, null, null))
                         .withPlacement(new PlacementConfig(false, 200, null, null)));
-             Transport t = new Transport(io.kvraft.client.config.TlsConfig.OFF)) {
+             Transport t = new Transport(io.kvraft.common.config.TlsConfig.OFF)) {
             await().atMost(60, SECONDS).until(cluster::allRegionsLed);
             KvServer leader = metaLeader(cluster);
             List<String> voters = await().atMost(30, SECONDS).until(() -> leader.meta().group().voters(),

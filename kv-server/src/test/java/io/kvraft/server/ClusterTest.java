@@ -2,8 +2,7 @@ package io.kvraft.server;
 
 import io.kvraft.client.KeyValue;
 import io.kvraft.client.KvClient;
-import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.server.region.Region;
+import io.kvraft.common.proto.KvProto.RegionInfo;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

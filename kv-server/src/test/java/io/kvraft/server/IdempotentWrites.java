@@ -1,7 +1,7 @@
 package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
-import io.kvraft.client.KvException;
+import io.kvraft.common.KvException;
 import io.kvraft.client.route.RetryPolicy;
 
 import java.util.concurrent.CompletableFuture;

@@ -1,5 +1,7 @@
 package io.kvraft.server;
 
+import io.kvraft.server.launch.ServerMain;
+
 import com.alipay.sofa.jraft.util.Utils;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;

@@ -2,8 +2,8 @@ package io.kvraft.server;
 
 import com.alipay.sofa.jraft.entity.PeerId;
 import io.kvraft.client.KvClient;
-import io.kvraft.client.KvException;
-import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.server.region.Region;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Timeout;

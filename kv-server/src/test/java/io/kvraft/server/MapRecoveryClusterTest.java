@@ -1,13 +1,13 @@
 package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
-import io.kvraft.client.proto.KvProto.ClusterResponse;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.NodeRecord;
-import io.kvraft.client.proto.KvProto.NodeState;
-import io.kvraft.client.proto.KvProto.RecoverMapRequest;
-import io.kvraft.client.proto.KvProto.RecoverMapResponse;
-import io.kvraft.client.rpc.Transport;
+import io.kvraft.common.proto.KvProto.ClusterResponse;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.NodeRecord;
+import io.kvraft.common.proto.KvProto.NodeState;
+import io.kvraft.common.proto.KvProto.RecoverMapRequest;
+import io.kvraft.common.proto.KvProto.RecoverMapResponse;
+import io.kvraft.common.rpc.Transport;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.config.ServerConfig.ClusterConfig;
 import io.kvraft.server.config.ServerConfig.PlacementConfig;

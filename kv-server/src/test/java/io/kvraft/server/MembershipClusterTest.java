@@ -2,15 +2,15 @@ package io.kvraft.server;
 
 import io.kvraft.client.ClusterAdmin;
 import io.kvraft.client.KvClient;
-import io.kvraft.client.proto.KvProto.ClusterMap;
-import io.kvraft.client.proto.KvProto.ClusterRequest;
-import io.kvraft.client.proto.KvProto.ClusterResponse;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.NodeRecord;
-import io.kvraft.client.proto.KvProto.NodeState;
-import io.kvraft.client.proto.KvProto.NodeStateRequest;
-import io.kvraft.client.proto.KvProto.NodeStateResponse;
-import io.kvraft.client.rpc.Transport;
+import io.kvraft.common.proto.KvProto.ClusterMap;
+import io.kvraft.common.proto.KvProto.ClusterRequest;
+import io.kvraft.common.proto.KvProto.ClusterResponse;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.NodeRecord;
+import io.kvraft.common.proto.KvProto.NodeState;
+import io.kvraft.common.proto.KvProto.NodeStateRequest;
+import io.kvraft.common.proto.KvProto.NodeStateResponse;
+import io.kvraft.common.rpc.Transport;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.config.ServerConfig.ClusterConfig;
 import io.kvraft.server.config.ServerConfig.PlacementConfig;
@@ -162,7 +162,7 @@ class MembershipClusterTest {
     private static String mapAnswer(InProcessCluster cluster) {
         try (KvClient c = cluster.client()) {
             StringBuilder b = new StringBuilder("the cluster map's route answer:\n");
-            for (io.kvraft.client.proto.KvProto.RegionInfo r : c.mapRegions().get(10, SECONDS).getRegionsList()) {
+            for (io.kvraft.common.proto.KvProto.RegionInfo r : c.mapRegions().get(10, SECONDS).getRegionsList()) {
                 b.append("  region ").append(r.getId()).append(" epoch ").append(r.getEpoch()).append(" conf ")
                         .append(r.getConfVer()).append(" term ").append(r.getTerm()).append(" leader ")
                         .append(r.getLeader()).append(" peers ").append(r.getPeersList()).append('\n');
@@ -177,7 +177,7 @@ class MembershipClusterTest {
     void nodesJoinDrainAndLeave() throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(3, REGIONS, dir, "memory",
                 ServerConfig.RaftConfig.LOG_SHARED, MembershipClusterTest::tune);
-             Transport t = new Transport(io.kvraft.client.config.TlsConfig.OFF)) {
+             Transport t = new Transport(io.kvraft.common.config.TlsConfig.OFF)) {
             try {
                 await().atMost(60, SECONDS).until(cluster::allRegionsLed);
                 await().atMost(60, SECONDS).until(() -> all(cluster).stream().allMatch(s -> s.meta().registered()));

@@ -2,9 +2,9 @@ package io.kvraft.server;
 
 import com.alipay.sofa.jraft.entity.PeerId;
 import io.kvraft.client.KvClient;
-import io.kvraft.client.KvException;
+import io.kvraft.common.KvException;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.server.region.Region;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.io.TempDir;

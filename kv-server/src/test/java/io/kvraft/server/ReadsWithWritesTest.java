@@ -3,13 +3,13 @@ package io.kvraft.server;
 import com.google.protobuf.ByteString;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.client.proto.KvProto.WriteOp;
-import io.kvraft.client.proto.KvProto.WriteOpType;
-import io.kvraft.client.proto.KvProto.WriteRequest;
-import io.kvraft.client.proto.KvProto.WriteResponse;
-import io.kvraft.client.rpc.Transport;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.WriteOp;
+import io.kvraft.common.proto.KvProto.WriteOpType;
+import io.kvraft.common.proto.KvProto.WriteRequest;
+import io.kvraft.common.proto.KvProto.WriteResponse;
+import io.kvraft.common.rpc.Transport;
 import io.kvraft.server.config.ServerConfig.BalanceConfig;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
 import io.kvraft.server.region.Region;
@@ -123,7 +123,7 @@ class ReadsWithWritesTest {
             gate.hold(id);
             heldPut = client.put(held, bytes("v1"));
             await().atMost(30, SECONDS).until(() -> gate.held.getCount() == 0); // that batch is in flight
-            roundsBefore = onLeader.metrics().readIndexRounds();
+            roundsBefore = cluster.node(leader).metrics().region(id).readIndexRounds();
             besidePut = client.put(beside, bytes("b1"));
             gets.add(client.get(held));
             gets.add(client.get(beside));
@@ -137,7 +137,7 @@ class ReadsWithWritesTest {
         assertThat(gets.get(0).get(30, SECONDS)).isEqualTo(bytes("v1"));
         assertThat(gets.get(1).get(30, SECONDS)).as("a put of the same batch is applied before its gets").isEqualTo(bytes("b1"));
         assertThat(gets.get(2).get(30, SECONDS)).isNull();
-        assertThat(onLeader.metrics().readIndexRounds()).as("ReadIndex rounds of the region's leader").isEqualTo(roundsBefore);
+        assertThat(cluster.node(leader).metrics().region(id).readIndexRounds()).as("ReadIndex rounds of the region's leader").isEqualTo(roundsBefore);
     }
 
     /**
@@ -164,7 +164,7 @@ class ReadsWithWritesTest {
             gate.hold(id);
             heldPut = client.put(held, bytes("v1"));
             await().atMost(30, SECONDS).until(() -> gate.held.getCount() == 0);
-            roundsBefore = onLeader.metrics().readIndexRounds();
+            roundsBefore = cluster.node(leader).metrics().region(id).readIndexRounds();
             CompletableFuture<byte[]> waiting = client.get(held);
             get = waiting;
             // while the write batch is in flight the get stays in the client: it never reaches the leader
@@ -176,7 +176,7 @@ class ReadsWithWritesTest {
 
         heldPut.get(30, SECONDS);
         assertThat(get.get(30, SECONDS)).as("sent after the put's batch returned").isEqualTo(bytes("v1"));
-        assertThat(onLeader.metrics().readIndexRounds()).as("ReadIndex rounds of the region's leader")
+        assertThat(cluster.node(leader).metrics().region(id).readIndexRounds()).as("ReadIndex rounds of the region's leader")
                 .isEqualTo(roundsBefore + 1);
     }
 }

@@ -1,12 +1,12 @@
 package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.NodeState;
-import io.kvraft.client.proto.KvProto.RecoverRegionRequest;
-import io.kvraft.client.proto.KvProto.RecoverRegionResponse;
-import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.client.rpc.Transport;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.NodeState;
+import io.kvraft.common.proto.KvProto.RecoverRegionRequest;
+import io.kvraft.common.proto.KvProto.RecoverRegionResponse;
+import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.rpc.Transport;
 import io.kvraft.server.config.ServerConfig.PlacementConfig;
 import io.kvraft.server.config.ServerConfig.ReplicationConfig;
 import io.kvraft.server.config.ServerConfig.SplitConfig;
@@ -25,7 +25,6 @@ import java.util.concurrent.CompletableFuture;
 
 import static io.kvraft.client.KvClient.sync;
 import static io.kvraft.server.RecoveryTests.applied;
-import static io.kvraft.server.RecoveryTests.assertRefused;
 import static io.kvraft.server.RecoveryTests.cli;
 import static java.util.concurrent.TimeUnit.SECONDS;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -107,7 +106,7 @@ class RegionRecoveryClusterTest {
             Region kept = cluster.node(survivor).host().region(id);
             // the map's leader has heard from every node (a plan asks the nodes it lists as live)
             await().atMost(30, SECONDS).until(() -> sync(client.cluster()).getStatusList().stream()
-                    .filter(io.kvraft.client.proto.KvProto.NodeStatus::getLive).count() == nodes.size());
+                    .filter(io.kvraft.common.proto.KvProto.NodeStatus::getLive).count() == nodes.size());
 
             // a region with a leader is not recovered: by the plan, the CLI, nor by a survivor asked directly
             RecoveryTests.assertRefusedOnceAnswered(() -> sync(client.planRecovery(id)), ErrorCode.INVALID_ARGUMENT,

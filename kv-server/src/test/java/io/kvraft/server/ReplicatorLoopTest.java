@@ -3,7 +3,7 @@ package io.kvraft.server;
 import com.alipay.sofa.jraft.Status;
 import com.alipay.sofa.jraft.entity.PeerId;
 import io.kvraft.client.KvClient;
-import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.server.RaftTestSupport.LogCapture;
 import io.kvraft.server.config.ServerConfig.BalanceConfig;
 import io.kvraft.server.config.ServerConfig.RaftConfig;

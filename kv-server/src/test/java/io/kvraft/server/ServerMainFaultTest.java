@@ -1,5 +1,7 @@
 package io.kvraft.server;
 
+import io.kvraft.server.launch.ServerMain;
+
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

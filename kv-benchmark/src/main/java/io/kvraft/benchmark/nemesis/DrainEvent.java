@@ -2,15 +2,14 @@ package io.kvraft.benchmark.nemesis;
 
 import io.kvraft.client.ClusterAdmin;
 import io.kvraft.client.KvClient;
-import io.kvraft.client.KvException;
-import io.kvraft.client.proto.KvProto.ClusterResponse;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.NodeRecord;
-import io.kvraft.client.proto.KvProto.NodeState;
-import io.kvraft.client.proto.KvProto.NodeStateResponse;
-import io.kvraft.client.proto.KvProto.NodeStatus;
-import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.client.route.RegionViews;
+import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto.ClusterResponse;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.NodeRecord;
+import io.kvraft.common.proto.KvProto.NodeState;
+import io.kvraft.common.proto.KvProto.NodeStateResponse;
+import io.kvraft.common.proto.KvProto.NodeStatus;
+import io.kvraft.common.RegionViews;
 
 import java.util.ArrayList;
 import java.util.List;

@@ -1,6 +1,6 @@
 package io.kvraft.benchmark.nemesis;
 
-import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.ErrorCode;
 
 import java.util.ArrayList;
 import java.util.EnumMap;

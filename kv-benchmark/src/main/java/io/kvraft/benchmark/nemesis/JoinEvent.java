@@ -1,11 +1,11 @@
 package io.kvraft.benchmark.nemesis;
 
 import io.kvraft.client.ClusterAdmin;
-import io.kvraft.client.KvException;
-import io.kvraft.client.proto.KvProto.ClusterResponse;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.NodeRecord;
-import io.kvraft.client.proto.KvProto.NodeState;
+import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto.ClusterResponse;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.NodeRecord;
+import io.kvraft.common.proto.KvProto.NodeState;
 
 import java.util.List;
 import java.util.Locale;

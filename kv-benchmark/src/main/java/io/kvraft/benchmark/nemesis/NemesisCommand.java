@@ -5,10 +5,10 @@ import io.kvraft.benchmark.ClusterSession;
 import io.kvraft.benchmark.DurationConverter;
 import io.kvraft.benchmark.UsageException;
 import io.kvraft.client.KvClient;
-import io.kvraft.client.KvException;
+import io.kvraft.common.KvException;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.client.rpc.Transport;
+import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.rpc.Transport;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
 import io.kvraft.server.launch.LocalClusterConfigs;
 import io.kvraft.server.launch.ProcessCluster;
@@ -288,7 +288,7 @@ public final class NemesisCommand implements Callable<Integer> {
                 replaces = new ReplaceEvent(DrainEvent.Admin.of(client), node -> {
                     RegionMapCheck.NodeView v = RegionMapCheck.fetch(t, List.of(node)).get(0);
                     if (v.regions() == null) {
-                        throw new KvException(io.kvraft.client.proto.KvProto.ErrorCode.UNAVAILABLE, v.error());
+                        throw new KvException(io.kvraft.common.proto.KvProto.ErrorCode.UNAVAILABLE, v.error());
                     }
                     return v.regions();
                 }, NodeProcesses.of(cluster), endpoints, drainHold().toMillis(), new Random(s + 4));
@@ -672,7 +672,7 @@ public final class NemesisCommand implements Callable<Integer> {
     private static List<RegionInfo> tilingRegions(KvClient client, Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {
-            io.kvraft.client.route.RegionViews views = new io.kvraft.client.route.RegionViews();
+            io.kvraft.common.RegionViews views = new io.kvraft.common.RegionViews();
             views.add(client.regions().join());
             if (views.covers()) {
                 return views.regions();

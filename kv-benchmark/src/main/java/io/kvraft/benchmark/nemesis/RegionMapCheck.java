@@ -1,11 +1,11 @@
 package io.kvraft.benchmark.nemesis;
 
 import com.google.protobuf.ByteString;
-import io.kvraft.client.KvException;
-import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.client.proto.KvProto.RegionsRequest;
-import io.kvraft.client.proto.KvProto.RegionsResponse;
-import io.kvraft.client.rpc.Transport;
+import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.RegionsRequest;
+import io.kvraft.common.proto.KvProto.RegionsResponse;
+import io.kvraft.common.rpc.Transport;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -322,7 +322,7 @@ final class RegionMapCheck {
             try {
                 RegionsResponse resp = transport.<RegionsResponse>call(ep, RegionsRequest.getDefaultInstance(), ANSWER_MS)
                         .join();
-                if (resp.hasError() && resp.getError().getCode() != io.kvraft.client.proto.KvProto.ErrorCode.OK) {
+                if (resp.hasError() && resp.getError().getCode() != io.kvraft.common.proto.KvProto.ErrorCode.OK) {
                     views.add(NodeView.failed(ep, resp.getError().getCode() + ": " + resp.getError().getDetail()));
                 } else {
                     views.add(NodeView.of(ep, resp.getRegionsList()));

@@ -1,9 +1,9 @@
 package io.kvraft.benchmark.nemesis;
 
 import com.google.protobuf.ByteString;
-import io.kvraft.client.KvException;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.RegionInfo;
 import org.HdrHistogram.Histogram;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

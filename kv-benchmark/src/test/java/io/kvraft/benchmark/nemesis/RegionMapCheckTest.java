@@ -2,7 +2,7 @@ package io.kvraft.benchmark.nemesis;
 
 import com.google.protobuf.ByteString;
 import io.kvraft.benchmark.nemesis.RegionMapCheck.NodeView;
-import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.RegionInfo;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

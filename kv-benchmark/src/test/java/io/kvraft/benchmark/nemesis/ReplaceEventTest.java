@@ -1,16 +1,16 @@
 package io.kvraft.benchmark.nemesis;
 
 import com.google.protobuf.ByteString;
-import io.kvraft.client.KvException;
-import io.kvraft.client.proto.KvProto.ClusterMap;
-import io.kvraft.client.proto.KvProto.ClusterResponse;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.NodeRecord;
-import io.kvraft.client.proto.KvProto.NodeState;
-import io.kvraft.client.proto.KvProto.NodeStateResponse;
-import io.kvraft.client.proto.KvProto.NodeStatus;
-import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.client.proto.KvProto.ReplicaMove;
+import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto.ClusterMap;
+import io.kvraft.common.proto.KvProto.ClusterResponse;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.NodeRecord;
+import io.kvraft.common.proto.KvProto.NodeState;
+import io.kvraft.common.proto.KvProto.NodeStateResponse;
+import io.kvraft.common.proto.KvProto.NodeStatus;
+import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.ReplicaMove;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

@@ -2,9 +2,9 @@ package io.kvraft.client.backup;
 
 import io.kvraft.client.KeyValue;
 import io.kvraft.client.KvClient;
-import io.kvraft.client.KvException;
+import io.kvraft.common.KvException;
 import io.kvraft.client.RegionCapture;
-import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.RegionInfo;
 
 import java.io.IOException;
 import java.io.PrintWriter;

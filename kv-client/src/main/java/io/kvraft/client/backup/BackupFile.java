@@ -1,7 +1,7 @@
 package io.kvraft.client.backup;
 
 import com.google.protobuf.InvalidProtocolBufferException;
-import io.kvraft.client.proto.KvProto.CoordRecord;
+import io.kvraft.common.proto.KvProto.CoordRecord;
 
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;

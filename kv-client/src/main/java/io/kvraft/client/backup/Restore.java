@@ -3,8 +3,8 @@ package io.kvraft.client.backup;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.kvraft.client.KeyValue;
 import io.kvraft.client.KvClient;
-import io.kvraft.client.KvException;
-import io.kvraft.client.proto.KvProto.CoordRecord;
+import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto.CoordRecord;
 import io.kvraft.client.route.RetryPolicy;
 
 import java.io.IOException;

@@ -2,7 +2,7 @@ package io.kvraft.client.cli;
 
 import io.kvraft.client.KvClient;
 import io.kvraft.client.SequenceRange;
-import io.kvraft.client.proto.KvProto.LockInfo;
+import io.kvraft.common.proto.KvProto.LockInfo;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;

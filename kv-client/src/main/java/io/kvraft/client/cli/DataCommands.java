@@ -6,7 +6,7 @@ import io.kvraft.client.KeyValue;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.KvIterator;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.client.proto.KvProto.ReadMode;
+import io.kvraft.common.proto.KvProto.ReadMode;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;

@@ -2,10 +2,10 @@ package io.kvraft.client.cli;
 
 import io.kvraft.client.KvClient;
 import io.kvraft.client.KvClients;
-import io.kvraft.client.KvException;
+import io.kvraft.common.KvException;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.client.config.ConfigException;
-import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.common.config.ConfigException;
+import io.kvraft.common.proto.KvProto.RegionInfo;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -50,7 +50,7 @@ public final class KvCtl {
         if (System.getProperty("logback.configurationFile") == null) {
             System.setProperty("logback.configurationFile", "kvctl-logback.xml");
         }
-        io.kvraft.client.rpc.BoltLogging.init();
+        io.kvraft.common.rpc.BoltLogging.init();
         System.exit(run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true)));
     }
 
@@ -91,8 +91,8 @@ public final class KvCtl {
                 return 1;
             }
             if (t instanceof KvException kv) {
-                err.println("error: " + kv.getMessage() + io.kvraft.client.logging.LogFile.hint());
-                return kv.code() == io.kvraft.client.proto.KvProto.ErrorCode.UNAVAILABLE ? 3 : 1;
+                err.println("error: " + kv.getMessage() + io.kvraft.common.logging.LogFile.hint());
+                return kv.code() == io.kvraft.common.proto.KvProto.ErrorCode.UNAVAILABLE ? 3 : 1;
             }
             if (t instanceof IllegalArgumentException) {
                 err.println("error: " + t.getMessage());
@@ -184,7 +184,7 @@ public final class KvCtl {
 
         @Override
         public Integer call() {
-            io.kvraft.client.proto.KvProto.ReadMode mode = DataCommands.readMode(readMode);
+            io.kvraft.common.proto.KvProto.ReadMode mode = DataCommands.readMode(readMode);
             try (KvClient root = parent.connect()) {
                 KvClient c = mode == null ? root : root.withReadMode(mode);
                 byte[] v = c.get(parent.bytes(key)).join();

@@ -2,15 +2,14 @@ package io.kvraft.client.cli;
 
 import io.kvraft.client.ClusterAdmin;
 import io.kvraft.client.KvClient;
-import io.kvraft.client.proto.KvProto.ClusterMap;
-import io.kvraft.client.proto.KvProto.ClusterResponse;
-import io.kvraft.client.proto.KvProto.NodeRecord;
-import io.kvraft.client.proto.KvProto.NodeState;
-import io.kvraft.client.proto.KvProto.NodeStateResponse;
-import io.kvraft.client.proto.KvProto.NodeStatus;
-import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.client.proto.KvProto.ReplicaMove;
-import io.kvraft.client.route.RegionViews;
+import io.kvraft.common.proto.KvProto.ClusterMap;
+import io.kvraft.common.proto.KvProto.ClusterResponse;
+import io.kvraft.common.proto.KvProto.NodeRecord;
+import io.kvraft.common.proto.KvProto.NodeState;
+import io.kvraft.common.proto.KvProto.NodeStateResponse;
+import io.kvraft.common.proto.KvProto.NodeStatus;
+import io.kvraft.common.proto.KvProto.ReplicaMove;
+import io.kvraft.common.RegionViews;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -58,7 +57,7 @@ final class NodeCommands {
 
     /** Fails with IllegalArgumentException (usage error) for a NODE that is not host:port. */
     private static String checked(String node) {
-        io.kvraft.client.config.HostPort.parse(node);
+        io.kvraft.common.config.HostPort.parse(node);
         return node;
     }
 
@@ -190,7 +189,7 @@ final class NodeCommands {
             ClusterResponse c;
             try {
                 c = poll.get();
-            } catch (io.kvraft.client.KvException e) {
+            } catch (io.kvraft.common.KvException e) {
                 // the map's leader changed or the cluster is busy: the drain goes on on the servers; ask again
                 if (clock.getAsLong() - start >= timeoutNanos) {
                     err.println("error: node " + node + ": no answer from the cluster map at the end of the wait ("

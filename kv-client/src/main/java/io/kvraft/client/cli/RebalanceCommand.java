@@ -1,8 +1,8 @@
 package io.kvraft.client.cli;
 
 import io.kvraft.client.KvClient;
-import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.client.rpc.Transport;
+import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.rpc.Transport;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.ParentCommand;

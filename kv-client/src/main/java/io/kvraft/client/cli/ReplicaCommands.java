@@ -1,7 +1,7 @@
 package io.kvraft.client.cli;
 
 import io.kvraft.client.KvClient;
-import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.RegionInfo;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.ParentCommand;
@@ -152,7 +152,7 @@ final class ReplicaCommands {
                 try {
                     out.println(recovered(recoveries.get(i).join()));
                 } catch (java.util.concurrent.CompletionException e) {
-                    err.println("region " + ids.get(i) + ": " + io.kvraft.client.KvException.unwrap(e).getMessage());
+                    err.println("region " + ids.get(i) + ": " + io.kvraft.common.KvException.unwrap(e).getMessage());
                     failed++;
                 }
             }
@@ -216,7 +216,7 @@ final class ReplicaCommands {
                             + " and remove " + String.join(", ", plan.lost()) + " for good, run again with --yes");
                     return 0;
                 }
-                io.kvraft.client.proto.KvProto.ClusterResponse map = c.recoverMap(plan).join();
+                io.kvraft.common.proto.KvProto.ClusterResponse map = c.recoverMap(plan).join();
                 out.println("cluster map recovered: leader " + map.getMetaLeader() + ", voters "
                         + String.join(",", map.getMetaVotersList()) + "; removed " + String.join(", ", plan.lost())
                         + "; next: recover-region --all --yes for the regions that lost their majority with them");

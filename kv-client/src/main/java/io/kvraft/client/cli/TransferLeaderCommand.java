@@ -1,12 +1,12 @@
 package io.kvraft.client.cli;
 
 import io.kvraft.client.KvClient;
-import io.kvraft.client.KvException;
-import io.kvraft.client.proto.KvProto.AdminResponse;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.client.proto.KvProto.TransferLeaderRequest;
-import io.kvraft.client.rpc.Transport;
+import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto.AdminResponse;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.TransferLeaderRequest;
+import io.kvraft.common.rpc.Transport;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.ParentCommand;

@@ -1,5 +1,9 @@
 package io.kvraft.client.config;
 
+import io.kvraft.common.config.TlsConfig;
+import io.kvraft.common.config.HostPort;
+import io.kvraft.common.config.YamlConfig;
+import io.kvraft.common.config.ConfigException;
 import java.nio.file.Path;
 import java.util.List;
 
@@ -54,11 +58,11 @@ public record ClientConfig(
      *
      * @throws IllegalArgumentException for a name not in {@link #READ_MODES}, listing them
      */
-    public static io.kvraft.client.proto.KvProto.ReadMode readModeOf(String name) {
+    public static io.kvraft.common.proto.KvProto.ReadMode readModeOf(String name) {
         if (!READ_MODES.contains(name)) {
             throw new IllegalArgumentException("readMode must be one of " + String.join(", ", READ_MODES) + ", got " + name);
         }
-        return io.kvraft.client.proto.KvProto.ReadMode.valueOf(name.toUpperCase(java.util.Locale.ROOT));
+        return io.kvraft.common.proto.KvProto.ReadMode.valueOf(name.toUpperCase(java.util.Locale.ROOT));
     }
 
     /** Without TLS. */

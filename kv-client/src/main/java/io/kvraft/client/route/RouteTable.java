@@ -1,6 +1,6 @@
 package io.kvraft.client.route;
 
-import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.RegionInfo;
 
 import java.util.Arrays;
 import java.util.List;

@@ -1,7 +1,7 @@
 package io.kvraft.client.backup;
 
 import com.google.protobuf.ByteString;
-import io.kvraft.client.proto.KvProto.CoordRecord;
+import io.kvraft.common.proto.KvProto.CoordRecord;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

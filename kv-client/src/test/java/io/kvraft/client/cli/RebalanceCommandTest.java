@@ -1,6 +1,6 @@
 package io.kvraft.client.cli;
 
-import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.RegionInfo;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;

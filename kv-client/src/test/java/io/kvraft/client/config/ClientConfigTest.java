@@ -1,5 +1,6 @@
 package io.kvraft.client.config;
 
+import io.kvraft.common.config.ConfigException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;

@@ -1,6 +1,6 @@
 package io.kvraft.client.route;
 
-import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.ErrorCode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;

@@ -1,7 +1,7 @@
 package io.kvraft.client.route;
 
 import com.google.protobuf.ByteString;
-import io.kvraft.client.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.RegionInfo;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;

@@ -1,10 +1,12 @@
 package io.kvraft.server.config;
 
-import io.kvraft.client.config.HostPort;
-import io.kvraft.client.config.YamlConfig;
-import io.kvraft.server.region.RegionLayout;
+import io.kvraft.common.config.HostPort;
+import io.kvraft.common.config.YamlConfig;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HexFormat;
 import java.util.List;
 
 import static java.util.Objects.requireNonNull;
@@ -37,7 +39,7 @@ public record ServerConfig(
         ShutdownConfig shutdown,
         LoggingConfig logging,
         MetricsConfig metrics,
-        io.kvraft.client.config.TlsConfig tls,
+        io.kvraft.common.config.TlsConfig tls,
         SplitConfig split,
         MergeConfig merge,
         ReplicationConfig replication,
@@ -55,7 +57,7 @@ public record ServerConfig(
         shutdown = requireNonNullElse(shutdown, ShutdownConfig.DEFAULT);
         logging = requireNonNullElse(logging, LoggingConfig.DEFAULT);
         metrics = requireNonNullElse(metrics, MetricsConfig.DEFAULT);
-        tls = requireNonNullElse(tls, io.kvraft.client.config.TlsConfig.OFF);
+        tls = requireNonNullElse(tls, io.kvraft.common.config.TlsConfig.OFF);
         split = requireNonNullElse(split, SplitConfig.DEFAULT);
         merge = requireNonNullElse(merge, MergeConfig.DEFAULT);
         replication = requireNonNullElse(replication, ReplicationConfig.DEFAULT);
@@ -172,7 +174,7 @@ public record ServerConfig(
                 throw new IllegalArgumentException("cluster.peers has duplicates: " + peers);
             }
             splitKeys = List.copyOf(requireNonNullElse(splitKeys, List.of()));
-            RegionLayout.parseSplits(splitKeys);  // hex, non-empty, strictly ascending: fail at load, naming the file
+            parseSplits(splitKeys);  // hex, non-empty, strictly ascending: fail at load, naming the file
             regionCount = requireNonNullElse(regionCount, splitKeys.isEmpty() ? 24 : splitKeys.size() + 1);
             if (regionCount < 1 || regionCount > 65536) {
                 throw new IllegalArgumentException("cluster.regionCount must be in 1..65536, got " + regionCount);
@@ -181,6 +183,27 @@ public record ServerConfig(
                 throw new IllegalArgumentException("cluster.regionCount (" + regionCount
                         + ") must be splitKeys.size() + 1 (" + (splitKeys.size() + 1) + ")");
             }
+        }
+
+        /** Parses split keys given in hex; rejects non-hex, empty and not strictly ascending keys. */
+        public static List<byte[]> parseSplits(List<String> hex) {
+            List<byte[]> splits = new ArrayList<>();
+            for (String h : hex) {
+                byte[] key;
+                try {
+                    key = HexFormat.of().parseHex(h);
+                } catch (IllegalArgumentException e) {
+                    throw new IllegalArgumentException("cluster.splitKeys: '" + h + "' is not hex");
+                }
+                if (key.length == 0) {
+                    throw new IllegalArgumentException("cluster.splitKeys: empty split key");
+                }
+                if (!splits.isEmpty() && Arrays.compareUnsigned(splits.get(splits.size() - 1), key) >= 0) {
+                    throw new IllegalArgumentException("cluster.splitKeys must be strictly ascending at '" + h + "'");
+                }
+                splits.add(key);
+            }
+            return splits;
         }
 
         public ClusterConfig(List<String> peers, Integer regionCount, List<String> splitKeys) {
@@ -556,7 +579,7 @@ public record ServerConfig(
         return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, newMerge, replication, placement);
     }
 
-    public ServerConfig withTls(io.kvraft.client.config.TlsConfig newTls) {
+    public ServerConfig withTls(io.kvraft.common.config.TlsConfig newTls) {
         return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, newTls, split, merge, replication, placement);
     }
 

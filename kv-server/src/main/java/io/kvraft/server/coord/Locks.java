@@ -1,9 +1,9 @@
 package io.kvraft.server.coord;
 
 import com.google.protobuf.ByteString;
-import io.kvraft.client.proto.KvProto.CoordRecord;
-import io.kvraft.client.proto.KvProto.CoordResult;
-import io.kvraft.client.proto.KvProto.LockInfo;
+import io.kvraft.common.proto.KvProto.CoordRecord;
+import io.kvraft.common.proto.KvProto.CoordResult;
+import io.kvraft.common.proto.KvProto.LockInfo;
 
 /**
  * The lock ops on a key's system record, as pure functions of the record, the op and the entry's time,

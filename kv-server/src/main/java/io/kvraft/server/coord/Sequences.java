@@ -1,7 +1,7 @@
 package io.kvraft.server.coord;
 
-import io.kvraft.client.proto.KvProto.CoordRecord;
-import io.kvraft.client.proto.KvProto.CoordResult;
+import io.kvraft.common.proto.KvProto.CoordRecord;
+import io.kvraft.common.proto.KvProto.CoordResult;
 
 /**
  * The sequence ops on a key's system record, as pure functions: the state machine reads the record,

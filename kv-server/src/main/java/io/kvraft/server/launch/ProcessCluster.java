@@ -1,10 +1,10 @@
 package io.kvraft.server.launch;
 
-import io.kvraft.client.KvException;
-import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.client.proto.KvProto.RegionsRequest;
-import io.kvraft.client.proto.KvProto.RegionsResponse;
-import io.kvraft.client.rpc.Transport;
+import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.RegionsRequest;
+import io.kvraft.common.proto.KvProto.RegionsResponse;
+import io.kvraft.common.rpc.Transport;
 import io.kvraft.server.config.ServerConfig;
 
 import java.io.IOException;
@@ -144,7 +144,7 @@ public final class ProcessCluster implements AutoCloseable {
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.addAll(OPENS);
         cmd.addAll(jvmArgs);
-        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.kvraft.server.ServerMain",
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.kvraft.server.launch.ServerMain",
                 "--config", configFiles.get(i).toString(), "--data-dir", dataDir.toString()));
         try {
             Files.createDirectories(dataRoot);

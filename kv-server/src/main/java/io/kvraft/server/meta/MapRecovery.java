@@ -1,18 +1,20 @@
 package io.kvraft.server.meta;
 
+import io.kvraft.server.balance.Placement;
+
 import com.alipay.sofa.jraft.Node;
 import com.alipay.sofa.jraft.Status;
 import com.alipay.sofa.jraft.conf.Configuration;
 import com.alipay.sofa.jraft.entity.PeerId;
-import io.kvraft.client.proto.KvProto.ClusterMap;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.MapReplicaResponse;
-import io.kvraft.client.proto.KvProto.MetaCommand;
-import io.kvraft.client.proto.KvProto.NodeRecord;
-import io.kvraft.client.proto.KvProto.NodeState;
-import io.kvraft.client.proto.KvProto.RecoverMapRequest;
-import io.kvraft.client.proto.KvProto.RecoverMapResponse;
-import io.kvraft.server.rpc.Responses;
+import io.kvraft.common.proto.KvProto.ClusterMap;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.MapReplicaResponse;
+import io.kvraft.common.proto.KvProto.MetaCommand;
+import io.kvraft.common.proto.KvProto.NodeRecord;
+import io.kvraft.common.proto.KvProto.NodeState;
+import io.kvraft.common.proto.KvProto.RecoverMapRequest;
+import io.kvraft.common.proto.KvProto.RecoverMapResponse;
+import io.kvraft.common.Errors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -80,7 +82,7 @@ final class MapRecovery {
         }
         TreeSet<String> voters;
         try {
-            voters = io.kvraft.server.region.RegionRecovery.voters(req.getVotersList());
+            voters = io.kvraft.server.shape.RegionRecovery.voters(req.getVotersList());
         } catch (IllegalArgumentException e) {
             return failed(ErrorCode.INVALID_ARGUMENT, e.getMessage());
         }
@@ -189,6 +191,6 @@ final class MapRecovery {
     }
 
     private static RecoverMapResponse failed(ErrorCode code, String detail) {
-        return RecoverMapResponse.newBuilder().setError(Responses.error(code, detail)).build();
+        return RecoverMapResponse.newBuilder().setError(Errors.of(code, detail)).build();
     }
 }

@@ -9,10 +9,10 @@ import com.alipay.sofa.jraft.entity.PeerId;
 import com.alipay.sofa.jraft.entity.Task;
 import com.alipay.sofa.jraft.option.NodeOptions;
 import com.alipay.sofa.jraft.rpc.RpcServer;
-import io.kvraft.client.proto.KvProto.ClusterMap;
-import io.kvraft.client.proto.KvProto.MetaCommand;
+import io.kvraft.common.proto.KvProto.ClusterMap;
+import io.kvraft.common.proto.KvProto.MetaCommand;
 import io.kvraft.server.config.ServerConfig;
-import io.kvraft.server.region.RaftOptionsFactory;
+import io.kvraft.server.host.RaftOptionsFactory;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

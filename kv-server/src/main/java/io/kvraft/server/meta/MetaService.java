@@ -1,37 +1,41 @@
 package io.kvraft.server.meta;
 
+import io.kvraft.server.raft.Processors;
+
+import io.kvraft.server.balance.Placement;
+
 import com.alipay.sofa.jraft.Node;
 import com.alipay.sofa.jraft.Status;
 import com.alipay.sofa.jraft.entity.PeerId;
 import com.alipay.sofa.jraft.rpc.RpcContext;
 import com.alipay.sofa.jraft.rpc.RpcServer;
-import io.kvraft.client.KvException;
-import io.kvraft.client.proto.KvProto.ClusterMap;
-import io.kvraft.client.proto.KvProto.ClusterRequest;
-import io.kvraft.client.proto.KvProto.ClusterResponse;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.JoinRequest;
-import io.kvraft.client.proto.KvProto.JoinResponse;
-import io.kvraft.client.proto.KvProto.MapReplicaRequest;
-import io.kvraft.client.proto.KvProto.MetaCommand;
-import io.kvraft.client.proto.KvProto.NodeRecord;
-import io.kvraft.client.proto.KvProto.NodeReport;
-import io.kvraft.client.proto.KvProto.NodeReportResponse;
-import io.kvraft.client.proto.KvProto.NodeState;
-import io.kvraft.client.proto.KvProto.NodeStateRequest;
-import io.kvraft.client.proto.KvProto.NodeStateResponse;
-import io.kvraft.client.proto.KvProto.NodeStatus;
-import io.kvraft.client.proto.KvProto.RecoverMapRequest;
-import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.client.proto.KvProto.RegionsRequest;
-import io.kvraft.client.proto.KvProto.RegionsResponse;
-import io.kvraft.client.proto.KvProto.ReplicaMove;
-import io.kvraft.client.rpc.Transport;
-import io.kvraft.client.route.RegionViews;
+import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto.ClusterMap;
+import io.kvraft.common.proto.KvProto.ClusterRequest;
+import io.kvraft.common.proto.KvProto.ClusterResponse;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.JoinRequest;
+import io.kvraft.common.proto.KvProto.JoinResponse;
+import io.kvraft.common.proto.KvProto.MapReplicaRequest;
+import io.kvraft.common.proto.KvProto.MetaCommand;
+import io.kvraft.common.proto.KvProto.NodeRecord;
+import io.kvraft.common.proto.KvProto.NodeReport;
+import io.kvraft.common.proto.KvProto.NodeReportResponse;
+import io.kvraft.common.proto.KvProto.NodeState;
+import io.kvraft.common.proto.KvProto.NodeStateRequest;
+import io.kvraft.common.proto.KvProto.NodeStateResponse;
+import io.kvraft.common.proto.KvProto.NodeStatus;
+import io.kvraft.common.proto.KvProto.RecoverMapRequest;
+import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.RegionsRequest;
+import io.kvraft.common.proto.KvProto.RegionsResponse;
+import io.kvraft.common.proto.KvProto.ReplicaMove;
+import io.kvraft.common.rpc.Transport;
+import io.kvraft.common.RegionViews;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.region.Region;
-import io.kvraft.server.region.RegionHost;
-import io.kvraft.server.rpc.Responses;
+import io.kvraft.server.host.RegionHost;
+import io.kvraft.common.Errors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -172,13 +176,13 @@ public final class MetaService implements AutoCloseable {
         }
         this.group = new MetaGroup(config, rpcServer, this::mapChanged, this::leaderChanged);
         this.recovery = new MapRecovery(group, config.endpoint(), config.raft().startupElectionTimeoutMs());
-        rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(JoinRequest.class, this::join));
-        rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(ClusterRequest.class, this::cluster));
-        rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(NodeStateRequest.class, this::nodeState));
-        rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(NodeReport.class, this::report));
-        rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(MapReplicaRequest.class,
+        rpcServer.registerProcessor(Processors.direct(JoinRequest.class, this::join));
+        rpcServer.registerProcessor(Processors.direct(ClusterRequest.class, this::cluster));
+        rpcServer.registerProcessor(Processors.direct(NodeStateRequest.class, this::nodeState));
+        rpcServer.registerProcessor(Processors.direct(NodeReport.class, this::report));
+        rpcServer.registerProcessor(Processors.direct(MapReplicaRequest.class,
                 (ctx, req) -> ctx.sendResponse(recovery.replica())));
-        rpcServer.registerProcessor(io.kvraft.server.rpc.KvHandlers.processor(RecoverMapRequest.class,
+        rpcServer.registerProcessor(Processors.direct(RecoverMapRequest.class,
                 (ctx, req) -> ctx.sendResponse(recovery.recover(req))));
     }
 
@@ -425,9 +429,9 @@ public final class MetaService implements AutoCloseable {
 
     // ---- requests, answered by the map's leader --------------------------------------------------
 
-    private io.kvraft.client.proto.KvProto.Error notLeader() {
+    private io.kvraft.common.proto.KvProto.Error notLeader() {
         String hint = group.leaderHint();
-        return Responses.error(hint.isEmpty() ? ErrorCode.NO_LEADER : ErrorCode.NOT_LEADER, hint,
+        return Errors.of(hint.isEmpty() ? ErrorCode.NO_LEADER : ErrorCode.NOT_LEADER, hint,
                 "node " + config.endpoint() + " does not lead the cluster map" + (hint.isEmpty() ? " and knows no leader"
                         + " (one is elected within seconds while a majority of the map's voters " + group.voters()
                         + " is up; if that majority is lost for good, see kv-client recover-map)" : "; " + hint + " does"));
@@ -457,7 +461,7 @@ public final class MetaService implements AutoCloseable {
 
     private void join(RpcContext ctx, JoinRequest req) {
         handleJoin(req).whenComplete((resp, e) -> ctx.sendResponse(e == null ? resp : JoinResponse.newBuilder()
-                .setError(Responses.error(ErrorCode.INTERNAL, e.getMessage())).build()));
+                .setError(Errors.of(ErrorCode.INTERNAL, e.getMessage())).build()));
     }
 
     CompletableFuture<JoinResponse> handleJoin(JoinRequest req) {
@@ -466,24 +470,24 @@ public final class MetaService implements AutoCloseable {
         }
         ClusterMap map = group.map();
         if (map.getClusterId().isEmpty()) {
-            return done(JoinResponse.newBuilder().setError(Responses.error(ErrorCode.NO_LEADER,
+            return done(JoinResponse.newBuilder().setError(Errors.of(ErrorCode.NO_LEADER,
                     "the cluster map is not made yet; ask again in a moment")).build());
         }
         try {
-            io.kvraft.client.config.HostPort.parse(req.getEndpoint());
+            io.kvraft.common.config.HostPort.parse(req.getEndpoint());
         } catch (IllegalArgumentException e) {
-            return done(JoinResponse.newBuilder().setError(Responses.error(ErrorCode.INVALID_ARGUMENT, e.getMessage()))
+            return done(JoinResponse.newBuilder().setError(Errors.of(ErrorCode.INVALID_ARGUMENT, e.getMessage()))
                     .build());
         }
         if (!req.getClusterId().isEmpty() && !req.getClusterId().equals(map.getClusterId())) {
-            return done(JoinResponse.newBuilder().setError(Responses.error(ErrorCode.WRONG_CLUSTER, "node "
+            return done(JoinResponse.newBuilder().setError(Errors.of(ErrorCode.WRONG_CLUSTER, "node "
                     + req.getEndpoint() + "'s data directory belongs to cluster " + req.getClusterId() + ", and this is"
                     + " cluster " + map.getClusterId() + ": start it on an empty data directory to join this one"))
                     .build());
         }
         NodeRecord rec = find(map, req.getEndpoint());
         if (removedForGood(rec, req.getNodeId())) {
-            return done(JoinResponse.newBuilder().setError(Responses.error(ErrorCode.NODE_REMOVED, "node "
+            return done(JoinResponse.newBuilder().setError(Errors.of(ErrorCode.NODE_REMOVED, "node "
                     + req.getEndpoint() + " (node id " + req.getNodeId() + ") was removed from cluster "
                     + map.getClusterId() + ": it may not come back with its data; start it on an empty data directory"
                     + " to join as a new node")).build());
@@ -504,7 +508,7 @@ public final class MetaService implements AutoCloseable {
                         : System.currentTimeMillis()).build();
         return group.propose(MetaCommand.newBuilder().setJoin(joined).build()).handle((m, e) -> {
             if (e != null) {
-                return JoinResponse.newBuilder().setError(Responses.error(ErrorCode.NO_LEADER, group.leaderHint(),
+                return JoinResponse.newBuilder().setError(Errors.of(ErrorCode.NO_LEADER, group.leaderHint(),
                         e.getMessage())).build();
             }
             if (rec == null || rec.getState() == NodeState.REMOVED) {
@@ -529,13 +533,13 @@ public final class MetaService implements AutoCloseable {
         ClusterMap map = group.map();
         if (!map.getClusterId().isEmpty() && !report.getClusterId().isEmpty()
                 && !report.getClusterId().equals(map.getClusterId())) {
-            return NodeReportResponse.newBuilder().setError(Responses.error(ErrorCode.WRONG_CLUSTER, "node "
+            return NodeReportResponse.newBuilder().setError(Errors.of(ErrorCode.WRONG_CLUSTER, "node "
                     + report.getEndpoint() + " belongs to cluster " + report.getClusterId() + ", not "
                     + map.getClusterId())).build();
         }
         NodeRecord rec = find(map, report.getEndpoint());
         if (removedForGood(rec, report.getNodeId())) {
-            return NodeReportResponse.newBuilder().setError(Responses.error(ErrorCode.NODE_REMOVED, "node "
+            return NodeReportResponse.newBuilder().setError(Errors.of(ErrorCode.NODE_REMOVED, "node "
                     + report.getEndpoint() + " was removed from cluster " + map.getClusterId())).build();
         }
         reports.put(report.getEndpoint(), new Report(report, System.nanoTime()));
@@ -580,14 +584,14 @@ public final class MetaService implements AutoCloseable {
         RegionsResponse.Builder b = RegionsResponse.newBuilder().setNode(config.endpoint());
         ClusterMap map = group.map();
         if (map.getClusterId().isEmpty()) {
-            return b.setError(Responses.error(ErrorCode.NO_LEADER, "the cluster map is not made yet (node "
+            return b.setError(Errors.of(ErrorCode.NO_LEADER, "the cluster map is not made yet (node "
                     + config.endpoint() + ": " + why + "); ask again in a moment")).build();
         }
         RegionViews views = new RegionViews();
         views.add(map.getRegionsList());
         views.add(host.regions().stream().map(Region::info).toList());
         if (!views.covers()) {
-            return b.setError(Responses.error(ErrorCode.UNAVAILABLE, "node " + config.endpoint() + " cannot answer for"
+            return b.setError(Errors.of(ErrorCode.UNAVAILABLE, "node " + config.endpoint() + " cannot answer for"
                     + " the cluster map: " + why + ", and its copy of the map's " + map.getRegionsCount()
                     + " regions with its own does not cover the key space; ask the nodes")).build();
         }
@@ -603,18 +607,18 @@ public final class MetaService implements AutoCloseable {
         RegionsResponse.Builder b = RegionsResponse.newBuilder().setNode(config.endpoint());
         ClusterMap map = group.map();
         if (map.getClusterId().isEmpty()) {
-            return b.setError(Responses.error(ErrorCode.NO_LEADER, "the cluster map is not made yet; ask again in a"
+            return b.setError(Errors.of(ErrorCode.NO_LEADER, "the cluster map is not made yet; ask again in a"
                     + " moment")).build();
         }
         long leading = System.nanoTime() - leaderSinceNanos;
         if (map.getRegionsCount() == 0 && leading < LOOKUP_AFTER_INTERVALS * intervalNanos) {
-            return b.setError(Responses.error(ErrorCode.UNAVAILABLE, "node " + config.endpoint() + " leads the cluster"
+            return b.setError(Errors.of(ErrorCode.UNAVAILABLE, "node " + config.endpoint() + " leads the cluster"
                     + " map since " + TimeUnit.NANOSECONDS.toMillis(leading) + " ms only: it waits for the nodes'"
                     + " reports; ask the nodes")).build();
         }
         RegionViews views = recordAndReports(map);
         if (!views.covers()) {
-            return b.setError(Responses.error(ErrorCode.UNAVAILABLE, "the cluster map's " + map.getRegionsCount()
+            return b.setError(Errors.of(ErrorCode.UNAVAILABLE, "the cluster map's " + map.getRegionsCount()
                     + " recorded regions and the reports of " + reports.size() + " nodes to its leader "
                     + config.endpoint() + " do not cover the key space yet (" + views.regions().size()
                     + " regions); ask the nodes")).build();
@@ -648,7 +652,7 @@ public final class MetaService implements AutoCloseable {
             return;
         }
         recording = true;
-        group.propose(MetaCommand.newBuilder().setRegions(io.kvraft.client.proto.KvProto.RegionRecords.newBuilder()
+        group.propose(MetaCommand.newBuilder().setRegions(io.kvraft.common.proto.KvProto.RegionRecords.newBuilder()
                 .addAllRegions(record)).build()).whenComplete((m, e) -> {
                     recording = false;
                     if (e != null) {
@@ -815,7 +819,7 @@ public final class MetaService implements AutoCloseable {
 
     private void nodeState(RpcContext ctx, NodeStateRequest req) {
         handleNodeState(req).whenComplete((resp, e) -> ctx.sendResponse(e == null ? resp : NodeStateResponse.newBuilder()
-                .setError(Responses.error(ErrorCode.INTERNAL, e.getMessage())).build()));
+                .setError(Errors.of(ErrorCode.INTERNAL, e.getMessage())).build()));
     }
 
     private CompletableFuture<NodeStateResponse> handleNodeState(NodeStateRequest req) {
@@ -826,7 +830,7 @@ public final class MetaService implements AutoCloseable {
         NodeRecord rec = find(map, req.getEndpoint());
         String refused = refusal(map, rec, req);
         if (refused != null) {
-            return done(NodeStateResponse.newBuilder().setError(Responses.error(ErrorCode.INVALID_ARGUMENT, refused))
+            return done(NodeStateResponse.newBuilder().setError(Errors.of(ErrorCode.INVALID_ARGUMENT, refused))
                     .build());
         }
         if (rec.getState() == req.getState()) {
@@ -835,7 +839,7 @@ public final class MetaService implements AutoCloseable {
         NodeRecord changed = rec.toBuilder().setState(req.getState()).setSinceMs(System.currentTimeMillis()).build();
         return group.propose(MetaCommand.newBuilder().setSetState(changed).build()).handle((m, e) -> {
             if (e != null) {
-                return NodeStateResponse.newBuilder().setError(Responses.error(ErrorCode.NO_LEADER, group.leaderHint(),
+                return NodeStateResponse.newBuilder().setError(Errors.of(ErrorCode.NO_LEADER, group.leaderHint(),
                         e.getMessage())).build();
             }
             LOG.info("cluster map: node {} is {} now (was {})", rec.getEndpoint(), req.getState(), rec.getState());

@@ -8,9 +8,9 @@ import com.alipay.sofa.jraft.error.RaftError;
 import com.alipay.sofa.jraft.storage.snapshot.SnapshotReader;
 import com.alipay.sofa.jraft.storage.snapshot.SnapshotWriter;
 import com.google.protobuf.InvalidProtocolBufferException;
-import io.kvraft.client.proto.KvProto.ClusterMap;
-import io.kvraft.client.proto.KvProto.MetaCommand;
-import io.kvraft.client.proto.KvProto.NodeRecord;
+import io.kvraft.common.proto.KvProto.ClusterMap;
+import io.kvraft.common.proto.KvProto.MetaCommand;
+import io.kvraft.common.proto.KvProto.NodeRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

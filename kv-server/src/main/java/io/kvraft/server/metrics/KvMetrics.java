@@ -1,6 +1,6 @@
 package io.kvraft.server.metrics;
 
-import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.ErrorCode;
 import io.prometheus.client.CollectorRegistry;
 import io.prometheus.client.Counter;
 import io.prometheus.client.Histogram;

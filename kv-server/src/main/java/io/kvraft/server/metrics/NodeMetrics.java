@@ -6,7 +6,7 @@ import com.codahale.metrics.MetricRegistry;
 import com.codahale.metrics.jmx.JmxReporter;
 import io.kvraft.server.config.ServerConfig.MetricsConfig;
 import io.kvraft.server.region.Region;
-import io.kvraft.server.region.RegionHost;
+import io.kvraft.server.host.RegionHost;
 import io.prometheus.client.Collector;
 import io.prometheus.client.CollectorRegistry;
 import io.prometheus.client.CounterMetricFamily;
@@ -36,6 +36,9 @@ import java.util.function.ToLongFunction;
  */
 public final class NodeMetrics implements AutoCloseable {
 
+    /** Each region's timings, by id, made when its replica is created (a replica moved off and back reuses them). */
+    private final java.util.Map<Integer, RegionMetrics> regions = new java.util.concurrent.ConcurrentHashMap<>();
+
     private static final Logger LOG = LoggerFactory.getLogger(NodeMetrics.class);
 
     /** Dropwizard gauge names -> Prometheus names and labels; the first match applies, the rest are sanitized. */
@@ -62,7 +65,7 @@ public final class NodeMetrics implements AutoCloseable {
      * leader) and InstallSnapshot (on its own pool); -1 if bolt has none registered.
      */
     private static int boltExecutors(java.util.function.ToIntFunction<ThreadPoolExecutor> f) {
-        java.util.Set<ThreadPoolExecutor> pools = io.kvraft.server.rpc.BoltExecutors.defaults();
+        java.util.Set<ThreadPoolExecutor> pools = io.kvraft.server.metrics.BoltExecutors.defaults();
         return pools.isEmpty() ? -1 : pools.stream().mapToInt(f).sum();
     }
 
@@ -83,7 +86,12 @@ public final class NodeMetrics implements AutoCloseable {
         }
         host.onRegionStarted(this::bindRegion); // regions split off later
         new NodeCounters(host).register(prometheus);
-        new RegionCollector(host::regions).register(prometheus);
+        new RegionCollector(host::regions, this::region).register(prometheus);
+    }
+
+    /** Region {@code id}'s timings on this node (the region layer reports into them). */
+    public RegionMetrics region(int id) {
+        return regions.computeIfAbsent(id, i -> new RegionMetrics());
     }
 
     /** Registers one region's gauges. */
@@ -91,7 +99,7 @@ public final class NodeMetrics implements AutoCloseable {
         String p = "kv.region." + r.id() + ".";
         // a replica that moved off this node and back: the gauges of the old one (a stopped group) go
         registry.removeMatching(com.codahale.metrics.MetricFilter.startsWith(p));
-        RegionMetrics m = r.metrics();
+        RegionMetrics m = region(r.id());
         registry.register(p + "leader", (Gauge<Integer>) () -> r.isLeader() ? 1 : 0);
         registry.register(p + "queued_write_requests", (Gauge<Integer>) r::queuedWriteRequests);
         registry.register(p + "queued_reads", (Gauge<Integer>) r::queuedReads);

@@ -21,9 +21,16 @@ final class RegionCollector extends Collector {
 
     private final java.util.function.Supplier<java.util.Collection<Region>> regions;
 
-    /** @param regions the node's regions as they are when scraped (splits add some) */
-    RegionCollector(java.util.function.Supplier<java.util.Collection<Region>> regions) {
+    private final java.util.function.IntFunction<RegionMetrics> timings;
+
+    /**
+     * @param regions the node's regions as they are when scraped (splits add some)
+     * @param timings each region's timings, by id
+     */
+    RegionCollector(java.util.function.Supplier<java.util.Collection<Region>> regions,
+                    java.util.function.IntFunction<RegionMetrics> timings) {
         this.regions = regions;
+        this.timings = timings;
     }
 
     @Override
@@ -32,7 +39,7 @@ final class RegionCollector extends Collector {
         for (Region r : regions.get()) {
             String id = Integer.toString(r.id());
             for (Function<RegionMetrics, Histogram> h : HISTOGRAMS) {
-                for (MetricFamilySamples f : h.apply(r.metrics()).collect()) {
+                for (MetricFamilySamples f : h.apply(timings.apply(r.id())).collect()) {
                     List<MetricFamilySamples.Sample> samples = families.computeIfAbsent(f.name,
                             n -> new MetricFamilySamples(f.name, f.unit, f.type, f.help, new ArrayList<>())).samples;
                     for (MetricFamilySamples.Sample s : f.samples) {

@@ -1,5 +1,6 @@
 package io.kvraft.server.metrics;
 
+import io.kvraft.server.region.RegionTimings;
 import io.prometheus.client.Collector;
 import io.prometheus.client.Histogram;
 
@@ -8,7 +9,7 @@ import io.prometheus.client.Histogram;
  * or per ReadIndex round, never per operation). {@link RegionCollector} exports them with the region's
  * id as a label.
  */
-public final class RegionMetrics {
+public final class RegionMetrics implements RegionTimings {
 
     /** Writing one log entry's batch into the store, on the state machine thread. */
     final Histogram apply = histogram("kv_region_apply_seconds", "Store write of one log entry's batch");
@@ -23,10 +24,12 @@ public final class RegionMetrics {
         return Histogram.build(name, help).buckets(LatencyBuckets.SECONDS).create();
     }
 
+    @Override
     public void applied(long startNanos) {
         apply.observe((System.nanoTime() - startNanos) / 1e9);
     }
 
+    @Override
     public void readIndexDone(long startNanos) {
         readIndex.observe((System.nanoTime() - startNanos) / 1e9);
     }
@@ -41,11 +44,12 @@ public final class RegionMetrics {
         return 0;
     }
 
+    @Override
     public void committed(long startNanos) {
         commit.observe((System.nanoTime() - startNanos) / 1e9);
     }
 
-    /** A snapshot at {@code index} was saved or loaded just now. */
+    @Override
     public void snapshot(long index) {
         snapshotIndex = index;
         snapshotMillis = System.currentTimeMillis();

@@ -2,7 +2,7 @@ package io.kvraft.server.region;
 
 import com.alipay.sofa.jraft.Closure;
 import com.alipay.sofa.jraft.Status;
-import io.kvraft.client.proto.KvProto.Error;
+import io.kvraft.common.proto.KvProto.Error;
 import io.kvraft.server.store.RangeCapture;
 
 /**
@@ -37,7 +37,7 @@ public final class BackupPoint implements Closure {
         if (status.isOk() && capture != null) {
             callback.captured(capture, index, term);
         } else if (status.isOk()) {
-            callback.failed(io.kvraft.server.rpc.Responses.error(io.kvraft.client.proto.KvProto.ErrorCode.INTERNAL,
+            callback.failed(io.kvraft.common.Errors.of(io.kvraft.common.proto.KvProto.ErrorCode.INTERNAL,
                     "region " + region.id() + ": backup capture failed: " + captureFailure));
         } else {
             callback.failed(region.errorOf(status));

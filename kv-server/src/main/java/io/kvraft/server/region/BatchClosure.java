@@ -3,14 +3,14 @@ package io.kvraft.server.region;
 import com.alipay.sofa.jraft.Closure;
 import com.alipay.sofa.jraft.Status;
 import com.alipay.sofa.jraft.option.ReadOnlyOption;
-import io.kvraft.client.proto.KvProto.Error;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.CoordResult;
-import io.kvraft.client.proto.KvProto.WriteBatch;
-import io.kvraft.client.proto.KvProto.Value;
-import io.kvraft.client.proto.KvProto.WriteResponse;
+import io.kvraft.common.proto.KvProto.Error;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.CoordResult;
+import io.kvraft.common.proto.KvProto.WriteBatch;
+import io.kvraft.common.proto.KvProto.Value;
+import io.kvraft.common.proto.KvProto.WriteResponse;
 import com.google.protobuf.ByteString;
-import io.kvraft.server.rpc.Responses;
+import io.kvraft.common.Errors;
 
 import java.util.List;
 
@@ -52,7 +52,7 @@ final class BatchClosure implements Closure, UndecidedWrites.Write {
 
     @Override
     public void run(Status status) {
-        region.metrics().committed(proposedNanos);
+        region.timings().committed(proposedNanos);
         try {
             if (status.isOk()) {
                 answerApplied();
@@ -74,7 +74,7 @@ final class BatchClosure implements Closure, UndecidedWrites.Write {
         for (WriteProposal p : proposals) {
             if (outOfRange != null && !p.ops().isEmpty() && outOfRange[at]) {
                 at += p.ops().size();
-                p.reply().accept(WriteResponse.newBuilder().setError(Responses.error(ErrorCode.KEY_OUT_OF_RANGE,
+                p.reply().accept(WriteResponse.newBuilder().setError(Errors.of(ErrorCode.KEY_OUT_OF_RANGE,
                         "region " + region.id() + " was split before the request's entry applied; nothing of it"
                                 + " was written")).build());
                 continue;

@@ -1,5 +1,8 @@
 package io.kvraft.server.region;
 
+import io.kvraft.server.raft.QuietRegions;
+import io.kvraft.server.raft.ReplicatorLoopBreaker;
+
 import com.alipay.sofa.jraft.Node;
 import com.alipay.sofa.jraft.RaftGroupService;
 import com.alipay.sofa.jraft.Status;
@@ -11,21 +14,21 @@ import com.alipay.sofa.jraft.option.NodeOptions;
 import com.alipay.sofa.jraft.option.RaftOptions;
 import com.alipay.sofa.jraft.option.ReadOnlyOption;
 import com.alipay.sofa.jraft.rpc.RpcServer;
-import io.kvraft.client.batch.Coalescer;
-import io.kvraft.client.proto.KvProto.Error;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.ReadMode;
-import io.kvraft.client.proto.KvProto.ReadResponse;
-import io.kvraft.client.proto.KvProto.Pair;
-import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.client.proto.KvProto.RegionState;
-import io.kvraft.client.proto.KvProto.ScanResponse;
-import io.kvraft.client.proto.KvProto.Value;
-import io.kvraft.client.proto.KvProto.WriteBatch;
-import io.kvraft.client.proto.KvProto.WriteOp;
-import io.kvraft.client.proto.KvProto.WriteResponse;
+import io.kvraft.common.Coalescer;
+import io.kvraft.common.proto.KvProto.Error;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.ReadMode;
+import io.kvraft.common.proto.KvProto.ReadResponse;
+import io.kvraft.common.proto.KvProto.Pair;
+import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.RegionState;
+import io.kvraft.common.proto.KvProto.ScanResponse;
+import io.kvraft.common.proto.KvProto.Value;
+import io.kvraft.common.proto.KvProto.WriteBatch;
+import io.kvraft.common.proto.KvProto.WriteOp;
+import io.kvraft.common.proto.KvProto.WriteResponse;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
-import io.kvraft.server.rpc.Responses;
+import io.kvraft.common.Errors;
 import io.kvraft.server.store.KeyRange;
 import io.kvraft.server.store.KvStore;
 import io.kvraft.server.store.ScanPage;
@@ -77,7 +80,7 @@ public final class Region {
     private final LongAdder readOps = new LongAdder();
     private final Runnable onLeaderKnown;
     private final AtomicBoolean startupTimeoutCleared = new AtomicBoolean();
-    private final io.kvraft.server.metrics.RegionMetrics metrics = new io.kvraft.server.metrics.RegionMetrics();
+    private final RegionTimings timings;
 
     private volatile Node node;
     /** The lease clock: monotonic ms of this node, stamped into every entry it proposes as leader. */
@@ -86,14 +89,14 @@ public final class Region {
     private volatile TermStart termStart = new TermStart(0, 0);
 
     /** The region's state and its range, decoded once. */
-    record Shape(RegionState state, KeyRange range) {
-        static Shape of(RegionState state) {
+    public record Shape(RegionState state, KeyRange range) {
+        public static Shape of(RegionState state) {
             return new Shape(state, new KeyRange(state.getStartKey().toByteArray(), state.getEndKey().toByteArray()));
         }
     }
 
     /** What the node does when a region's state machine splits it or learns of regions split off it. */
-    interface Splits {
+    public interface Splits {
         /**
          * Called on the parent's state machine thread when it applies a split at {@code index} (also on replay):
          * makes sure the child is listed in the node's catalog; returns when that is durable. Its Raft group is
@@ -162,9 +165,10 @@ public final class Region {
     /** Off only to compare (-Dkv.readsRideWrites=false): every read then takes a ReadIndex round. */
     private static final boolean READS_RIDE_WRITES = Boolean.parseBoolean(System.getProperty("kv.readsRideWrites", "true"));
 
-    Region(RegionState state, List<String> peers, KvStore store, PeerId self, NodeOptions options, RpcServer rpcServer,
-           RaftConfig raft, Runnable onLeaderKnown, Splits splits, ScheduledExecutorService timer) {
+    public Region(RegionState state, List<String> peers, KvStore store, PeerId self, NodeOptions options, RpcServer rpcServer,
+           RaftConfig raft, Runnable onLeaderKnown, Splits splits, ScheduledExecutorService timer, RegionTimings timings) {
         this.id = state.getId();
+        this.timings = timings;
         this.peers = List.copyOf(peers);
         this.shape = Shape.of(state);
         this.splits = splits;
@@ -202,7 +206,7 @@ public final class Region {
         this.undecided = new UndecidedWrites(id, timer, raft.electionTimeoutMs(),
                 () -> errorOf(new Status(RaftError.EPERM, "the leader stepped down before the write's entry committed;"
                         + " nothing of it was written")),
-                why -> Responses.error(ErrorCode.TIMEOUT, leaderHint(), "region " + id
+                why -> Errors.of(ErrorCode.TIMEOUT, leaderHint(), "region " + id
                         + ": outcome unknown: the leader stepped down before the entry committed, and " + why));
     }
 
@@ -216,12 +220,12 @@ public final class Region {
      * once the group has started, because jraft fixes at start the heartbeat interval and the read-index scanner's
      * period from the options' values, and short ones there would last as long as the group.
      */
-    void campaignFirst(int timeoutMs, int delayMs) {
+    public void campaignFirst(int timeoutMs, int delayMs) {
         this.firstCampaignMs = timeoutMs;
         this.firstCampaignDelayMs = delayMs;
     }
 
-    void start() {
+    public void start() {
         if (quiet != null) {
             QuietRegions.register(quiet); // before jraft makes the group's timers, which look it up when they fall due
             this.node = QuietRegions.starting(quiet.key, () -> service.start(false));
@@ -265,7 +269,7 @@ public final class Region {
                 () -> System.nanoTime() / 1_000_000));
     }
 
-    void shutdown() {
+    public void shutdown() {
         leaderWaits.close();
         service.shutdown();
         if (quiet != null) {
@@ -278,7 +282,7 @@ public final class Region {
         return undecided;
     }
 
-    void join() throws InterruptedException {
+    public void join() throws InterruptedException {
         service.join();
     }
 
@@ -316,7 +320,7 @@ public final class Region {
                 || !recordingConf.compareAndSet(false, true)) {
             return false;
         }
-        propose(WriteOp.newBuilder().setType(io.kvraft.client.proto.KvProto.WriteOpType.CONF_CHANGED)
+        propose(WriteOp.newBuilder().setType(io.kvraft.common.proto.KvProto.WriteOpType.CONF_CHANGED)
                 .addAllPeers(voters).build(), (status, changed, state, none) -> recordingConf.set(false));
         return true;
     }
@@ -332,11 +336,11 @@ public final class Region {
     }
 
     /** The index the region's data in this node's store corresponds to. */
-    long snapshotIndex() {
+    public long snapshotIndex() {
         return fsm.snapshotIndex();
     }
 
-    long appliedIndex() {
+    public long appliedIndex() {
         return fsm.appliedIndex();
     }
 
@@ -376,12 +380,12 @@ public final class Region {
      * The peers this replica has a jraft replicator for, as host:port. jraft makes a leader's replicators as it is
      * elected and retries one that failed to start (its peer was down) only from its step-down check.
      */
-    java.util.Set<String> replicators() {
+    public java.util.Set<String> replicators() {
         return replicators;
     }
 
     /** What node heartbeats tell of this replica; null when they are off. */
-    QuietRegions.Replica quiet() {
+    public QuietRegions.Replica quiet() {
         return quiet;
     }
 
@@ -394,12 +398,13 @@ public final class Region {
     }
 
     /** The term this replica last led or followed in, as its state machine was told. */
-    long term() {
+    public long term() {
         return fsm.term();
     }
 
-    public io.kvraft.server.metrics.RegionMetrics metrics() {
-        return metrics;
+    /** Where this region reports its timings. */
+    RegionTimings timings() {
+        return timings;
     }
 
     public boolean isLeader() {
@@ -507,7 +512,7 @@ public final class Region {
     /** A BACKUP_POINT entry: no data; {@code point} (null: none) captures the store when this leader applies it. */
     private void proposeBackupPoint(BackupPoint point) {
         WriteBatch batch = WriteBatch.newBuilder()
-                .addOps(WriteOp.newBuilder().setType(io.kvraft.client.proto.KvProto.WriteOpType.BACKUP_POINT)).build();
+                .addOps(WriteOp.newBuilder().setType(io.kvraft.common.proto.KvProto.WriteOpType.BACKUP_POINT)).build();
         Task task = new Task();
         task.setData(ByteBuffer.wrap(batch.toByteArray()));
         task.setDone(point);
@@ -524,7 +529,7 @@ public final class Region {
      * after it started waiting; in a region with no writes its heartbeats never do, and a configuration change adding
      * a replica that was caught up already would wait for ever. Only called on the leader.
      */
-    void nudge() {
+    public void nudge() {
         proposeBackupPoint(null);
     }
 
@@ -535,7 +540,7 @@ public final class Region {
      * jraft status of a proposal that failed.
      */
     public void split(byte[] splitKey, int newRegionId, long epoch, SplitClosure.Callback done) {
-        propose(WriteOp.newBuilder().setType(io.kvraft.client.proto.KvProto.WriteOpType.SPLIT)
+        propose(WriteOp.newBuilder().setType(io.kvraft.common.proto.KvProto.WriteOpType.SPLIT)
                 .setKey(ByteString.copyFrom(splitKey)).setRegionId(newRegionId).setEpoch(epoch).build(), done);
     }
 
@@ -560,7 +565,7 @@ public final class Region {
     private volatile boolean leaderPinned;
 
     /** Keeps this region's leader here (the leader balancer leaves it alone) while {@code pinned}. */
-    void pinLeader(boolean pinned) {
+    public void pinLeader(boolean pinned) {
         this.leaderPinned = pinned;
     }
 
@@ -621,7 +626,7 @@ public final class Region {
                 KeyRange now = range();
                 for (ByteString key : keys) {
                     if (!now.contains(key)) { // split off while the read waited: ask the region holding it
-                        fail(Responses.error(ErrorCode.KEY_OUT_OF_RANGE, "region " + id + " was split while the read"
+                        fail(Errors.of(ErrorCode.KEY_OUT_OF_RANGE, "region " + id + " was split while the read"
                                 + " waited; the key is no longer in its range " + now));
                         return;
                     }
@@ -654,7 +659,7 @@ public final class Region {
                     return;
                 }
                 if (!range().covers(range)) {
-                    fail(Responses.error(ErrorCode.KEY_OUT_OF_RANGE, "region " + id + " was split while the scan"
+                    fail(Errors.of(ErrorCode.KEY_OUT_OF_RANGE, "region " + id + " was split while the scan"
                             + " waited; " + range + " is no longer inside its range " + range()));
                     return;
                 }
@@ -724,11 +729,11 @@ public final class Region {
         node.readIndex(option, null, new ReadIndexClosure(-1) {
             @Override
             public void run(Status status, long index, byte[] reqCtx) {
-                metrics.readIndexDone(start);
+                timings.readIndexDone(start);
                 if (!status.isOk()) {
                     // a read changes nothing, so whatever failed it may be tried again: only "not the leader" is kept
                     Error err = status.getRaftError() == RaftError.EPERM ? errorOf(status)
-                            : Responses.error(ErrorCode.UNAVAILABLE, leaderHint(), "region " + id + ": read failed: " + status);
+                            : Errors.of(ErrorCode.UNAVAILABLE, leaderHint(), "region " + id + ": read failed: " + status);
                     for (PendingRead r : reads) {
                         r.fail(err);
                     }
@@ -811,7 +816,7 @@ public final class Region {
                     return;
                 }
                 if (!range().covers(range)) {
-                    fail(Responses.error(ErrorCode.KEY_OUT_OF_RANGE, "region " + id + " was split while the listing"
+                    fail(Errors.of(ErrorCode.KEY_OUT_OF_RANGE, "region " + id + " was split while the listing"
                             + " waited; " + range + " is no longer inside its range " + range()));
                     return;
                 }
@@ -821,13 +826,13 @@ public final class Region {
                 try {
                     for (int i = 0; i < result.keys().size(); i++) {
                         ByteString key = ByteString.copyFrom(result.keys().get(i));
-                        io.kvraft.client.proto.KvProto.LockInfo info = io.kvraft.server.coord.Locks.info(key,
-                                io.kvraft.client.proto.KvProto.CoordRecord.parseFrom(result.values().get(i)), clock);
+                        io.kvraft.common.proto.KvProto.LockInfo info = io.kvraft.server.coord.Locks.info(key,
+                                io.kvraft.common.proto.KvProto.CoordRecord.parseFrom(result.values().get(i)), clock);
                         // a key never locked (a sequence's) comes with an empty value, so the client goes on after it
                         b.addPairs(Pair.newBuilder().setKey(key).setValue(info == null ? ByteString.EMPTY : info.toByteString()));
                     }
                 } catch (com.google.protobuf.InvalidProtocolBufferException e) {
-                    fail(Responses.error(ErrorCode.INTERNAL, "region " + id + ": undecodable lock record: " + e.getMessage()));
+                    fail(Errors.of(ErrorCode.INTERNAL, "region " + id + ": undecodable lock record: " + e.getMessage()));
                     return;
                 }
                 readOps.increment();
@@ -894,7 +899,7 @@ public final class Region {
     }
 
     /** Called in log order with each configuration the group commits (and with a loaded snapshot's). */
-    void peersCommitted(List<String> voters) {
+    public void peersCommitted(List<String> voters) {
         if (voters.isEmpty() || new java.util.HashSet<>(voters).equals(new java.util.HashSet<>(peers))) {
             return;
         }
@@ -919,7 +924,7 @@ public final class Region {
         return moving;
     }
 
-    void moving(boolean now) {
+    public void moving(boolean now) {
         this.moving = now;
     }
 
@@ -955,7 +960,7 @@ public final class Region {
 
     /** The answer to a request to a region that is merging into another: the client refreshes its routes and retries. */
     public Error merging() {
-        return Responses.error(ErrorCode.STALE_EPOCH, "", "region " + id + " is merging into region " + mergingInto()
+        return Errors.of(ErrorCode.STALE_EPOCH, "", "region " + id + " is merging into region " + mergingInto()
                 + "; ask again when the merge is done (or rolled back)");
     }
 
@@ -970,11 +975,11 @@ public final class Region {
             undecided.park(closure, closure.batch.getLeaderTerm(), closure.batch.getProposalId());
         } else if (e == RaftError.EPERM && msg.startsWith("expected_term")) {
             // jraft leads a newer term than this node's state machine has started yet: the entry was not appended
-            closure.answer(Responses.error(ErrorCode.BUSY, leaderHint(), "region " + id + ": leadership is starting"));
+            closure.answer(Errors.of(ErrorCode.BUSY, leaderHint(), "region " + id + ": leadership is starting"));
         } else if (e == RaftError.EPERM || e == RaftError.EBUSY) {
             closure.answer(errorOf(status)); // refused before it was appended: "Is not leader.", or a transfer
         } else {
-            closure.answer(Responses.error(ErrorCode.TIMEOUT, leaderHint(), "region " + id + " outcome unknown: " + status));
+            closure.answer(Errors.of(ErrorCode.TIMEOUT, leaderHint(), "region " + id + " outcome unknown: " + status));
         }
     }
 
@@ -983,12 +988,12 @@ public final class Region {
         RaftError e = status.getRaftError();
         String hint = leaderHint();
         return switch (e) {
-            case EPERM -> Responses.error(hint.isEmpty() ? ErrorCode.NO_LEADER : ErrorCode.NOT_LEADER, hint,
+            case EPERM -> Errors.of(hint.isEmpty() ? ErrorCode.NO_LEADER : ErrorCode.NOT_LEADER, hint,
                     "region " + id + ": " + status.getErrorMsg());
-            case EBUSY, EAGAIN -> Responses.error(ErrorCode.BUSY, hint, "region " + id + ": " + status.getErrorMsg());
-            case ENODESHUTDOWN, ESHUTDOWN -> Responses.error(ErrorCode.SHUTTING_DOWN, hint, "region " + id + " is shutting down");
-            case ETIMEDOUT -> Responses.error(ErrorCode.TIMEOUT, hint, "region " + id + ": " + status.getErrorMsg());
-            default -> Responses.error(ErrorCode.INTERNAL, hint, "region " + id + ": " + status);
+            case EBUSY, EAGAIN -> Errors.of(ErrorCode.BUSY, hint, "region " + id + ": " + status.getErrorMsg());
+            case ENODESHUTDOWN, ESHUTDOWN -> Errors.of(ErrorCode.SHUTTING_DOWN, hint, "region " + id + " is shutting down");
+            case ETIMEDOUT -> Errors.of(ErrorCode.TIMEOUT, hint, "region " + id + ": " + status.getErrorMsg());
+            default -> Errors.of(ErrorCode.INTERNAL, hint, "region " + id + ": " + status);
         };
     }
 }

@@ -10,14 +10,14 @@ import com.alipay.sofa.jraft.storage.snapshot.SnapshotReader;
 import com.alipay.sofa.jraft.storage.snapshot.SnapshotWriter;
 import com.alipay.sofa.jraft.Closure;
 import com.google.protobuf.InvalidProtocolBufferException;
-import io.kvraft.client.proto.KvProto.CoordRecord;
-import io.kvraft.client.proto.KvProto.CoordResult;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.server.rpc.Responses;
-import io.kvraft.client.proto.KvProto.RegionState;
-import io.kvraft.client.proto.KvProto.WriteBatch;
-import io.kvraft.client.proto.KvProto.WriteOp;
-import io.kvraft.client.proto.KvProto.WriteOpType;
+import io.kvraft.common.proto.KvProto.CoordRecord;
+import io.kvraft.common.proto.KvProto.CoordResult;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.Errors;
+import io.kvraft.common.proto.KvProto.RegionState;
+import io.kvraft.common.proto.KvProto.WriteBatch;
+import io.kvraft.common.proto.KvProto.WriteOp;
+import io.kvraft.common.proto.KvProto.WriteOpType;
 import io.kvraft.server.coord.Locks;
 import io.kvraft.server.coord.Sequences;
 import io.kvraft.server.store.KeyRange;
@@ -38,11 +38,11 @@ import java.util.stream.Stream;
  * Applies a region's log entries to the node's store: each entry is a batch of writes, applied
  * atomically together with the entry's index. Runs on the region's jraft FSM thread.
  */
-final class RegionStateMachine extends StateMachineAdapter {
+public final class RegionStateMachine extends StateMachineAdapter {
 
     private static final Logger LOG = LoggerFactory.getLogger(RegionStateMachine.class);
     /** Our files inside a jraft snapshot directory. */
-    static final String SNAPSHOT_DIR = "kv";
+    public static final String SNAPSHOT_DIR = "kv";
 
     private final Region region;
     private final KvStore store;
@@ -59,7 +59,7 @@ final class RegionStateMachine extends StateMachineAdapter {
     private volatile long snapshotIndex;
 
     /** The region's state in a snapshot, beside {@value #SNAPSHOT_DIR}. */
-    static final String STATE_FILE = "region-state";
+    public static final String STATE_FILE = "region-state";
 
     RegionStateMachine(Region region, KvStore store) {
         this.region = region;
@@ -72,7 +72,7 @@ final class RegionStateMachine extends StateMachineAdapter {
     }
 
     /** The region's state as the store recorded it with its applied index, or null when it recorded none. */
-    static RegionState storedState(KvStore store, int regionId) {
+    public static RegionState storedState(KvStore store, int regionId) {
         byte[] state = store.regionState(regionId);
         if (state == null) {
             return null;
@@ -122,7 +122,7 @@ final class RegionStateMachine extends StateMachineAdapter {
             // may be one of them (only when it has no closure of its own), and its term may show others were lost
             UndecidedWrites.Write adopted = region.undecided().adopt(iter.getTerm(), done == null ? batch.getProposalId() : 0);
             if (adopted != null && index <= storeIndex) { // never expected: the waiting writes are of this process
-                adopted.answer(Responses.error(ErrorCode.TIMEOUT,
+                adopted.answer(Errors.of(ErrorCode.TIMEOUT,
                         "region " + region.id() + ": outcome unknown: its entry was replayed, not applied"));
                 adopted = null;
             }
@@ -174,7 +174,7 @@ final class RegionStateMachine extends StateMachineAdapter {
                     return;
                 }
                 store.apply(region.id(), index, writes);
-                region.metrics().applied(start);
+                region.timings().applied(start);
                 storeIndex = index;
                 if (early) {
                     UndecidedWrites.Early applied = new UndecidedWrites.Early(results, previous, coord, outOfRange);
@@ -562,7 +562,7 @@ final class RegionStateMachine extends StateMachineAdapter {
     }
 
     /** Whether the store keeps its data over a restart by itself (else a region's data lives in its snapshots). */
-    static boolean durableStore(KvStore store) {
+    public static boolean durableStore(KvStore store) {
         return !io.kvraft.server.store.MemoryStore.ENGINE.equals(store.engine());
     }
 
@@ -638,7 +638,7 @@ final class RegionStateMachine extends StateMachineAdapter {
             writeSnapshot(writer, store, region.state());
             LOG.info("region {}: snapshot saved, last entry applied {}", region.id(), replayedTo);
             snapshotIndex = Math.max(snapshotIndex, replayedTo);
-            region.metrics().snapshot(replayedTo);
+            region.timings().snapshot(replayedTo);
             done.run(Status.OK());
         } catch (IOException | RuntimeException e) {
             LOG.error("region {}: snapshot save failed: {}", region.id(), e.toString());
@@ -647,7 +647,7 @@ final class RegionStateMachine extends StateMachineAdapter {
     }
 
     /** Writes a region snapshot into {@code writer}: the store's data of the state's range, and the state. */
-    static void writeSnapshot(SnapshotWriter writer, KvStore store, RegionState state) throws IOException {
+    public static void writeSnapshot(SnapshotWriter writer, KvStore store, RegionState state) throws IOException {
         Path dir = Path.of(writer.getPath(), SNAPSHOT_DIR);
         Files.createDirectories(dir);
         store.writeSnapshot(Region.Shape.of(state).range(), dir);
@@ -671,7 +671,7 @@ final class RegionStateMachine extends StateMachineAdapter {
     }
 
     /** The region state in a snapshot directory, or null for a snapshot written before regions could split. */
-    static RegionState readState(Path snapshotDir) throws IOException {
+    public static RegionState readState(Path snapshotDir) throws IOException {
         Path file = snapshotDir.resolve(STATE_FILE);
         if (!Files.exists(file)) {
             return null;
@@ -693,7 +693,7 @@ final class RegionStateMachine extends StateMachineAdapter {
         // those entries are still skipped.
         if (index <= storeIndex) {
             LOG.info("region {}: store is at index {}, snapshot at {} not loaded", region.id(), storeIndex, index);
-            region.metrics().snapshot(index);
+            region.timings().snapshot(index);
             raftIndex = index;
             snapshotIndex = Math.max(snapshotIndex, index);
             return true;
@@ -725,7 +725,7 @@ final class RegionStateMachine extends StateMachineAdapter {
             raftIndex = index;
             snapshotIndex = Math.max(snapshotIndex, index);
             LOG.info("region {}: snapshot loaded at index {}", region.id(), index);
-            region.metrics().snapshot(index);
+            region.timings().snapshot(index);
             return true;
         } catch (IOException | RuntimeException e) {
             LOG.error("region {}: snapshot at index {} refused: {}", region.id(), index, e.getMessage());

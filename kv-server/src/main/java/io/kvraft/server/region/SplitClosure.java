@@ -2,7 +2,7 @@ package io.kvraft.server.region;
 
 import com.alipay.sofa.jraft.Closure;
 import com.alipay.sofa.jraft.Status;
-import io.kvraft.client.proto.KvProto.RegionState;
+import io.kvraft.common.proto.KvProto.RegionState;
 
 /**
  * The closure of an entry that changes a region's shape (a SPLIT or a merge step): the state machine sets the outcome

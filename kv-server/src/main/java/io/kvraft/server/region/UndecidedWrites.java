@@ -1,7 +1,7 @@
 package io.kvraft.server.region;
 
-import io.kvraft.client.proto.KvProto.CoordResult;
-import io.kvraft.client.proto.KvProto.Error;
+import io.kvraft.common.proto.KvProto.CoordResult;
+import io.kvraft.common.proto.KvProto.Error;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -1,8 +1,8 @@
 package io.kvraft.server.region;
 
 import com.google.protobuf.ByteString;
-import io.kvraft.client.proto.KvProto.WriteOp;
-import io.kvraft.client.proto.KvProto.WriteResponse;
+import io.kvraft.common.proto.KvProto.WriteOp;
+import io.kvraft.common.proto.KvProto.WriteResponse;
 
 import java.util.List;
 import java.util.function.Consumer;

@@ -1,17 +1,21 @@
 package io.kvraft.server.rpc;
 
+import io.kvraft.server.raft.Processors;
+
+import io.kvraft.common.Errors;
+
 import com.alipay.sofa.jraft.rpc.RpcContext;
 import com.alipay.sofa.jraft.rpc.RpcServer;
 import com.google.protobuf.ByteString;
-import io.kvraft.client.proto.KvProto.AdminResponse;
-import io.kvraft.client.proto.KvProto.BackupCloseRequest;
-import io.kvraft.client.proto.KvProto.BackupOpenRequest;
-import io.kvraft.client.proto.KvProto.BackupOpenResponse;
-import io.kvraft.client.proto.KvProto.BackupPageRequest;
-import io.kvraft.client.proto.KvProto.BackupPageResponse;
-import io.kvraft.client.proto.KvProto.Error;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.Pair;
+import io.kvraft.common.proto.KvProto.AdminResponse;
+import io.kvraft.common.proto.KvProto.BackupCloseRequest;
+import io.kvraft.common.proto.KvProto.BackupOpenRequest;
+import io.kvraft.common.proto.KvProto.BackupOpenResponse;
+import io.kvraft.common.proto.KvProto.BackupPageRequest;
+import io.kvraft.common.proto.KvProto.BackupPageResponse;
+import io.kvraft.common.proto.KvProto.Error;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.Pair;
 import io.kvraft.server.backup.BackupSessions;
 import io.kvraft.server.region.BackupPoint;
 import io.kvraft.server.region.Region;
@@ -41,9 +45,9 @@ public final class BackupHandlers {
     }
 
     public void register(RpcServer server) {
-        server.registerProcessor(KvHandlers.processor(BackupOpenRequest.class, this::open));
-        server.registerProcessor(KvHandlers.processor(BackupPageRequest.class, this::page));
-        server.registerProcessor(KvHandlers.processor(BackupCloseRequest.class, this::close));
+        server.registerProcessor(Processors.direct(BackupOpenRequest.class, this::open));
+        server.registerProcessor(Processors.direct(BackupPageRequest.class, this::page));
+        server.registerProcessor(Processors.direct(BackupCloseRequest.class, this::close));
     }
 
     private <T> Consumer<T> reply(RpcContext ctx) {
@@ -62,7 +66,7 @@ public final class BackupHandlers {
         Region region = kv.host().region(req.getRegionId());
         Error error = kv.checkRegionLeader(region, req.getRegionId(), req.getRegionEpoch());
         if (error == null && !sessions.hasRoom()) {
-            error = Responses.error(ErrorCode.BUSY, "node " + kv.host().endpoint() + " holds too many backup sessions");
+            error = Errors.of(ErrorCode.BUSY, "node " + kv.host().endpoint() + " holds too many backup sessions");
         }
         if (error != null) {
             reply.accept(BackupOpenResponse.newBuilder().setError(error).build());
@@ -73,7 +77,7 @@ public final class BackupHandlers {
             public void captured(RangeCapture capture, long index, long term) {
                 BackupSessions.Session s = sessions.open(region.id(), capture);
                 if (s == null) {
-                    failed(Responses.error(ErrorCode.SHUTTING_DOWN, "node " + kv.host().endpoint() + " is shutting down"));
+                    failed(Errors.of(ErrorCode.SHUTTING_DOWN, "node " + kv.host().endpoint() + " is shutting down"));
                     return;
                 }
                 reply.accept(BackupOpenResponse.newBuilder().setSessionId(s.id()).setAppliedIndex(index).setTerm(term)
@@ -131,6 +135,6 @@ public final class BackupHandlers {
     }
 
     private static BackupPageResponse error(ErrorCode code, String detail) {
-        return BackupPageResponse.newBuilder().setError(Responses.error(code, detail)).build();
+        return BackupPageResponse.newBuilder().setError(Errors.of(code, detail)).build();
     }
 }

@@ -1,43 +1,43 @@
 package io.kvraft.server.rpc;
 
+import io.kvraft.common.Errors;
+
 import com.alipay.sofa.jraft.entity.PeerId;
 import com.alipay.sofa.jraft.rpc.RpcContext;
-import com.alipay.sofa.jraft.rpc.RpcProcessor;
 import com.alipay.sofa.jraft.rpc.RpcServer;
 import com.alipay.sofa.jraft.Status;
 import com.google.protobuf.ByteString;
-import io.kvraft.client.proto.KvProto.AdminResponse;
-import io.kvraft.client.proto.KvProto.CoordRecord;
-import io.kvraft.client.proto.KvProto.Error;
-import io.kvraft.client.proto.KvProto.ErrorCode;
-import io.kvraft.client.proto.KvProto.ReadMode;
-import io.kvraft.client.proto.KvProto.ReadRequest;
-import io.kvraft.client.proto.KvProto.ReadResponse;
-import io.kvraft.client.proto.KvProto.RegionsRequest;
-import io.kvraft.client.proto.KvProto.RegionsResponse;
-import io.kvraft.client.proto.KvProto.ScanRequest;
-import io.kvraft.client.proto.KvProto.ScanResponse;
-import io.kvraft.client.proto.KvProto.TransferLeaderRequest;
-import io.kvraft.client.proto.KvProto.SplitRequest;
-import io.kvraft.client.proto.KvProto.SplitResponse;
-import io.kvraft.client.proto.KvProto.WriteOp;
-import io.kvraft.client.proto.KvProto.WriteOpType;
-import io.kvraft.client.proto.KvProto.WriteRequest;
-import io.kvraft.client.proto.KvProto.WriteResponse;
+import io.kvraft.common.proto.KvProto.AdminResponse;
+import io.kvraft.common.proto.KvProto.CoordRecord;
+import io.kvraft.common.proto.KvProto.Error;
+import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.ReadMode;
+import io.kvraft.common.proto.KvProto.ReadRequest;
+import io.kvraft.common.proto.KvProto.ReadResponse;
+import io.kvraft.common.proto.KvProto.RegionsRequest;
+import io.kvraft.common.proto.KvProto.RegionsResponse;
+import io.kvraft.common.proto.KvProto.ScanRequest;
+import io.kvraft.common.proto.KvProto.ScanResponse;
+import io.kvraft.common.proto.KvProto.TransferLeaderRequest;
+import io.kvraft.common.proto.KvProto.SplitRequest;
+import io.kvraft.common.proto.KvProto.SplitResponse;
+import io.kvraft.common.proto.KvProto.WriteOp;
+import io.kvraft.common.proto.KvProto.WriteOpType;
+import io.kvraft.common.proto.KvProto.WriteRequest;
+import io.kvraft.common.proto.KvProto.WriteResponse;
 import io.kvraft.server.config.ServerConfig.LimitsConfig;
+import io.kvraft.server.raft.Processors;
 import io.kvraft.server.coord.Locks;
 import io.kvraft.server.coord.Sequences;
 import io.kvraft.server.metrics.KvMetrics;
 import io.kvraft.server.region.Region;
-import io.kvraft.server.region.RegionHost;
+import io.kvraft.server.host.RegionHost;
 import io.kvraft.server.store.KeyRange;
 import io.kvraft.server.store.KvStore;
 import io.kvraft.server.store.ScanPage;
 
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
 /**
@@ -47,7 +47,6 @@ import java.util.function.Consumer;
  */
 public final class KvHandlers {
 
-    private static final Executor DIRECT = Runnable::run;
 
     private final RegionHost host;
     private final KvStore store;
@@ -60,10 +59,10 @@ public final class KvHandlers {
     private final KvMetrics metrics;
     private final int metricsPort;
     private final String storeId;
-    private volatile io.kvraft.server.region.Splitter splitter;
-    private volatile io.kvraft.server.region.Merger merger;
-    private volatile io.kvraft.server.region.ReplicaMover mover;
-    private volatile io.kvraft.server.region.RegionRecovery recovery;
+    private volatile io.kvraft.server.shape.Splitter splitter;
+    private volatile io.kvraft.server.shape.Merger merger;
+    private volatile io.kvraft.server.shape.ReplicaMover mover;
+    private volatile io.kvraft.server.shape.RegionRecovery recovery;
     /** Answers route lookups from the cluster map (RegionsRequest.cluster): the node's MetaService; null: none. */
     private volatile java.util.function.Function<RegionsRequest, CompletableFuture<RegionsResponse>> clusterRegions;
 
@@ -110,17 +109,17 @@ public final class KvHandlers {
     }
 
     public void register(RpcServer server) {
-        server.registerProcessor(processor(WriteRequest.class, this::write));
-        server.registerProcessor(processor(ReadRequest.class, this::read));
-        server.registerProcessor(processor(ScanRequest.class, this::scan));
-        server.registerProcessor(processor(RegionsRequest.class, this::regions));
-        server.registerProcessor(processor(TransferLeaderRequest.class, this::transferLeader));
-        server.registerProcessor(processor(SplitRequest.class, this::split));
-        server.registerProcessor(processor(io.kvraft.client.proto.KvProto.MergeRequest.class, this::merge));
-        server.registerProcessor(processor(io.kvraft.client.proto.KvProto.MergeStepRequest.class, this::mergeStep));
-        server.registerProcessor(processor(io.kvraft.client.proto.KvProto.MoveReplicaRequest.class, this::moveReplica));
-        server.registerProcessor(processor(io.kvraft.client.proto.KvProto.ReplicaRequest.class, this::replica));
-        server.registerProcessor(processor(io.kvraft.client.proto.KvProto.RecoverRegionRequest.class, this::recover));
+        server.registerProcessor(Processors.direct(WriteRequest.class, this::write));
+        server.registerProcessor(Processors.direct(ReadRequest.class, this::read));
+        server.registerProcessor(Processors.direct(ScanRequest.class, this::scan));
+        server.registerProcessor(Processors.direct(RegionsRequest.class, this::regions));
+        server.registerProcessor(Processors.direct(TransferLeaderRequest.class, this::transferLeader));
+        server.registerProcessor(Processors.direct(SplitRequest.class, this::split));
+        server.registerProcessor(Processors.direct(io.kvraft.common.proto.KvProto.MergeRequest.class, this::merge));
+        server.registerProcessor(Processors.direct(io.kvraft.common.proto.KvProto.MergeStepRequest.class, this::mergeStep));
+        server.registerProcessor(Processors.direct(io.kvraft.common.proto.KvProto.MoveReplicaRequest.class, this::moveReplica));
+        server.registerProcessor(Processors.direct(io.kvraft.common.proto.KvProto.ReplicaRequest.class, this::replica));
+        server.registerProcessor(Processors.direct(io.kvraft.common.proto.KvProto.RecoverRegionRequest.class, this::recover));
     }
 
     /** Who answers route lookups from the cluster map ({@code RegionsRequest.cluster}): the node's cluster map service. */
@@ -128,43 +127,43 @@ public final class KvHandlers {
         this.clusterRegions = answer;
     }
 
-    public void mover(io.kvraft.server.region.ReplicaMover mover) {
+    public void mover(io.kvraft.server.shape.ReplicaMover mover) {
         this.mover = mover;
     }
 
     /** The answer of a node that is shutting down, or has no part to do an admin operation ("move replicas"). */
     private Error notNow(String doing) {
-        return Responses.error(shuttingDown ? ErrorCode.SHUTTING_DOWN : ErrorCode.UNAVAILABLE,
+        return Errors.of(shuttingDown ? ErrorCode.SHUTTING_DOWN : ErrorCode.UNAVAILABLE,
                 "node " + host.endpoint() + " does not " + doing + " now");
     }
 
-    public void recovery(io.kvraft.server.region.RegionRecovery recovery) {
+    public void recovery(io.kvraft.server.shape.RegionRecovery recovery) {
         this.recovery = recovery;
     }
 
     /** A forced recovery's step on a surviving replica (see RegionRecovery): answered at once. */
-    private void recover(RpcContext ctx, io.kvraft.client.proto.KvProto.RecoverRegionRequest req) {
-        io.kvraft.server.region.RegionRecovery r = recovery;
+    private void recover(RpcContext ctx, io.kvraft.common.proto.KvProto.RecoverRegionRequest req) {
+        io.kvraft.server.shape.RegionRecovery r = recovery;
         if (shuttingDown || r == null) {
-            ctx.sendResponse(io.kvraft.client.proto.KvProto.RecoverRegionResponse.newBuilder()
+            ctx.sendResponse(io.kvraft.common.proto.KvProto.RecoverRegionResponse.newBuilder()
                     .setError(notNow("recover regions")).build());
             return;
         }
         ctx.sendResponse(r.recover(req));
     }
 
-    private void moveReplica(RpcContext ctx, io.kvraft.client.proto.KvProto.MoveReplicaRequest req) {
-        io.kvraft.server.region.ReplicaMover m = mover;
+    private void moveReplica(RpcContext ctx, io.kvraft.common.proto.KvProto.MoveReplicaRequest req) {
+        io.kvraft.server.shape.ReplicaMover m = mover;
         if (shuttingDown || m == null) {
-            ctx.sendResponse(io.kvraft.client.proto.KvProto.MoveReplicaResponse.newBuilder()
+            ctx.sendResponse(io.kvraft.common.proto.KvProto.MoveReplicaResponse.newBuilder()
                     .setError(notNow("move replicas")).build());
             return;
         }
         Runnable done = track();
         m.move(req).whenComplete((resp, e) -> {
             try {
-                ctx.sendResponse(e == null ? resp : io.kvraft.client.proto.KvProto.MoveReplicaResponse.newBuilder()
-                        .setError(Responses.error(ErrorCode.INTERNAL, "move failed: " + e)).build());
+                ctx.sendResponse(e == null ? resp : io.kvraft.common.proto.KvProto.MoveReplicaResponse.newBuilder()
+                        .setError(Errors.of(ErrorCode.INTERNAL, "move failed: " + e)).build());
             } finally {
                 done.run();
             }
@@ -172,24 +171,24 @@ public final class KvHandlers {
     }
 
     /** A step of a replica move asked by the region's leader: start an empty replica here, or drop this node's. */
-    private void replica(RpcContext ctx, io.kvraft.client.proto.KvProto.ReplicaRequest req) {
+    private void replica(RpcContext ctx, io.kvraft.common.proto.KvProto.ReplicaRequest req) {
         Error error = null;
         int id = req.getRegion().getId();
         if (shuttingDown) {
-            error = Responses.error(ErrorCode.SHUTTING_DOWN, "", "node " + host.endpoint() + " is shutting down");
+            error = Errors.of(ErrorCode.SHUTTING_DOWN, "", "node " + host.endpoint() + " is shutting down");
         } else {
             try {
-                if (req.getOp() == io.kvraft.client.proto.KvProto.ReplicaRequest.Op.ADD) {
+                if (req.getOp() == io.kvraft.common.proto.KvProto.ReplicaRequest.Op.ADD) {
                     host.addReplica(req.getRegion());
                 } else {
                     host.dropReplica(id, req.getRegion().getPeersList());
                 }
             } catch (IllegalArgumentException e) {
-                error = Responses.error(ErrorCode.INVALID_ARGUMENT, e.getMessage());
+                error = Errors.of(ErrorCode.INVALID_ARGUMENT, e.getMessage());
             } catch (RuntimeException e) {
                 org.slf4j.LoggerFactory.getLogger(KvHandlers.class).warn("region {}: replica {} failed: {}", id, req.getOp(),
                         e.toString());
-                error = Responses.error(ErrorCode.INTERNAL, "region " + id + ": replica " + req.getOp() + " failed on "
+                error = Errors.of(ErrorCode.INTERNAL, "region " + id + ": replica " + req.getOp() + " failed on "
                         + host.endpoint() + ": " + e.getMessage());
             }
         }
@@ -201,21 +200,21 @@ public final class KvHandlers {
     }
 
     /** A merge step asked by the leader of the region merged into: proposed here when this node leads the region. */
-    private void mergeStep(RpcContext ctx, io.kvraft.client.proto.KvProto.MergeStepRequest req) {
+    private void mergeStep(RpcContext ctx, io.kvraft.common.proto.KvProto.MergeStepRequest req) {
         Region region = host.region(req.getRegionId());
         WriteOpType type = req.getOp().getType();
         Error error = null;
         if (shuttingDown) {
-            error = Responses.error(ErrorCode.SHUTTING_DOWN, "", "node " + host.endpoint() + " is shutting down");
+            error = Errors.of(ErrorCode.SHUTTING_DOWN, "", "node " + host.endpoint() + " is shutting down");
         } else if (region == null) {
-            error = Responses.error(ErrorCode.REGION_NOT_FOUND, "no region " + req.getRegionId() + " on " + host.endpoint());
+            error = Errors.of(ErrorCode.REGION_NOT_FOUND, "no region " + req.getRegionId() + " on " + host.endpoint());
         } else if (type != WriteOpType.PREPARE_MERGE && type != WriteOpType.MERGE_ROLLBACK) {
-            error = Responses.error(ErrorCode.INVALID_ARGUMENT, "a merge step is PREPARE_MERGE or MERGE_ROLLBACK, not " + type);
+            error = Errors.of(ErrorCode.INVALID_ARGUMENT, "a merge step is PREPARE_MERGE or MERGE_ROLLBACK, not " + type);
         } else {
             error = checkLeader(region);
         }
         if (error == null && type == WriteOpType.PREPARE_MERGE && region.moving()) {
-            error = Responses.error(ErrorCode.BUSY, "region " + region.id() + " is moving a replica; merge after that");
+            error = Errors.of(ErrorCode.BUSY, "region " + region.id() + " is moving a replica; merge after that");
         }
         if (error == null && type == WriteOpType.PREPARE_MERGE) {
             java.util.Set<String> mine = new java.util.HashSet<>();
@@ -225,19 +224,19 @@ public final class KvHandlers {
                 error = checkLeader(region);
             }
             if (error == null && !mine.equals(new java.util.HashSet<>(req.getPeersList()))) {
-                error = Responses.error(ErrorCode.INVALID_ARGUMENT, "region " + region.id() + " is on " + mine
+                error = Errors.of(ErrorCode.INVALID_ARGUMENT, "region " + region.id() + " is on " + mine
                         + ", the region it would merge into on " + req.getPeersList() + ": only regions on the same peers merge");
             }
         }
         if (error != null) {
-            ctx.sendResponse(io.kvraft.client.proto.KvProto.MergeStepResponse.newBuilder().setError(error).build());
+            ctx.sendResponse(io.kvraft.common.proto.KvProto.MergeStepResponse.newBuilder().setError(error).build());
             return;
         }
         Runnable done = track();
         region.propose(req.getOp(), (status, changed, state, other) -> {
             try {
-                io.kvraft.client.proto.KvProto.MergeStepResponse.Builder b =
-                        io.kvraft.client.proto.KvProto.MergeStepResponse.newBuilder();
+                io.kvraft.common.proto.KvProto.MergeStepResponse.Builder b =
+                        io.kvraft.common.proto.KvProto.MergeStepResponse.newBuilder();
                 if (status.isOk()) {
                     b.setChanged(changed).setState(state);
                 } else {
@@ -251,22 +250,22 @@ public final class KvHandlers {
     }
 
     /** Where merge requests go (null: they are answered UNAVAILABLE). Set before the node serves. */
-    public void merger(io.kvraft.server.region.Merger merger) {
+    public void merger(io.kvraft.server.shape.Merger merger) {
         this.merger = merger;
     }
 
-    private void merge(RpcContext ctx, io.kvraft.client.proto.KvProto.MergeRequest req) {
-        io.kvraft.server.region.Merger m = merger;
+    private void merge(RpcContext ctx, io.kvraft.common.proto.KvProto.MergeRequest req) {
+        io.kvraft.server.shape.Merger m = merger;
         if (shuttingDown || m == null) {
-            ctx.sendResponse(io.kvraft.client.proto.KvProto.MergeResponse.newBuilder()
+            ctx.sendResponse(io.kvraft.common.proto.KvProto.MergeResponse.newBuilder()
                     .setError(notNow("merge regions")).build());
             return;
         }
         Runnable done = track();
         m.merge(req.getLeftId(), req.getRightId(), req.getLeftEpoch(), req.getRightEpoch()).whenComplete((resp, e) -> {
             try {
-                ctx.sendResponse(e == null ? resp : io.kvraft.client.proto.KvProto.MergeResponse.newBuilder()
-                        .setError(Responses.error(ErrorCode.INTERNAL, "merge failed: " + e)).build());
+                ctx.sendResponse(e == null ? resp : io.kvraft.common.proto.KvProto.MergeResponse.newBuilder()
+                        .setError(Errors.of(ErrorCode.INTERNAL, "merge failed: " + e)).build());
             } finally {
                 done.run();
             }
@@ -274,14 +273,14 @@ public final class KvHandlers {
     }
 
     /** Where split requests go (null: they are answered UNAVAILABLE). Set before the node serves. */
-    public void splitter(io.kvraft.server.region.Splitter splitter) {
+    public void splitter(io.kvraft.server.shape.Splitter splitter) {
         this.splitter = splitter;
     }
 
     private void split(RpcContext ctx, SplitRequest req) {
-        io.kvraft.server.region.Splitter s = splitter;
+        io.kvraft.server.shape.Splitter s = splitter;
         if (shuttingDown || s == null) {
-            ctx.sendResponse(SplitResponse.newBuilder().setError(Responses.error(shuttingDown ? ErrorCode.SHUTTING_DOWN
+            ctx.sendResponse(SplitResponse.newBuilder().setError(Errors.of(shuttingDown ? ErrorCode.SHUTTING_DOWN
                     : ErrorCode.UNAVAILABLE, "node " + host.endpoint() + " does not split regions now")).build());
             return;
         }
@@ -289,7 +288,7 @@ public final class KvHandlers {
         s.split(req.getRegionId(), req.getRegionEpoch(), req.getSplitKey().toByteArray()).whenComplete((resp, e) -> {
             try {
                 ctx.sendResponse(e == null ? resp : SplitResponse.newBuilder()
-                        .setError(Responses.error(ErrorCode.INTERNAL, "split failed: " + e)).build());
+                        .setError(Errors.of(ErrorCode.INTERNAL, "split failed: " + e)).build());
             } finally {
                 done.run();
             }
@@ -381,26 +380,6 @@ public final class KvHandlers {
         };
     }
 
-    /** A processor of {@code type} requests that runs {@code handler} on the connection's thread (it must not block). */
-    public static <T> RpcProcessor<T> processor(Class<T> type, BiConsumer<RpcContext, T> handler) {
-        return new RpcProcessor<>() {
-            @Override
-            public void handleRequest(RpcContext ctx, T request) {
-                handler.accept(ctx, request);
-            }
-
-            @Override
-            public String interest() {
-                return type.getName();
-            }
-
-            @Override
-            public Executor executor() {
-                return DIRECT;
-            }
-        };
-    }
-
     private void write(RpcContext ctx, WriteRequest req) {
         int puts = 0;
         int deletes = 0;
@@ -428,9 +407,9 @@ public final class KvHandlers {
         int bytes = 0;
         if (error == null) {
             if (req.getOpsCount() == 0) {
-                error = Responses.error(ErrorCode.INVALID_ARGUMENT, "empty write batch");
+                error = Errors.of(ErrorCode.INVALID_ARGUMENT, "empty write batch");
             } else if (req.getOpsCount() + req.getReadKeysCount() > limits.maxBatchOps()) {
-                error = Responses.error(ErrorCode.INVALID_ARGUMENT, "batch of " + req.getOpsCount() + " ops"
+                error = Errors.of(ErrorCode.INVALID_ARGUMENT, "batch of " + req.getOpsCount() + " ops"
                         + (req.getReadKeysCount() > 0 ? " and " + req.getReadKeysCount() + " reads" : "")
                         + " exceeds limits.maxBatchOps " + limits.maxBatchOps());
             }
@@ -464,10 +443,10 @@ public final class KvHandlers {
         Region region = host.region(req.getRegionId());
         Error error = checkRegion(region, req.getRegionId(), req.getRegionEpoch(), req.getRegionConfVer());
         if (error == null && req.getKeysCount() == 0) {
-            error = Responses.error(ErrorCode.INVALID_ARGUMENT, "empty read batch");
+            error = Errors.of(ErrorCode.INVALID_ARGUMENT, "empty read batch");
         }
         if (error == null && req.getKeysCount() > limits.maxBatchOps()) {
-            error = Responses.error(ErrorCode.INVALID_ARGUMENT, "batch exceeds limits.maxBatchOps " + limits.maxBatchOps());
+            error = Errors.of(ErrorCode.INVALID_ARGUMENT, "batch exceeds limits.maxBatchOps " + limits.maxBatchOps());
         }
         for (int i = 0; error == null && i < req.getKeysCount(); i++) {
             error = checkKey(region, req.getKeys(i));
@@ -497,7 +476,7 @@ public final class KvHandlers {
             error = checkRange(region, range, req.getStartKey(), req.getEndKey());
         }
         if (error == null && req.getLimit() < 1) {
-            error = Responses.error(ErrorCode.INVALID_ARGUMENT, "scan limit must be at least 1, got " + req.getLimit());
+            error = Errors.of(ErrorCode.INVALID_ARGUMENT, "scan limit must be at least 1, got " + req.getLimit());
         }
         if (error == null) {
             // a lock's time left is told by the leader's lease clock, so lock listings are the leader's
@@ -525,7 +504,7 @@ public final class KvHandlers {
     private void regions(RpcContext ctx, RegionsRequest req) {
         if (shuttingDown) { // so clients take routes, and peers' balancers take their cue, from nodes that stay
             ctx.sendResponse(RegionsResponse.newBuilder().setNode(host.endpoint())
-                    .setError(Responses.error(ErrorCode.SHUTTING_DOWN, "node " + host.endpoint() + " is shutting down"))
+                    .setError(Errors.of(ErrorCode.SHUTTING_DOWN, "node " + host.endpoint() + " is shutting down"))
                     .build());
             closeIfStopped(ctx);
             return;
@@ -538,7 +517,7 @@ public final class KvHandlers {
             // a new data directory waits for the cluster map before it makes its regions (or is making them now): a
             // partial list would look like a key space with gaps; clients ask another node
             ctx.sendResponse(RegionsResponse.newBuilder().setNode(host.endpoint())
-                    .setError(Responses.error(ErrorCode.NO_LEADER, "node " + host.endpoint() + " is starting: it makes"
+                    .setError(Errors.of(ErrorCode.NO_LEADER, "node " + host.endpoint() + " is starting: it makes"
                             + " its regions once the cluster map answers"))
                     .build());
             return;
@@ -560,7 +539,7 @@ public final class KvHandlers {
     private void clusterRegions(RpcContext ctx, RegionsRequest req) {
         java.util.function.Function<RegionsRequest, CompletableFuture<RegionsResponse>> answer = clusterRegions;
         if (answer == null) {
-            ctx.sendResponse(RegionsResponse.newBuilder().setNode(host.endpoint()).setError(Responses.error(
+            ctx.sendResponse(RegionsResponse.newBuilder().setNode(host.endpoint()).setError(Errors.of(
                     ErrorCode.UNAVAILABLE, "node " + host.endpoint() + " has no cluster map to answer from")).build());
             return;
         }
@@ -568,7 +547,7 @@ public final class KvHandlers {
         answer.apply(req).whenComplete((resp, e) -> {
             try {
                 ctx.sendResponse(e == null ? resp : RegionsResponse.newBuilder().setNode(host.endpoint())
-                        .setError(Responses.error(ErrorCode.INTERNAL, "route lookup failed: " + e)).build());
+                        .setError(Errors.of(ErrorCode.INTERNAL, "route lookup failed: " + e)).build());
             } finally {
                 done.run();
             }
@@ -582,7 +561,7 @@ public final class KvHandlers {
                 : checkRegion(region, req.getRegionId(), region == null ? 0 : region.epoch());
         PeerId target = new PeerId();
         if (error == null && (!target.parse(req.getTarget()) || !region.peers().contains(req.getTarget()))) {
-            error = Responses.error(ErrorCode.INVALID_ARGUMENT, "target '" + req.getTarget() + "' is not a peer of region "
+            error = Errors.of(ErrorCode.INVALID_ARGUMENT, "target '" + req.getTarget() + "' is not a peer of region "
                     + req.getRegionId() + " " + region.peers());
         }
         if (error == null) {
@@ -591,7 +570,7 @@ public final class KvHandlers {
         if (error == null) {
             Status st = region.node().transferLeadershipTo(target);
             if (!st.isOk()) {
-                error = Responses.error(ErrorCode.BUSY, region.leaderHint(), "transfer refused: " + st.getErrorMsg());
+                error = Errors.of(ErrorCode.BUSY, region.leaderHint(), "transfer refused: " + st.getErrorMsg());
             }
         }
         AdminResponse.Builder b = AdminResponse.newBuilder();
@@ -614,19 +593,19 @@ public final class KvHandlers {
         if (shuttingDown) {
             // the leader hint sends the client straight to the new leader once this node has handed it over
             String hint = region == null ? "" : region.leaderHint();
-            return Responses.error(ErrorCode.SHUTTING_DOWN, hint.equals(host.endpoint()) ? "" : hint,
+            return Errors.of(ErrorCode.SHUTTING_DOWN, hint.equals(host.endpoint()) ? "" : hint,
                     "node " + host.endpoint() + " is shutting down");
         }
         if (region == null) {
-            return Responses.error(ErrorCode.REGION_NOT_FOUND, "no region " + regionId + " on " + host.endpoint());
+            return Errors.of(ErrorCode.REGION_NOT_FOUND, "no region " + regionId + " on " + host.endpoint());
         }
         long current = region.epoch();
         if (epoch != current) {
-            return Responses.error(ErrorCode.STALE_EPOCH, "region " + regionId + " is at epoch " + current + " "
+            return Errors.of(ErrorCode.STALE_EPOCH, "region " + regionId + " is at epoch " + current + " "
                     + region.range() + ", request has " + epoch);
         }
         if (confVer != 0 && confVer < region.confVer()) {
-            return Responses.error(ErrorCode.STALE_EPOCH, "region " + regionId + "'s replicas changed: conf version "
+            return Errors.of(ErrorCode.STALE_EPOCH, "region " + regionId + "'s replicas changed: conf version "
                     + region.confVer() + " " + region.peers() + ", request has " + confVer);
         }
         if (region.mergingInto() != 0) {
@@ -637,14 +616,14 @@ public final class KvHandlers {
 
     private Error checkKey(Region region, ByteString key) {
         if (key.isEmpty()) {
-            return Responses.error(ErrorCode.INVALID_ARGUMENT, "empty key");
+            return Errors.of(ErrorCode.INVALID_ARGUMENT, "empty key");
         }
         if (key.size() > limits.maxKeyBytes()) {
-            return Responses.error(ErrorCode.INVALID_ARGUMENT,
+            return Errors.of(ErrorCode.INVALID_ARGUMENT,
                     "key of " + key.size() + " bytes exceeds limits.maxKeyBytes " + limits.maxKeyBytes());
         }
         if (!region.range().contains(key.toByteArray())) {
-            return Responses.error(ErrorCode.KEY_OUT_OF_RANGE, "key is outside region " + region.id() + " " + region.range());
+            return Errors.of(ErrorCode.KEY_OUT_OF_RANGE, "key is outside region " + region.id() + " " + region.range());
         }
         return null;
     }
@@ -666,12 +645,12 @@ public final class KvHandlers {
             case GET_SEQUENCE, RESET_SEQUENCE -> {
                 Error error = checkKey(region, op.getKey());
                 if (error == null && op.getType() == WriteOpType.RESET_SEQUENCE
-                        && op.getKey().equals(io.kvraft.server.region.Splitter.REGION_ID_SEQUENCE)) {
-                    error = Responses.error(ErrorCode.INVALID_ARGUMENT, "the sequence of region ids is reserved: it is"
+                        && op.getKey().equals(io.kvraft.server.shape.Splitter.REGION_ID_SEQUENCE)) {
+                    error = Errors.of(ErrorCode.INVALID_ARGUMENT, "the sequence of region ids is reserved: it is"
                             + " never reset, so no region id is handed out twice");
                 }
                 if (error == null && Long.compareUnsigned(op.getStep(), Sequences.MAX_STEP) > 0) {
-                    error = Responses.error(ErrorCode.INVALID_ARGUMENT, "sequence step " + Long.toUnsignedString(op.getStep())
+                    error = Errors.of(ErrorCode.INVALID_ARGUMENT, "sequence step " + Long.toUnsignedString(op.getStep())
                             + " exceeds " + Sequences.MAX_STEP);
                 }
                 return error;
@@ -685,19 +664,19 @@ public final class KvHandlers {
                 return error != null ? error : checkRestoredRecord(op);
             }
             case BACKUP_POINT, SPLIT, CONF_CHANGED -> {
-                return Responses.error(ErrorCode.INVALID_ARGUMENT, "op " + i + ": " + op.getType()
+                return Errors.of(ErrorCode.INVALID_ARGUMENT, "op " + i + ": " + op.getType()
                         + " entries are proposed by region leaders only");
             }
             default -> {
-                return Responses.error(ErrorCode.INVALID_ARGUMENT, "op " + i + " has an unknown type " + op.getTypeValue());
+                return Errors.of(ErrorCode.INVALID_ARGUMENT, "op " + i + " has an unknown type " + op.getTypeValue());
             }
         }
         if (op.getType() != WriteOpType.DELETE && op.getValue().size() > limits.maxValueBytes()) {
-            return Responses.error(ErrorCode.INVALID_ARGUMENT,
+            return Errors.of(ErrorCode.INVALID_ARGUMENT,
                     "value of " + op.getValue().size() + " bytes exceeds limits.maxValueBytes " + limits.maxValueBytes());
         }
         if (op.getType() == WriteOpType.COMPARE_AND_PUT && op.getExpect().size() > limits.maxValueBytes()) {
-            return Responses.error(ErrorCode.INVALID_ARGUMENT, "expected value exceeds limits.maxValueBytes");
+            return Errors.of(ErrorCode.INVALID_ARGUMENT, "expected value exceeds limits.maxValueBytes");
         }
         if (op.getGroupSize() > 1) {
             return checkGroup(req, i);
@@ -708,18 +687,18 @@ public final class KvHandlers {
     /** A RESTORE_COORD's value: a CoordRecord (of sane size) whose counters are numbers a sequence or lock can reach. */
     private Error checkRestoredRecord(WriteOp op) {
         if (op.getValue().size() > limits.maxValueBytes()) {
-            return Responses.error(ErrorCode.INVALID_ARGUMENT,
+            return Errors.of(ErrorCode.INVALID_ARGUMENT,
                     "value of " + op.getValue().size() + " bytes exceeds limits.maxValueBytes " + limits.maxValueBytes());
         }
         CoordRecord record;
         try {
             record = CoordRecord.parseFrom(op.getValue());
         } catch (com.google.protobuf.InvalidProtocolBufferException e) {
-            return Responses.error(ErrorCode.INVALID_ARGUMENT, "a restored system record must be a CoordRecord: "
+            return Errors.of(ErrorCode.INVALID_ARGUMENT, "a restored system record must be a CoordRecord: "
                     + e.getMessage());
         }
         if (record.getNextSequence() < 0 || record.getLockToken() < 0 || record.getLockTokenFloor() < 0) {
-            return Responses.error(ErrorCode.INVALID_ARGUMENT, "a restored system record's next_sequence and lock_token"
+            return Errors.of(ErrorCode.INVALID_ARGUMENT, "a restored system record's next_sequence and lock_token"
                     + " must be below 2^63");
         }
         return null;
@@ -728,16 +707,16 @@ public final class KvHandlers {
     /** A lock op's holder, lease and token: present where the op needs them, and of sane size. */
     private static Error checkLockOp(WriteOp op) {
         if (op.getHolder().isEmpty() || op.getHolder().size() > Locks.MAX_HOLDER_BYTES) {
-            return Responses.error(ErrorCode.INVALID_ARGUMENT, "lock holder must have 1 to " + Locks.MAX_HOLDER_BYTES
+            return Errors.of(ErrorCode.INVALID_ARGUMENT, "lock holder must have 1 to " + Locks.MAX_HOLDER_BYTES
                     + " bytes, got " + op.getHolder().size());
         }
         if (op.getType() != WriteOpType.LOCK_RELEASE
                 && (op.getLeaseMs() == 0 || Long.compareUnsigned(op.getLeaseMs(), Locks.MAX_LEASE_MS) > 0)) {
-            return Responses.error(ErrorCode.INVALID_ARGUMENT, "lock lease must be 1 to " + Locks.MAX_LEASE_MS
+            return Errors.of(ErrorCode.INVALID_ARGUMENT, "lock lease must be 1 to " + Locks.MAX_LEASE_MS
                     + " ms, got " + Long.toUnsignedString(op.getLeaseMs()));
         }
         if (op.getType() != WriteOpType.LOCK_ACQUIRE && op.getToken() == 0) {
-            return Responses.error(ErrorCode.INVALID_ARGUMENT, "a lock renewal or release needs the holding's fencing token");
+            return Errors.of(ErrorCode.INVALID_ARGUMENT, "a lock renewal or release needs the holding's fencing token");
         }
         return null;
     }
@@ -747,21 +726,21 @@ public final class KvHandlers {
         WriteOp op = req.getOps(first);
         int size = op.getGroupSize();
         if (op.getType() != WriteOpType.COMPARE_AND_PUT) {
-            return Responses.error(ErrorCode.INVALID_ARGUMENT, "op " + first + ": only compare-and-puts form groups");
+            return Errors.of(ErrorCode.INVALID_ARGUMENT, "op " + first + ": only compare-and-puts form groups");
         }
         if ((long) first + size > req.getOpsCount()) {
-            return Responses.error(ErrorCode.INVALID_ARGUMENT, "op " + first + " opens a group of " + size
+            return Errors.of(ErrorCode.INVALID_ARGUMENT, "op " + first + " opens a group of " + size
                     + " ops, but the request has only " + (req.getOpsCount() - first) + " from there");
         }
         java.util.Set<ByteString> keys = new java.util.HashSet<>();
         for (int j = first; j < first + size; j++) {
             WriteOp member = req.getOps(j);
             if (member.getType() != WriteOpType.COMPARE_AND_PUT || (j > first && member.getGroupSize() > 1)) {
-                return Responses.error(ErrorCode.INVALID_ARGUMENT, "op " + j + " in the group opened by op " + first
+                return Errors.of(ErrorCode.INVALID_ARGUMENT, "op " + j + " in the group opened by op " + first
                         + " is not a plain compare-and-put");
             }
             if (!keys.add(member.getKey())) {
-                return Responses.error(ErrorCode.INVALID_ARGUMENT, "the group opened by op " + first
+                return Errors.of(ErrorCode.INVALID_ARGUMENT, "the group opened by op " + first
                         + " names a key twice");
             }
         }
@@ -774,14 +753,14 @@ public final class KvHandlers {
      */
     private Error checkRange(Region region, KeyRange range, ByteString start, ByteString end) {
         if (start.size() > limits.maxKeyBytes() + 1 || end.size() > limits.maxKeyBytes() + 1) {
-            return Responses.error(ErrorCode.INVALID_ARGUMENT, "a range bound exceeds limits.maxKeyBytes "
+            return Errors.of(ErrorCode.INVALID_ARGUMENT, "a range bound exceeds limits.maxKeyBytes "
                     + limits.maxKeyBytes() + " + 1");
         }
         if (range.isEmpty()) {
-            return Responses.error(ErrorCode.INVALID_ARGUMENT, "range start is not below its end: " + range);
+            return Errors.of(ErrorCode.INVALID_ARGUMENT, "range start is not below its end: " + range);
         }
         if (!region.range().covers(range)) {
-            return Responses.error(ErrorCode.KEY_OUT_OF_RANGE, "range " + range + " is not inside region "
+            return Errors.of(ErrorCode.KEY_OUT_OF_RANGE, "range " + range + " is not inside region "
                     + region.id() + " " + region.range());
         }
         return null;
@@ -792,7 +771,7 @@ public final class KvHandlers {
         return switch (mode) {
             case READ_INDEX, LEADER_LEASE -> checkLeader(region);
             case FOLLOWER, STALE -> null;
-            default -> Responses.error(ErrorCode.INVALID_ARGUMENT, "unknown read mode " + mode);
+            default -> Errors.of(ErrorCode.INVALID_ARGUMENT, "unknown read mode " + mode);
         };
     }
 
@@ -819,11 +798,11 @@ public final class KvHandlers {
             // jraft refuses writes while it hands the leadership over (0.1-0.3 s) and names itself the leader: the
             // client went straight back, three times, then paused 10, 20, 40 ... 320 ms, and its writes waited well
             // after the new leader was there. No leader is the truth for that moment: the request waits here for it.
-            return Responses.error(ErrorCode.NO_LEADER, "", "region " + region.id() + ": its leadership is moving to "
+            return Errors.of(ErrorCode.NO_LEADER, "", "region " + region.id() + ": its leadership is moving to "
                     + "another node");
         }
         String hint = region.leaderHint();
-        return Responses.error(hint.isEmpty() ? ErrorCode.NO_LEADER : ErrorCode.NOT_LEADER, hint,
+        return Errors.of(hint.isEmpty() ? ErrorCode.NO_LEADER : ErrorCode.NOT_LEADER, hint,
                 "this node does not lead region " + region.id() + " (" + region.raftState() + ")");
     }
 }

@@ -1,7 +1,7 @@
 package io.kvraft.server.config;
 
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.client.config.ConfigException;
+import io.kvraft.common.config.ConfigException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;

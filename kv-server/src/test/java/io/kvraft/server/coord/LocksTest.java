@@ -1,9 +1,9 @@
 package io.kvraft.server.coord;
 
 import com.google.protobuf.ByteString;
-import io.kvraft.client.proto.KvProto.CoordRecord;
-import io.kvraft.client.proto.KvProto.LockInfo;
-import io.kvraft.client.proto.KvProto.WriteBatch;
+import io.kvraft.common.proto.KvProto.CoordRecord;
+import io.kvraft.common.proto.KvProto.LockInfo;
+import io.kvraft.common.proto.KvProto.WriteBatch;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;

@@ -1,6 +1,6 @@
 package io.kvraft.server.coord;
 
-import io.kvraft.client.proto.KvProto.CoordRecord;
+import io.kvraft.common.proto.KvProto.CoordRecord;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;

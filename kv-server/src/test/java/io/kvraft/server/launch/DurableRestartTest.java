@@ -3,7 +3,6 @@ package io.kvraft.server.launch;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.KvClients;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.server.InProcessCluster;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;

@@ -1,13 +1,13 @@
 package io.kvraft.server.launch;
 
 import com.google.protobuf.ByteString;
-import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.client.proto.KvProto.RegionsRequest;
-import io.kvraft.client.proto.KvProto.RegionsResponse;
-import io.kvraft.client.proto.KvProto.WriteOp;
-import io.kvraft.client.proto.KvProto.WriteOpType;
-import io.kvraft.client.proto.KvProto.WriteRequest;
-import io.kvraft.client.rpc.Transport;
+import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.proto.KvProto.RegionsRequest;
+import io.kvraft.common.proto.KvProto.RegionsResponse;
+import io.kvraft.common.proto.KvProto.WriteOp;
+import io.kvraft.common.proto.KvProto.WriteOpType;
+import io.kvraft.common.proto.KvProto.WriteRequest;
+import io.kvraft.common.rpc.Transport;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

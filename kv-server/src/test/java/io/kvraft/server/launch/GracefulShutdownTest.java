@@ -2,11 +2,11 @@ package io.kvraft.server.launch;
 
 import io.kvraft.client.KvClient;
 import io.kvraft.client.KvClients;
-import io.kvraft.client.KvException;
+import io.kvraft.common.KvException;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.client.proto.KvProto.RegionsRequest;
-import io.kvraft.client.proto.KvProto.RegionsResponse;
-import io.kvraft.client.rpc.Transport;
+import io.kvraft.common.proto.KvProto.RegionsRequest;
+import io.kvraft.common.proto.KvProto.RegionsResponse;
+import io.kvraft.common.rpc.Transport;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -2,11 +2,11 @@ package io.kvraft.server.launch;
 
 import io.kvraft.client.KvClient;
 import io.kvraft.client.KvClients;
-import io.kvraft.client.KvException;
+import io.kvraft.common.KvException;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.client.config.ConfigException;
-import io.kvraft.client.config.TlsConfig;
-import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.common.config.ConfigException;
+import io.kvraft.common.config.TlsConfig;
+import io.kvraft.common.proto.KvProto.ErrorCode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

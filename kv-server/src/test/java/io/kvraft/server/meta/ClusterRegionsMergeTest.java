@@ -1,9 +1,9 @@
 package io.kvraft.server.meta;
 
 import com.google.protobuf.ByteString;
-import io.kvraft.client.proto.KvProto.NodeReport;
-import io.kvraft.client.proto.KvProto.RegionInfo;
-import io.kvraft.client.route.RegionViews;
+import io.kvraft.common.proto.KvProto.NodeReport;
+import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.RegionViews;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;

@@ -157,8 +157,8 @@ class MetricsEndpointTest {
             assertThat(sum(all, "kv_request_seconds_sum", t)).as(type).isPositive();
         }
         // every error code is exported from the start (0 until it happens), so rate() sees its first error
-        for (var code : io.kvraft.client.proto.KvProto.ErrorCode.values()) {
-            if (code != io.kvraft.client.proto.KvProto.ErrorCode.OK && code != io.kvraft.client.proto.KvProto.ErrorCode.UNRECOGNIZED) {
+        for (var code : io.kvraft.common.proto.KvProto.ErrorCode.values()) {
+            if (code != io.kvraft.common.proto.KvProto.ErrorCode.OK && code != io.kvraft.common.proto.KvProto.ErrorCode.UNRECOGNIZED) {
                 assertThat(beforeLoad).as(code.name()).containsPattern("(?m)^kv_errors_total\\{code=\"" + code + "\",} 0\\.0$");
             }
         }

@@ -1,8 +1,8 @@
 package io.kvraft.server.region;
 
 import io.kvraft.client.KvClient;
-import io.kvraft.client.proto.KvProto.WriteOp;
-import io.kvraft.client.proto.KvProto.WriteOpType;
+import io.kvraft.common.proto.KvProto.WriteOp;
+import io.kvraft.common.proto.KvProto.WriteOpType;
 import io.kvraft.server.IdempotentWrites;
 import io.kvraft.server.InProcessCluster;
 import io.kvraft.server.config.ServerConfig;

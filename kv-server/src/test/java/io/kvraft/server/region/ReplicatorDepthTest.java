@@ -1,8 +1,9 @@
 package io.kvraft.server.region;
 
+import io.kvraft.server.host.RaftOptionsFactory;
+
 import com.alipay.sofa.jraft.Node;
 import com.alipay.sofa.jraft.RaftGroupService;
-import com.alipay.sofa.jraft.Status;
 import com.alipay.sofa.jraft.core.StateMachineAdapter;
 import com.alipay.sofa.jraft.entity.PeerId;
 import com.alipay.sofa.jraft.entity.Task;
@@ -17,7 +18,6 @@ import com.alipay.sofa.jraft.rpc.RpcRequests.RequestVoteResponse;
 import com.alipay.sofa.jraft.rpc.RpcServer;
 import com.alipay.sofa.jraft.util.Endpoint;
 import com.alipay.sofa.jraft.util.RpcFactoryHelper;
-import io.kvraft.server.InProcessCluster;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.config.ServerConfig.BalanceConfig;
 import io.kvraft.server.config.ServerConfig.ClusterConfig;

@@ -1,6 +1,6 @@
 package io.kvraft.server.region;
 
-import io.kvraft.client.proto.KvProto.WriteBatch;
+import io.kvraft.common.proto.KvProto.WriteBatch;
 import io.kvraft.server.coord.Locks;
 
 /** Package-private pieces of the region for tests elsewhere. */

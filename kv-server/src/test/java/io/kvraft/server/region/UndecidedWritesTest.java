@@ -1,7 +1,7 @@
 package io.kvraft.server.region;
 
-import io.kvraft.client.proto.KvProto.Error;
-import io.kvraft.client.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto.Error;
+import io.kvraft.common.proto.KvProto.ErrorCode;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
