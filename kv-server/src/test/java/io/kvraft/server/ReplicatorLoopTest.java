@@ -44,7 +44,7 @@ class ReplicatorLoopTest {
         try (InProcessCluster cluster = InProcessCluster.start(3, 3, dir, "memory", RaftConfig.LOG_SHARED,
                 c -> c.withBalance(new BalanceConfig(false, null, null)));
              LogCapture jraftLog = LogCapture.of("com.alipay.sofa.jraft.core.Replicator");
-             LogCapture ourLog = LogCapture.of("io.kvraft.server.region")) {
+             LogCapture ourLog = LogCapture.of("io.kvraft.server")) {
             await().atMost(30, SECONDS).until(cluster::allRegionsLed);
             KvClient client = cluster.client();
             // region 1, led by node 1 or 2 (the old leader, A); the other of the two is B; node 3 is wiped

@@ -46,7 +46,7 @@ class SnapshotInstallTest {
     @ValueSource(strings = {"memory", "rocksdb"})
     void when_aWipedNodeRestartsAfterTheLogsWereTruncated_then_itInstallsSnapshotsAndCatchesUp(String engine) throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(3, 24, dir, engine);
-             LogCapture log = LogCapture.of("io.kvraft.server.region")) {
+             LogCapture log = LogCapture.of("io.kvraft.server")) {
             cluster.awaitBalanced(120);
             KvClient c = cluster.client();
             List<RegionInfo> regions = c.regions().join();
