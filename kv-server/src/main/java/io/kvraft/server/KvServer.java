@@ -7,7 +7,9 @@ import io.kvraft.server.metrics.NodeMetrics;
 import io.kvraft.server.balance.LeaderBalancer;
 import io.kvraft.server.region.Region;
 import io.kvraft.server.host.RegionHost;
-import io.kvraft.server.rpc.KvHandlers;
+import io.kvraft.server.rpc.AdminHandlers;
+import io.kvraft.server.rpc.DataHandlers;
+import io.kvraft.server.rpc.RequestGate;
 import io.kvraft.server.store.KvStore;
 import io.kvraft.server.store.MemoryStore;
 import io.kvraft.server.store.RocksStore;
@@ -44,7 +46,8 @@ public final class KvServer implements AutoCloseable {
     private final KvStore store;
     private final ScheduledExecutorService housekeeping;
     private final RegionHost host;
-    private final KvHandlers handlers;
+    /** Whether the node takes requests, and how many it has in flight. */
+    private final RequestGate gate;
     private final io.kvraft.server.backup.BackupSessions backups;
     private final java.util.concurrent.ExecutorService backupPages;
     /** A backup session nobody reads for this long is closed (a killed client then pins nothing). */
@@ -99,8 +102,8 @@ public final class KvServer implements AutoCloseable {
             store.close();
             throw e;
         }
-        this.handlers = new KvHandlers(host, store, config.limits(), metrics.kv(), config.metrics().port(), storeId);
-        host.registerHandlers(handlers::register);
+        this.gate = new RequestGate(host);
+        host.registerHandlers(new DataHandlers(host, gate, config.limits(), metrics.kv())::register);
         this.backups = new io.kvraft.server.backup.BackupSessions(System::nanoTime, BACKUP_SESSION_IDLE_MS,
                 MAX_BACKUP_SESSIONS);
         this.backupPages = Executors.newSingleThreadExecutor(r -> {
@@ -108,7 +111,7 @@ public final class KvServer implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-        host.registerHandlers(new io.kvraft.server.rpc.BackupHandlers(handlers, backups, backupPages)::register);
+        host.registerHandlers(new io.kvraft.server.rpc.BackupHandlers(host, gate, config.limits(), storeId, backups, backupPages)::register);
         this.beats = config.raft().nodeHeartbeats() ? new io.kvraft.server.NodeBeats(host, peerProbe,
                 config.raft().electionTimeoutMs() / config.raft().electionHeartbeatFactor()) : null;
         if (beats != null) {
@@ -123,10 +126,8 @@ public final class KvServer implements AutoCloseable {
         this.splitter = new io.kvraft.server.shape.Splitter(host, store,
                 io.kvraft.server.shape.Splitter.fromSequence(leaderCalls::takeNumber), config.split(),
                 config.limits().maxKeyBytes(), System::currentTimeMillis, splitWork);
-        handlers.splitter(splitter);
         this.merger = new io.kvraft.server.shape.Merger(host, store, config.merge(), config.split(), peerProbe, splitWork,
                 2L * config.raft().electionTimeoutMs());
-        handlers.merger(merger);
         this.moveWork = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "kv-move");
             t.setDaemon(true);
@@ -134,14 +135,13 @@ public final class KvServer implements AutoCloseable {
         });
         this.mover = new io.kvraft.server.shape.ReplicaMover(host, peerProbe, moveWork, MOVE_CATCH_UP_MS,
                 Long.getLong(STRAY_LEARNER_MS, 60_000L), System::nanoTime);
-        handlers.mover(mover);
         this.meta = new io.kvraft.server.meta.MetaService(config, host, host.rpcServer(), peerProbe,
                 () -> leaderCalls, housekeeping, storeId,
                 why -> onRefused.accept(why));
-        handlers.clusterRegions(meta::clusterRegions);
-        handlers.recovery(new io.kvraft.server.shape.RegionRecovery(host, meta::nodeState,
-                config.raft().startupElectionTimeoutMs()));
-        metrics.bind(host, handlers::inFlight);
+        host.registerHandlers(new AdminHandlers(host, gate, config.metrics().port(), storeId, splitter, merger, mover,
+                new io.kvraft.server.shape.RegionRecovery(host, meta::nodeState, config.raft().startupElectionTimeoutMs()),
+                meta::clusterRegions)::register);
+        metrics.bind(host, gate::inFlight);
     }
 
     public static KvServer start(ServerConfig config) throws IOException {
@@ -293,16 +293,16 @@ public final class KvServer implements AutoCloseable {
         long start = System.nanoTime();
         long budget = TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         LOG.info("shutdown 1/4: node {} refuses new requests", config.endpoint());
-        handlers.beginShutdown();
+        gate.beginShutdown();
         ScheduledFuture<?> b = balancer;
         if (b != null) {
             b.cancel(false);
         }
         long drainDeadline = start + budget * 3 / 10;
-        while (handlers.inFlight() > 0 && System.nanoTime() - drainDeadline < 0) {
+        while (gate.inFlight() > 0 && System.nanoTime() - drainDeadline < 0) {
             LockSupport.parkNanos(5_000_000L); // no completion signal for "all answered": poll
         }
-        long left = handlers.inFlight();
+        long left = gate.inFlight();
         LOG.info("shutdown 2/4: {}", left == 0 ? "requests in flight answered"
                 : left + " requests still in flight after " + ms(start) + " ms; they fail with the node");
         LeaderHandoff.Result handoff = LeaderHandoff.run(host, this::servingPeers, start + budget * 6 / 10);
@@ -323,7 +323,7 @@ public final class KvServer implements AutoCloseable {
             return;
         }
         closed = true;
-        handlers.beginShutdown();
+        gate.beginShutdown();
         housekeeping.shutdownNow();
         if (beats != null) {
             beats.close();
@@ -333,7 +333,7 @@ public final class KvServer implements AutoCloseable {
         metrics.close();
         meta.close();
         host.close();
-        handlers.stopped(); // connections it still has are closed as they ask: a node started again on the port takes them
+        gate.stopped(); // connections it still has are closed as they ask: a node started again on the port takes them
         backups.close(); // before the store: a capture may pin a RocksDB snapshot
         backupPages.shutdownNow();
         peerProbe.close();

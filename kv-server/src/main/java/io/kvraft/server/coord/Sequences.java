@@ -12,6 +12,13 @@ import io.kvraft.common.proto.KvProto.CoordResult;
  */
 public final class Sequences {
 
+    /**
+     * The sequence region ids come from when regions split: reserved, never reset, so no region id is handed out
+     * twice, whichever node splits.
+     */
+    public static final com.google.protobuf.ByteString REGION_IDS =
+            com.google.protobuf.ByteString.copyFrom("\u0000kv/region-ids", java.nio.charset.StandardCharsets.US_ASCII);
+
     /** The most numbers one call may take: more is a mistake, not a need (INVALID_ARGUMENT on the leader). */
     public static final long MAX_STEP = 1L << 40;
 

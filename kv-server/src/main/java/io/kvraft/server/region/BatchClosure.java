@@ -25,7 +25,7 @@ final class BatchClosure implements Closure, UndecidedWrites.Write {
     private final Runnable coalescerDone;
     private final Region region;
     /** Reads that arrived before this entry was proposed: answered once it is applied. */
-    private final List<Region.PendingRead> reads;
+    private final List<PendingRead> reads;
     /** Whether the answers carry the value each op found (the entry has a GET_AND_PUT or PUT_IF_ABSENT). */
     final boolean returnsValues;
     boolean[] results;
@@ -39,7 +39,7 @@ final class BatchClosure implements Closure, UndecidedWrites.Write {
     boolean[] outOfRange;
     private final long proposedNanos = System.nanoTime();
 
-    BatchClosure(WriteBatch batch, boolean returnsValues, List<WriteProposal> proposals, List<Region.PendingRead> reads,
+    BatchClosure(WriteBatch batch, boolean returnsValues, List<WriteProposal> proposals, List<PendingRead> reads,
                  Region region, Runnable coalescerDone) {
         this.batch = batch;
         this.proposals = proposals;
@@ -56,15 +56,15 @@ final class BatchClosure implements Closure, UndecidedWrites.Write {
         try {
             if (status.isOk()) {
                 answerApplied();
-                region.serve(reads);
+                region.reads().serve(reads);
             } else {
-                region.failed(this, status); // answers now, or once the entry's fate in the log is known
-                region.readIndex(reads, ReadOnlyOption.ReadOnlySafe); // answers them, or says who leads now
+                region.writes().failed(this, status); // answers now, or once the entry's fate in the log is known
+                region.reads().readIndex(reads, ReadOnlyOption.ReadOnlySafe); // answers them, or says who leads now
             }
         } finally {
-            region.onProposalDone();
+            region.reads().onProposalDone();
             coalescerDone.run(); // may propose the next entry, which takes the reads waiting meanwhile
-            region.flushWaitingReads();
+            region.reads().flushWaitingReads();
         }
     }
 
@@ -92,7 +92,7 @@ final class BatchClosure implements Closure, UndecidedWrites.Write {
                 }
             }
             if (!p.readKeys().isEmpty()) {
-                region.serveRiders(p.readKeys(), b);
+                region.reads().serveRiders(p.readKeys(), b);
             }
             p.reply().accept(b.build());
         }

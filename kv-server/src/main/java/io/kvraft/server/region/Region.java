@@ -6,47 +6,28 @@ import io.kvraft.server.raft.ReplicatorLoopBreaker;
 import com.alipay.sofa.jraft.Node;
 import com.alipay.sofa.jraft.RaftGroupService;
 import com.alipay.sofa.jraft.Status;
-import com.alipay.sofa.jraft.closure.ReadIndexClosure;
 import com.alipay.sofa.jraft.entity.PeerId;
-import com.alipay.sofa.jraft.entity.Task;
 import com.alipay.sofa.jraft.error.RaftError;
 import com.alipay.sofa.jraft.option.NodeOptions;
-import com.alipay.sofa.jraft.option.RaftOptions;
-import com.alipay.sofa.jraft.option.ReadOnlyOption;
 import com.alipay.sofa.jraft.rpc.RpcServer;
-import io.kvraft.common.Coalescer;
 import io.kvraft.common.proto.KvProto.Error;
 import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.ReadMode;
-import io.kvraft.common.proto.KvProto.ReadResponse;
-import io.kvraft.common.proto.KvProto.Pair;
 import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.common.proto.KvProto.RegionState;
-import io.kvraft.common.proto.KvProto.ScanResponse;
-import io.kvraft.common.proto.KvProto.Value;
-import io.kvraft.common.proto.KvProto.WriteBatch;
 import io.kvraft.common.proto.KvProto.WriteOp;
-import io.kvraft.common.proto.KvProto.WriteResponse;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
 import io.kvraft.common.Errors;
 import io.kvraft.server.store.KeyRange;
 import io.kvraft.server.store.KvStore;
-import io.kvraft.server.store.ScanPage;
-import com.google.protobuf.ByteString;
 
-import java.nio.ByteBuffer;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.function.Consumer;
-import java.util.function.LongSupplier;
 
 /**
- * One region on one node: its jraft group, its state machine, and the leader's write coalescer
- * that turns concurrent client requests into one log entry each time the previous one commits.
+ * One region on one node: its jraft group and state machine, its replicated state (range, epoch, voters), and what
+ * this replica knows of its leadership. Its write path ({@link Writes}) and read paths ({@link Reads}) hang off it.
  */
 public final class Region {
 
@@ -64,29 +45,24 @@ public final class Region {
     private final java.util.Set<String> replicators = java.util.concurrent.ConcurrentHashMap.newKeySet();
     /** What node heartbeats tell of this replica (raft.nodeHeartbeats); null when they are off. */
     private final QuietRegions.Replica quiet;
-    private final Coalescer<WriteProposal> proposer;
-    /** Writes whose leader stepped down before their entry committed, waiting for its fate in the log. */
-    private final UndecidedWrites undecided;
     /** Requests held here while this replica knows no leader (see {@link #awaitLeader}). */
     private final LeaderWaits leaderWaits;
+    /** The replica's election timeouts until it first knows a leader. */
+    private final StartupElection election;
+    /** The leader's write path: client writes coalesced into log entries, and the entries that change the shape. */
+    private final Writes writes;
+    /** Gets, scans and lock listings, each served once the store is fresh enough for its read mode. */
+    private final Reads reads;
     /** The longest a request is held for the region's leader; the client's own pause after NO_LEADER is 10-100 ms. */
     static final long LEADER_WAIT_MS = 150;
     /** The most requests held per region; more are answered NO_LEADER at once. */
     static final int LEADER_WAIT_CAPACITY = 16_384;
-    /** Names this node's entries within a term it leads (see {@link UndecidedWrites}). */
-    private final AtomicLong proposalIds = new AtomicLong();
     /** Write ops this node applied as the region's leader, and keys read and scan pages it served: the node's counts are their sums. */
     private final LongAdder writeOps = new LongAdder();
     private final LongAdder readOps = new LongAdder();
-    private final Runnable onLeaderKnown;
-    private final AtomicBoolean startupTimeoutCleared = new AtomicBoolean();
     private final RegionTimings timings;
 
     private volatile Node node;
-    /** The lease clock: monotonic ms of this node, stamped into every entry it proposes as leader. */
-    private final LongSupplier leaseClockMs = () -> System.nanoTime() / 1_000_000L;
-    /** The term this node last began to lead and when, on the lease clock: one value, swapped whole. */
-    private volatile TermStart termStart = new TermStart(0, 0);
 
     /** The region's state and its range, decoded once. */
     public record Shape(RegionState state, KeyRange range) {
@@ -145,25 +121,7 @@ public final class Region {
          */
         void retire(int regionId, Region into, long index);
     }
-
-    /** When this node's leadership of a term began, on its lease clock. */
-    record TermStart(long term, long startMs) {
-    }
-    /** A first campaign's election timeout and random delay ({@link #campaignFirst}); 0 = the options' own. */
-    private int firstCampaignMs;
-    private int firstCampaignDelayMs;
-    /** jraft's delay to restore once the region has a leader, when this replica campaigned first; 0 = none. */
-    private int normalElectionDelayMs;
-    /** Orders setting the first campaign's timeout against the region's first leader (which ends it). */
-    private final Object firstCampaignLock = new Object();
-    private final Object readLock = new Object();
     private final KvStore store;
-    /** Reads that arrived while an entry was in flight; they ride on the next one. Guarded by readLock. */
-    private List<PendingRead> waitingReads = new ArrayList<>();
-    /** Guarded by readLock. */
-    private int proposalsInFlight;
-    /** Off only to compare (-Dkv.readsRideWrites=false): every read then takes a ReadIndex round. */
-    private static final boolean READS_RIDE_WRITES = Boolean.parseBoolean(System.getProperty("kv.readsRideWrites", "true"));
 
     public Region(RegionState state, List<String> peers, KvStore store, PeerId self, NodeOptions options, RpcServer rpcServer,
            RaftConfig raft, Runnable onLeaderKnown, Splits splits, ScheduledExecutorService timer, RegionTimings timings) {
@@ -172,7 +130,7 @@ public final class Region {
         this.peers = List.copyOf(peers);
         this.shape = Shape.of(state);
         this.splits = splits;
-        this.onLeaderKnown = onLeaderKnown;
+        this.election = new StartupElection(onLeaderKnown);
         this.store = store;
         this.fsm = new RegionStateMachine(this, store);
         options.setFsm(fsm);
@@ -200,14 +158,9 @@ public final class Region {
                     }
                 }, raft.electionTimeoutMs(), raft.electionTimeoutMs() / raft.electionHeartbeatFactor(), System::nanoTime)
                 : null;
-        this.proposer = new Coalescer<>(raft.maxProposalsInflight(), raft.maxRequestsPerEntry(), 64 << 20,
-                Integer.MAX_VALUE, WriteProposal::bytes, this::propose);
         this.leaderWaits = new LeaderWaits(id, timer, LEADER_WAIT_MS, LEADER_WAIT_CAPACITY, System::nanoTime);
-        this.undecided = new UndecidedWrites(id, timer, raft.electionTimeoutMs(),
-                () -> errorOf(new Status(RaftError.EPERM, "the leader stepped down before the write's entry committed;"
-                        + " nothing of it was written")),
-                why -> Errors.of(ErrorCode.TIMEOUT, leaderHint(), "region " + id
-                        + ": outcome unknown: the leader stepped down before the entry committed, and " + why));
+        this.reads = new Reads(this, store);
+        this.writes = new Writes(this, raft, timer);
     }
 
     public static String groupId(int regionId) {
@@ -221,8 +174,7 @@ public final class Region {
      * period from the options' values, and short ones there would last as long as the group.
      */
     public void campaignFirst(int timeoutMs, int delayMs) {
-        this.firstCampaignMs = timeoutMs;
-        this.firstCampaignDelayMs = delayMs;
+        election.campaignFirst(timeoutMs, delayMs);
     }
 
     public void start() {
@@ -236,15 +188,7 @@ public final class Region {
             throw new IllegalStateException("region " + id + ": raft group failed to start");
         }
         Node started = node;
-        synchronized (firstCampaignLock) {
-            // not when a leader is known already (another replica's TimeoutNow can come as the group starts)
-            if (firstCampaignMs > 0 && !startupTimeoutCleared.get()) {
-                RaftOptions raftOptions = started.getOptions().getRaftOptions();
-                normalElectionDelayMs = raftOptions.getMaxElectionDelayMs();
-                raftOptions.setMaxElectionDelayMs(firstCampaignDelayMs); // jraft reads it at each timer's next round
-                started.resetElectionTimeoutMs(firstCampaignMs); // the heartbeat interval stays: replicators keep theirs
-            }
-        }
+        election.started(started);
         started.addReplicatorStateListener(new com.alipay.sofa.jraft.core.Replicator.ReplicatorStateListener() {
             // jraft makes a leader's replicators when it becomes leader, before its first entry commits (and
             // onLeaderStart): the start-up election timeout ends here, so that a new leader whose followers answer
@@ -252,7 +196,7 @@ public final class Region {
             @Override
             public void onCreated(PeerId peer) {
                 replicators.add(peer.getEndpoint().toString());
-                leaderKnownOnce();
+                election.leaderKnown(started);
             }
 
             @Override
@@ -275,11 +219,7 @@ public final class Region {
         if (quiet != null) {
             QuietRegions.unregister(quiet);
         }
-        undecided.giveUp("the region stopped on this node");
-    }
-
-    UndecidedWrites undecided() {
-        return undecided;
+        writes.undecided().giveUp("the region stopped on this node");
     }
 
     public void join() throws InterruptedException {
@@ -436,131 +376,6 @@ public final class Region {
         return leader == null || leader.isEmpty() ? "" : leader.getEndpoint().toString();
     }
 
-    /** Write requests queued for the next log entry (the leader's proposal queue depth). */
-    public int queuedWriteRequests() {
-        return proposer.pending();
-    }
-
-    /** Reads waiting for the log entry in flight to commit. */
-    public int queuedReads() {
-        synchronized (readLock) {
-            return waitingReads.size();
-        }
-    }
-
-    // ---- writes -------------------------------------------------------------------------------
-
-    /**
-     * Queues validated writes for the next log entry (only called on the leader) and, once their entry is applied,
-     * answers the gets of {@code readKeys} (may be empty) from the store in the same response: the entry leaves after
-     * the request arrived and commits in this leader's term, which proves what a ReadIndex round would (see
-     * {@link #read}), so the gets cost no round of their own.
-     */
-    public void write(List<WriteOp> ops, List<ByteString> readKeys, int bytes, boolean returnsValues,
-                      Consumer<WriteResponse> reply) {
-        proposer.offer(new WriteProposal(ops, readKeys, bytes, returnsValues, reply));
-    }
-
-    /** Answers the gets that rode on a write request into its response; the request's entry is applied. */
-    void serveRiders(List<ByteString> keys, WriteResponse.Builder response) {
-        gets(keys, store, r -> {
-            if (r.hasError()) {
-                response.setReadError(r.getError());
-            } else {
-                response.addAllReadValues(r.getValuesList());
-            }
-        }).serve();
-    }
-
-    private void propose(List<WriteProposal> proposals, Runnable done) {
-        // one reading of the clock for the whole entry: "now" of every lock op in it, on every replica
-        TermStart started = termStart;
-        WriteBatch.Builder b = WriteBatch.newBuilder().setLeaseClockMs(leaseClockMs.getAsLong())
-                .setTermStartMs(started.startMs()).setLeaderTerm(started.term())
-                .setProposalId(proposalIds.incrementAndGet());
-        boolean returnsValues = false;
-        for (WriteProposal p : proposals) {
-            b.addAllOps(p.ops());
-            returnsValues |= p.returnsValues();
-            if (proposals.size() > 1) {
-                b.addRequestSizes(p.ops().size());
-            }
-        }
-        WriteBatch batch = b.build();
-        Task task = new Task();
-        task.setData(ByteBuffer.wrap(batch.toByteArray()));
-        task.setDone(new BatchClosure(batch, returnsValues, proposals, onProposal(), this, done));
-        // the entry is refused unless jraft's term is the one stamped into it, so a failed entry's term is known
-        task.setExpectedTerm(started.term());
-        try {
-            node.apply(task);
-        } catch (IllegalStateException shuttingDown) {
-            // jraft has already run the closure with ENODESHUTDOWN, which answered the callers
-        }
-    }
-
-    /**
-     * Captures the region's data for a backup at a Raft-consistent point: proposes a BACKUP_POINT entry (no
-     * data) and, when this leader applies it, freezes the store's range on the state machine thread. The
-     * entry commits after this call, so the capture holds every write acknowledged before it. Only called
-     * on the leader; a lost leadership fails the callback with NOT_LEADER or a TIMEOUT.
-     */
-    public void captureForBackup(BackupPoint.Callback callback) {
-        proposeBackupPoint(new BackupPoint(this, callback));
-    }
-
-    /** A BACKUP_POINT entry: no data; {@code point} (null: none) captures the store when this leader applies it. */
-    private void proposeBackupPoint(BackupPoint point) {
-        WriteBatch batch = WriteBatch.newBuilder()
-                .addOps(WriteOp.newBuilder().setType(io.kvraft.common.proto.KvProto.WriteOpType.BACKUP_POINT)).build();
-        Task task = new Task();
-        task.setData(ByteBuffer.wrap(batch.toByteArray()));
-        task.setDone(point);
-        try {
-            node.apply(task);
-        } catch (IllegalStateException shuttingDown) {
-            // jraft has already run the closure (if any) with ENODESHUTDOWN
-        }
-    }
-
-    /**
-     * Proposes an entry that changes nothing (a BACKUP_POINT no one captures), so that the leader's replicators send
-     * entries. jraft reports a new voter caught up only from an AppendEntries answer that carries entries and comes
-     * after it started waiting; in a region with no writes its heartbeats never do, and a configuration change adding
-     * a replica that was caught up already would wait for ever. Only called on the leader.
-     */
-    public void nudge() {
-        proposeBackupPoint(null);
-    }
-
-    /**
-     * Proposes a split of this region at {@code splitKey} into a new region {@code newRegionId}, decided at
-     * {@code epoch}: the state machine applies it only if the region is still at that epoch and the key still lies
-     * strictly inside its range. Only called on the leader; {@code done} gets the outcome (true: split), or the
-     * jraft status of a proposal that failed.
-     */
-    public void split(byte[] splitKey, int newRegionId, long epoch, SplitClosure.Callback done) {
-        propose(WriteOp.newBuilder().setType(io.kvraft.common.proto.KvProto.WriteOpType.SPLIT)
-                .setKey(ByteString.copyFrom(splitKey)).setRegionId(newRegionId).setEpoch(epoch).build(), done);
-    }
-
-    /**
-     * Proposes one entry that changes the region's shape (SPLIT, or a merge step: PREPARE_MERGE, COMMIT_MERGE,
-     * MERGE_ABORT, MERGE_ROLLBACK) or records its voters (CONF_CHANGED). Only called on the leader; {@code done} gets whether the state machine took it (see the op
-     * types) and the state after it, or the jraft status of a proposal that failed.
-     */
-    public void propose(WriteOp op, SplitClosure.Callback done) {
-        WriteBatch batch = WriteBatch.newBuilder().addOps(op).build();
-        Task task = new Task();
-        task.setData(ByteBuffer.wrap(batch.toByteArray()));
-        task.setDone(new SplitClosure(done));
-        try {
-            node.apply(task);
-        } catch (IllegalStateException shuttingDown) {
-            // jraft has already run the closure with ENODESHUTDOWN
-        }
-    }
-
     /** Set while a merge driven from this node needs this region's leader to stay here. */
     private volatile boolean leaderPinned;
 
@@ -603,192 +418,50 @@ public final class Region {
         writeOps.add(ops);
     }
 
-    // ---- reads --------------------------------------------------------------------------------
-
-    /** A read waiting for a log entry proposed after it arrived, or for a ReadIndex; then served from the store. */
-    public interface PendingRead {
-        /** Reads the store and answers; the caller has established that the store is fresh enough. */
-        void serve();
-
-        /** Answers with {@code error} instead. */
-        void fail(Error error);
+    void countReads(int reads) {
+        readOps.add(reads);
     }
 
-    /** Gets of {@code keys}, answered in their order. */
-    public PendingRead gets(List<ByteString> keys, KvStore store, Consumer<ReadResponse> reply) {
-        return new PendingRead() {
-            @Override
-            public void serve() {
-                if (mergingInto() != 0) {
-                    fail(merging());
-                    return;
-                }
-                KeyRange now = range();
-                for (ByteString key : keys) {
-                    if (!now.contains(key)) { // split off while the read waited: ask the region holding it
-                        fail(Errors.of(ErrorCode.KEY_OUT_OF_RANGE, "region " + id + " was split while the read"
-                                + " waited; the key is no longer in its range " + now));
-                        return;
-                    }
-                }
-                ReadResponse.Builder b = ReadResponse.newBuilder();
-                for (ByteString key : keys) {
-                    byte[] v = store.read(id, key.toByteArray());
-                    b.addValues(v == null ? Value.getDefaultInstance()
-                            : Value.newBuilder().setFound(true).setValue(ByteString.copyFrom(v)).build());
-                }
-                readOps.add(keys.size());
-                reply.accept(b.build());
-            }
-
-            @Override
-            public void fail(Error error) {
-                reply.accept(ReadResponse.newBuilder().setError(error).build());
-            }
-        };
+    /** The leader's write path. */
+    public Writes writes() {
+        return writes;
     }
 
-    /** One page of the keys in {@code range} (which the caller checked lies in this region). */
-    public PendingRead scan(KeyRange range, boolean reverse, ScanPage.Builder page, KvStore store,
-                            Consumer<ScanResponse> reply) {
-        return new PendingRead() {
-            @Override
-            public void serve() {
-                if (mergingInto() != 0) {
-                    fail(merging());
-                    return;
-                }
-                if (!range().covers(range)) {
-                    fail(Errors.of(ErrorCode.KEY_OUT_OF_RANGE, "region " + id + " was split while the scan"
-                            + " waited; " + range + " is no longer inside its range " + range()));
-                    return;
-                }
-                ScanPage result = store.scan(id, range, reverse, page);
-                ScanResponse.Builder b = ScanResponse.newBuilder().setMore(result.more());
-                for (int i = 0; i < result.keys().size(); i++) {
-                    b.addPairs(Pair.newBuilder().setKey(ByteString.copyFrom(result.keys().get(i)))
-                            .setValue(ByteString.copyFrom(result.values().get(i))));
-                }
-                readOps.increment();
-                reply.accept(b.build());
-            }
-
-            @Override
-            public void fail(Error error) {
-                reply.accept(ScanResponse.newBuilder().setError(error).build());
-            }
-        };
+    /** The read paths. */
+    public Reads reads() {
+        return reads;
     }
 
-    /**
-     * Serves {@code read} as {@code mode} asks. READ_INDEX is linearizable: with writes in flight, the read
-     * rides on the next log entry this leader proposes; once that entry is applied, a majority has accepted
-     * it in this leader's term after the read arrived, which proves what a ReadIndex round would (no newer
-     * leader had committed anything before the read arrived), and the store then holds every write
-     * acknowledged before it. So under a mixed load reads cost no Raft round of their own. Without writes in
-     * flight: ReadIndex. LEADER_LEASE reads on the leader's lease; FOLLOWER on any replica after a ReadIndex
-     * the leader confirms (jraft waits until this replica has applied up to it); STALE at once, from
-     * whatever this replica has applied.
-     */
-    public void read(PendingRead read, ReadMode mode) {
-        switch (mode) {
-            case LEADER_LEASE -> readIndex(List.of(read), ReadOnlyOption.ReadOnlyLeaseBased);
-            case STALE -> read.serve();
-            case FOLLOWER -> {
-                if (isLeader()) {
-                    readLinearizable(read);
-                } else {
-                    readIndex(List.of(read), ReadOnlyOption.ReadOnlySafe);
-                }
-            }
-            default -> readLinearizable(read);
-        }
+    /** Proposes one entry that changes the region's shape or records its voters (see {@link Writes#propose}). */
+    public void propose(WriteOp op, SplitClosure.Callback done) {
+        writes.propose(op, done);
     }
 
-    private void readLinearizable(PendingRead read) {
-        if (READS_RIDE_WRITES) {
-            synchronized (readLock) {
-                if (proposalsInFlight > 0) {
-                    waitingReads.add(read);
-                    return;
-                }
-            }
-        }
-        readIndex(List.of(read), ReadOnlyOption.ReadOnlySafe);
+    /** Proposes a split of this region (see {@link Writes#split}). */
+    public void split(byte[] splitKey, int newRegionId, long epoch, SplitClosure.Callback done) {
+        writes.split(splitKey, newRegionId, epoch, done);
     }
 
-    /** One ReadIndex for all of {@code reads}, then the store. */
-    void readIndex(List<PendingRead> reads, ReadOnlyOption option) {
-        if (reads.isEmpty()) {
-            return;
-        }
-        // no jraft timeout (-1): a timeout starts jraft's read-index timer thread, which then ticks every
-        // millisecond for the life of the JVM; jraft fails the read on a lost heartbeat or leadership, and
-        // the client times out and retries on its own
-        long start = System.nanoTime();
-        node.readIndex(option, null, new ReadIndexClosure(-1) {
-            @Override
-            public void run(Status status, long index, byte[] reqCtx) {
-                timings.readIndexDone(start);
-                if (!status.isOk()) {
-                    // a read changes nothing, so whatever failed it may be tried again: only "not the leader" is kept
-                    Error err = status.getRaftError() == RaftError.EPERM ? errorOf(status)
-                            : Errors.of(ErrorCode.UNAVAILABLE, leaderHint(), "region " + id + ": read failed: " + status);
-                    for (PendingRead r : reads) {
-                        r.fail(err);
-                    }
-                    return;
-                }
-                serve(reads);
-            }
-        });
+    /** Proposes an entry that changes nothing, so the replicators send entries (see {@link Writes#nudge}). */
+    public void nudge() {
+        writes.nudge();
     }
 
-    /** Answers {@code reads} from the store; the caller has established that the store is fresh enough. */
-    void serve(List<PendingRead> reads) {
-        for (PendingRead r : reads) {
-            r.serve();
-        }
+    /** Write requests queued for the next log entry (the leader's proposal queue depth). */
+    public int queuedWriteRequests() {
+        return writes.queued();
     }
 
-    /** Called when a proposed entry leaves: it carries the reads that arrived before it. */
-    private List<PendingRead> onProposal() {
-        synchronized (readLock) {
-            proposalsInFlight++;
-            if (waitingReads.isEmpty()) {
-                return List.of();
-            }
-            List<PendingRead> taken = waitingReads;
-            waitingReads = new ArrayList<>();
-            return taken;
-        }
-    }
-
-    /** Called when a proposed entry is done (applied or failed), before the next one may leave. */
-    void onProposalDone() {
-        synchronized (readLock) {
-            proposalsInFlight--;
-        }
-    }
-
-    /** After a proposal is done and the next had its chance to leave: reads nobody took go to ReadIndex. */
-    void flushWaitingReads() {
-        List<PendingRead> taken;
-        synchronized (readLock) {
-            if (proposalsInFlight > 0 || waitingReads.isEmpty()) {
-                return;
-            }
-            taken = waitingReads;
-            waitingReads = new ArrayList<>();
-        }
-        readIndex(taken, ReadOnlyOption.ReadOnlySafe);
+    /** Reads waiting for the log entry in flight to commit. */
+    public int queuedReads() {
+        return reads.queued();
     }
 
     // ---- state --------------------------------------------------------------------------------
 
     /** Called when this node starts to lead {@code term}: leases held from earlier terms run from now. */
     void onLeaderStart(long term) {
-        termStart = new TermStart(term, leaseClockMs.getAsLong());
+        writes.leading(term);
         // jraft starts a leader once its first entry, its configuration, is committed, but tells a state machine of a
         // configuration only through joint changes: one set by resetPeers (a forced recovery) would go unseen
         Node n = node;
@@ -797,85 +470,14 @@ public final class Region {
         }
     }
 
-    /**
-     * The lease clock as a read on this leader sees it now (to tell how long a lock has left). Only an estimate
-     * during the moment after an election before the leader's start is recorded.
-     */
-    public io.kvraft.server.coord.Locks.Clock leaseClockNow() {
-        TermStart started = termStart;
-        return new io.kvraft.server.coord.Locks.Clock(id, started.term(), leaseClockMs.getAsLong(), started.startMs());
-    }
-
-    /** The system records of {@code range}, one page, as LockInfo pairs (an empty value for keys never locked). */
-    public PendingRead locks(KeyRange range, ScanPage.Builder page, KvStore store, Consumer<ScanResponse> reply) {
-        return new PendingRead() {
-            @Override
-            public void serve() {
-                if (mergingInto() != 0) {
-                    fail(merging());
-                    return;
-                }
-                if (!range().covers(range)) {
-                    fail(Errors.of(ErrorCode.KEY_OUT_OF_RANGE, "region " + id + " was split while the listing"
-                            + " waited; " + range + " is no longer inside its range " + range()));
-                    return;
-                }
-                ScanPage result = store.scanSystem(id, range, page);
-                io.kvraft.server.coord.Locks.Clock clock = leaseClockNow();
-                ScanResponse.Builder b = ScanResponse.newBuilder().setMore(result.more());
-                try {
-                    for (int i = 0; i < result.keys().size(); i++) {
-                        ByteString key = ByteString.copyFrom(result.keys().get(i));
-                        io.kvraft.common.proto.KvProto.LockInfo info = io.kvraft.server.coord.Locks.info(key,
-                                io.kvraft.common.proto.KvProto.CoordRecord.parseFrom(result.values().get(i)), clock);
-                        // a key never locked (a sequence's) comes with an empty value, so the client goes on after it
-                        b.addPairs(Pair.newBuilder().setKey(key).setValue(info == null ? ByteString.EMPTY : info.toByteString()));
-                    }
-                } catch (com.google.protobuf.InvalidProtocolBufferException e) {
-                    fail(Errors.of(ErrorCode.INTERNAL, "region " + id + ": undecodable lock record: " + e.getMessage()));
-                    return;
-                }
-                readOps.increment();
-                reply.accept(b.build());
-            }
-
-            @Override
-            public void fail(Error error) {
-                reply.accept(ScanResponse.newBuilder().setError(error).build());
-            }
-        };
-    }
-
-    /**
-     * After a forced recovery's {@code resetPeers}: this replica campaigns after {@code timeoutMs} (the start-up election
-     * timeout) rather than the configured one, so the survivors lead within 2-3 s, not 5-10 s; it takes the configured
-     * one back once it leads or follows, as after its start ({@link #onLeadershipChange}).
-     */
+    /** After a forced recovery's {@code resetPeers}: the replica campaigns soon (see {@link StartupElection#campaignSoon}). */
     public void campaignSoon(int timeoutMs) {
-        synchronized (firstCampaignLock) {
-            Node n = node;
-            if (n != null && timeoutMs < n.getOptions().getElectionTimeoutMs()) {
-                startupTimeoutCleared.set(false);
-                n.resetElectionTimeoutMs(timeoutMs);
-            }
-        }
+        election.campaignSoon(node, timeoutMs);
     }
 
     void onLeadershipChange() {
-        leaderKnownOnce();
+        election.leaderKnown(node);
         leaderWaits.release();
-    }
-
-    private void leaderKnownOnce() {
-        if (startupTimeoutCleared.compareAndSet(false, true)) {
-            synchronized (firstCampaignLock) {
-                Node n = node;
-                if (normalElectionDelayMs > 0 && n != null) {
-                    n.getOptions().getRaftOptions().setMaxElectionDelayMs(normalElectionDelayMs);
-                }
-            }
-            onLeaderKnown.run(); // the configured election timeout, after the first campaign's one if it was set
-        }
     }
 
     /**
@@ -962,25 +564,6 @@ public final class Region {
     public Error merging() {
         return Errors.of(ErrorCode.STALE_EPOCH, "", "region " + id + " is merging into region " + mergingInto()
                 + "; ask again when the merge is done (or rolled back)");
-    }
-
-    /**
-     * Answers the writes of an entry whose proposal failed: at once when the failure proves the entry is not in the
-     * log (or cannot tell), or by the entry's fate in the log when the leader stepped down after appending it.
-     */
-    void failed(BatchClosure closure, Status status) {
-        RaftError e = status.getRaftError();
-        String msg = status.getErrorMsg() == null ? "" : status.getErrorMsg();
-        if (e == RaftError.EPERM && msg.startsWith("Leader stepped down")) {
-            undecided.park(closure, closure.batch.getLeaderTerm(), closure.batch.getProposalId());
-        } else if (e == RaftError.EPERM && msg.startsWith("expected_term")) {
-            // jraft leads a newer term than this node's state machine has started yet: the entry was not appended
-            closure.answer(Errors.of(ErrorCode.BUSY, leaderHint(), "region " + id + ": leadership is starting"));
-        } else if (e == RaftError.EPERM || e == RaftError.EBUSY) {
-            closure.answer(errorOf(status)); // refused before it was appended: "Is not leader.", or a transfer
-        } else {
-            closure.answer(Errors.of(ErrorCode.TIMEOUT, leaderHint(), "region " + id + " outcome unknown: " + status));
-        }
     }
 
     /** Maps a jraft failure onto the wire: not-leader errors carry the leader hint. */

@@ -17,6 +17,8 @@ import io.kvraft.common.proto.KvProto.Error;
 import io.kvraft.common.proto.KvProto.ErrorCode;
 import io.kvraft.common.proto.KvProto.Pair;
 import io.kvraft.server.backup.BackupSessions;
+import io.kvraft.server.config.ServerConfig.LimitsConfig;
+import io.kvraft.server.host.RegionHost;
 import io.kvraft.server.region.BackupPoint;
 import io.kvraft.server.region.Region;
 import io.kvraft.server.store.RangeCapture;
@@ -34,12 +36,20 @@ import java.util.function.Consumer;
  */
 public final class BackupHandlers {
 
-    private final KvHandlers kv;
+    private final RegionHost host;
+    private final RequestGate gate;
+    private final LimitsConfig limits;
+    private final String storeId;
     private final BackupSessions sessions;
     private final Executor pageExecutor;
 
-    public BackupHandlers(KvHandlers kv, BackupSessions sessions, Executor pageExecutor) {
-        this.kv = kv;
+    /** @param storeId the data directory's id, in each capture's answer */
+    public BackupHandlers(RegionHost host, RequestGate gate, LimitsConfig limits, String storeId, BackupSessions sessions,
+                          Executor pageExecutor) {
+        this.host = host;
+        this.gate = gate;
+        this.limits = limits;
+        this.storeId = storeId;
         this.sessions = sessions;
         this.pageExecutor = pageExecutor;
     }
@@ -51,7 +61,7 @@ public final class BackupHandlers {
     }
 
     private <T> Consumer<T> reply(RpcContext ctx) {
-        Runnable done = kv.track();
+        Runnable done = gate.track();
         return resp -> {
             try {
                 ctx.sendResponse(resp);
@@ -63,27 +73,27 @@ public final class BackupHandlers {
 
     private void open(RpcContext ctx, BackupOpenRequest req) {
         Consumer<BackupOpenResponse> reply = reply(ctx);
-        Region region = kv.host().region(req.getRegionId());
-        Error error = kv.checkRegionLeader(region, req.getRegionId(), req.getRegionEpoch());
+        Region region = host.region(req.getRegionId());
+        Error error = gate.checkRegionLeader(region, req.getRegionId(), req.getRegionEpoch());
         if (error == null && !sessions.hasRoom()) {
-            error = Errors.of(ErrorCode.BUSY, "node " + kv.host().endpoint() + " holds too many backup sessions");
+            error = Errors.of(ErrorCode.BUSY, "node " + host.endpoint() + " holds too many backup sessions");
         }
         if (error != null) {
             reply.accept(BackupOpenResponse.newBuilder().setError(error).build());
             return;
         }
-        region.captureForBackup(new BackupPoint.Callback() {
+        region.writes().captureForBackup(new BackupPoint.Callback() {
             @Override
             public void captured(RangeCapture capture, long index, long term) {
                 BackupSessions.Session s = sessions.open(region.id(), capture);
                 if (s == null) {
-                    failed(Errors.of(ErrorCode.SHUTTING_DOWN, "node " + kv.host().endpoint() + " is shutting down"));
+                    failed(Errors.of(ErrorCode.SHUTTING_DOWN, "node " + host.endpoint() + " is shutting down"));
                     return;
                 }
                 reply.accept(BackupOpenResponse.newBuilder().setSessionId(s.id()).setAppliedIndex(index).setTerm(term)
                         .setStartKey(ByteString.copyFrom(region.range().start()))
                         .setEndKey(ByteString.copyFrom(region.range().end())).setEpoch(region.epoch())
-                        .setKeyCount(Math.max(0, capture.keyCount())).setStoreId(kv.storeId()).build());
+                        .setKeyCount(Math.max(0, capture.keyCount())).setStoreId(storeId).build());
             }
 
             @Override
@@ -97,7 +107,7 @@ public final class BackupHandlers {
         Consumer<BackupPageResponse> reply = reply(ctx);
         BackupSessions.Session s = sessions.get(req.getSessionId());
         if (s == null) {
-            reply.accept(error(ErrorCode.SESSION_NOT_FOUND, "node " + kv.host().endpoint() + " holds no backup session "
+            reply.accept(error(ErrorCode.SESSION_NOT_FOUND, "node " + host.endpoint() + " holds no backup session "
                     + Long.toUnsignedString(req.getSessionId()) + " (ended, expired, or the node restarted)"));
             return;
         }
@@ -105,12 +115,12 @@ public final class BackupHandlers {
             reply.accept(error(ErrorCode.INVALID_ARGUMENT, "backup page limit must be at least 1, got " + req.getLimit()));
             return;
         }
-        int limit = req.getLimit() < 0 ? kv.limits().maxBatchOps() : Math.min(req.getLimit(), kv.limits().maxBatchOps());
+        int limit = req.getLimit() < 0 ? limits.maxBatchOps() : Math.min(req.getLimit(), limits.maxBatchOps());
         try {
             pageExecutor.execute(() -> {
                 try {
                     byte[] from = req.getStartKey().toByteArray();
-                    ScanPage.Builder builder = new ScanPage.Builder(limit, kv.limits().maxScanBytes(), false);
+                    ScanPage.Builder builder = new ScanPage.Builder(limit, limits.maxScanBytes(), false);
                     ScanPage page = req.getSystem() ? s.capture().systemPage(from, builder) : s.capture().page(from, builder);
                     BackupPageResponse.Builder b = BackupPageResponse.newBuilder().setMore(page.more())
                             .setSystem(req.getSystem());
@@ -125,7 +135,7 @@ public final class BackupHandlers {
                 }
             });
         } catch (RejectedExecutionException stopping) {
-            reply.accept(error(ErrorCode.SHUTTING_DOWN, "node " + kv.host().endpoint() + " is shutting down"));
+            reply.accept(error(ErrorCode.SHUTTING_DOWN, "node " + host.endpoint() + " is shutting down"));
         }
     }
 

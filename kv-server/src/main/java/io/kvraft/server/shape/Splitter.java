@@ -14,7 +14,6 @@ import io.kvraft.server.store.KvStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.nio.charset.StandardCharsets;
 import java.util.HexFormat;
 import java.util.Map;
 import java.util.Set;
@@ -33,7 +32,7 @@ public final class Splitter implements Runnable {
     private static final Logger LOG = LoggerFactory.getLogger(Splitter.class);
 
     /** The sequence region ids are taken from; reserved: clients may not reset it. */
-    public static final ByteString REGION_ID_SEQUENCE = ByteString.copyFrom("\u0000kv/region-ids", StandardCharsets.US_ASCII);
+    public static final ByteString REGION_ID_SEQUENCE = io.kvraft.server.coord.Sequences.REGION_IDS;
 
     /** Hands out new region ids, each once in the cluster's life. */
     public interface Ids {
