@@ -12,7 +12,7 @@ import java.util.concurrent.TimeUnit;
  * A slower tick for bolt's timeout wheel. bolt (1.6.7) schedules the timeout of every call it sends on one netty
  * {@code HashedWheelTimer} per JVM ({@code com.alipay.remoting.TimerHolder}) whose 10 ms tick is fixed in its code:
  * from a node's first call on, that wheel's thread wakes 100 times a second for the life of the process, busy or
- * idle. On an idle 3-node cluster that was 0.009-0.017 cores, a quarter of what issue #24 allows the three.
+ * idle: most of what an idle node spends.
  *
  * <p>With the default settings no call a node sends times out in under 150 ms (jraft's heartbeats after half the
  * election timeout, 150 ms for a split's first campaign; node beats after their interval, 1 s; everything else after a

@@ -7,8 +7,8 @@ import java.lang.management.ManagementFactory;
 
 /**
  * Keeps an idle node's memory flat. Heartbeats allocate a little all the time; G1 collects only when
- * its young generation is full, so an idle node's resident memory crept up for ten minutes as the
- * young generation filled for the first time (about 280 to 375 MiB). With a periodic collection when
+ * its young generation is full, so an idle node's resident memory crept up for minutes as the young
+ * generation filled for the first time. With a periodic collection when
  * none has run for a minute, G1 also gives the unused heap back. The flag is manageable, so it is set
  * here for every way a node is started; a value given on the command line wins.
  */

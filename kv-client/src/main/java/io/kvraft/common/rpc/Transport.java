@@ -38,7 +38,7 @@ public final class Transport implements AutoCloseable {
     /**
      * Fails calls whose callback bolt dropped. bolt hands a timed-out call's callback to its shared default
      * executor (400 threads, queue 600) and drops it when that is full, as a burst of thousands of timeouts
-     * does (seen with 4,096 single-operation requests in flight): the caller would wait forever.
+     * does: the caller would wait forever.
      */
     private final ScheduledThreadPoolExecutor lostCallbacks;
     /** Targets checked once as host:port, in the form bolt takes ("host:port"). */

@@ -28,8 +28,8 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  *
  * <p>The last {@value #RECENT} entries appended are kept in memory too: once jraft has applied an entry it drops it
  * from its own memory, and then asks for it again on every AppendEntries it sends or takes and every read-index round,
- * only for its term (jraft's {@code LogManagerImpl.getTerm} reads the whole entry from here). A RocksDB read and a
- * decode for each of those were 3-4% of a node's CPU under S1 (session 35's profile).
+ * only for its term (jraft's {@code LogManagerImpl.getTerm} reads the whole entry from here): a RocksDB read and a
+ * decode each time otherwise.
  */
 public final class SharedLogStorage implements LogStorage {
 
