@@ -47,15 +47,9 @@ public final class KvServer implements AutoCloseable {
     private final KvHandlers handlers;
     private final io.kvraft.server.backup.BackupSessions backups;
     private final java.util.concurrent.ExecutorService backupPages;
-    /** A backup session nobody reads for this long is closed (a killed client then pins nothing). */
-    static final long BACKUP_SESSION_IDLE_MS = Long.getLong("kv.backup.sessionIdleMs", 60_000L);
     private static final int MAX_BACKUP_SESSIONS = 64;
     /** How long the node looks for a region's leader when it asks one (as a client's operationTimeoutMs). */
     private static final long OPERATION_TIMEOUT_MS = 30_000;
-    /** How long a replica moving to a node may take to catch up (a snapshot of its region, then the log). */
-    static final long MOVE_CATCH_UP_MS = Long.getLong("kv.move.catchUpMs", 300_000L);
-    /** Learners a lost leader's move left in a region stay this long before its leader takes them out (read per node). */
-    static final String STRAY_LEARNER_MS = "kv.move.strayLearnerMs";
     private final NodeMetrics metrics = new NodeMetrics();
     private volatile boolean closed;
     private volatile ScheduledFuture<?> balancer;
@@ -101,8 +95,8 @@ public final class KvServer implements AutoCloseable {
         }
         this.handlers = new KvHandlers(host, store, config.limits(), metrics.kv(), config.metrics().port(), storeId);
         host.registerHandlers(handlers::register);
-        this.backups = new io.kvraft.server.backup.BackupSessions(System::nanoTime, BACKUP_SESSION_IDLE_MS,
-                MAX_BACKUP_SESSIONS);
+        this.backups = new io.kvraft.server.backup.BackupSessions(System::nanoTime,
+                config.backup().sessionIdleMs(), MAX_BACKUP_SESSIONS);
         this.backupPages = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "kv-backup-pages");
             t.setDaemon(true);
@@ -132,8 +126,8 @@ public final class KvServer implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-        this.mover = new io.kvraft.server.shape.ReplicaMover(host, peerProbe, moveWork, MOVE_CATCH_UP_MS,
-                Long.getLong(STRAY_LEARNER_MS, 60_000L), System::nanoTime);
+        this.mover = new io.kvraft.server.shape.ReplicaMover(host, peerProbe, moveWork,
+                config.moves().catchUpMs(), config.moves().strayLearnerMs(), System::nanoTime);
         handlers.mover(mover);
         this.meta = new io.kvraft.server.meta.MetaService(config, host, host.rpcServer(), peerProbe,
                 () -> leaderCalls, housekeeping, storeId,
