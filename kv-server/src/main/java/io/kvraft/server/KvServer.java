@@ -127,7 +127,7 @@ public final class KvServer implements AutoCloseable {
             return t;
         });
         this.mover = new io.kvraft.server.shape.ReplicaMover(host, peerProbe, moveWork,
-                config.moves().catchUpMs(), config.moves().strayLearnerMs(), System::nanoTime);
+                config.moves().catchUpMs(), config.moves().strayLearnerMs());
         handlers.mover(mover);
         this.meta = new io.kvraft.server.meta.MetaService(config, host, host.rpcServer(), peerProbe,
                 () -> leaderCalls, housekeeping, storeId,
@@ -173,7 +173,9 @@ public final class KvServer implements AutoCloseable {
         server.housekeeping.scheduleWithFixedDelay(new io.kvraft.server.shape.ReplicaGc(server.host, server.peerProbe,
                 server.moveWork, 2L * gcMs, System::nanoTime), gcMs, gcMs, TimeUnit.MILLISECONDS);
         server.housekeeping.scheduleWithFixedDelay(server.backups::expireIdle, 1, 1, TimeUnit.SECONDS);
-        server.housekeeping.scheduleWithFixedDelay(server.mover::sweepStrayLearners, 1, 1, TimeUnit.SECONDS);
+        server.housekeeping.scheduleWithFixedDelay(new io.kvraft.server.shape.StrayLearners(server.host,
+                server.peerProbe, server.moveWork, config.moves().strayLearnerMs(), System::nanoTime), 1, 1,
+                TimeUnit.SECONDS);
         if (config.split().enabled()) {
             long ms = config.split().checkIntervalMs();
             server.housekeeping.scheduleWithFixedDelay(server.splitter, ms, ms, TimeUnit.MILLISECONDS);
