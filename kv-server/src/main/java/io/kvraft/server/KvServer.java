@@ -118,7 +118,7 @@ public final class KvServer implements AutoCloseable {
                 io.kvraft.server.shape.Splitter.fromSequence(leaderCalls::takeNumber), config.split(),
                 config.limits().maxKeyBytes(), System::currentTimeMillis, splitWork);
         handlers.splitter(splitter);
-        this.merger = new io.kvraft.server.shape.Merger(host, store, config.merge(), config.split(), peerProbe, splitWork,
+        this.merger = new io.kvraft.server.shape.Merger(host, config.merge(), peerProbe, splitWork,
                 2L * config.raft().electionTimeoutMs());
         handlers.merger(merger);
         this.moveWork = Executors.newSingleThreadExecutor(r -> {
@@ -182,7 +182,8 @@ public final class KvServer implements AutoCloseable {
         }
         // always: a merge left half done by a crash is finished or rolled back here, automatic merges or not
         long mergeMs = config.merge().checkIntervalMs();
-        server.housekeeping.scheduleWithFixedDelay(server.merger, mergeMs, mergeMs, TimeUnit.MILLISECONDS);
+        server.housekeeping.scheduleWithFixedDelay(new io.kvraft.server.shape.MergeChecks(server.merger, server.host,
+                server.store, config.merge(), config.split(), server.splitWork), mergeMs, mergeMs, TimeUnit.MILLISECONDS);
         LOG.info("node {} started: engine {}, {} regions, data in {}", config.endpoint(), config.store().engine(),
                 server.host.regions().size(), config.dataDir());
         return server;
