@@ -30,6 +30,8 @@ import static java.util.Objects.requireNonNullElse;
  * @param moves       how long a replica move's steps may take
  * @param backup      how long a backup session may sit unread
  */
+// Longer than 500 lines: the YAML's schema, a record per section, nested because region/, rpc/ and the tests name them
+// ServerConfig.RaftConfig, ServerConfig.LimitsConfig, ... and Jackson's type errors for a section quote that name.
 public record ServerConfig(
         String endpoint,
         String dataDir,
