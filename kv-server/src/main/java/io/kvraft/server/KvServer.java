@@ -50,15 +50,9 @@ public final class KvServer implements AutoCloseable {
     private final RequestGate gate;
     private final io.kvraft.server.backup.BackupSessions backups;
     private final java.util.concurrent.ExecutorService backupPages;
-    /** A backup session nobody reads for this long is closed (a killed client then pins nothing). */
-    static final long BACKUP_SESSION_IDLE_MS = Long.getLong("kv.backup.sessionIdleMs", 60_000L);
     private static final int MAX_BACKUP_SESSIONS = 64;
     /** How long the node looks for a region's leader when it asks one (as a client's operationTimeoutMs). */
     private static final long OPERATION_TIMEOUT_MS = 30_000;
-    /** How long a replica moving to a node may take to catch up (a snapshot of its region, then the log). */
-    static final long MOVE_CATCH_UP_MS = Long.getLong("kv.move.catchUpMs", 300_000L);
-    /** Learners a lost leader's move left in a region stay this long before its leader takes them out (read per node). */
-    static final String STRAY_LEARNER_MS = "kv.move.strayLearnerMs";
     private final NodeMetrics metrics = new NodeMetrics();
     private volatile boolean closed;
     private volatile ScheduledFuture<?> balancer;
@@ -104,8 +98,8 @@ public final class KvServer implements AutoCloseable {
         }
         this.gate = new RequestGate(host);
         host.registerHandlers(new DataHandlers(host, gate, config.limits(), metrics.kv())::register);
-        this.backups = new io.kvraft.server.backup.BackupSessions(System::nanoTime, BACKUP_SESSION_IDLE_MS,
-                MAX_BACKUP_SESSIONS);
+        this.backups = new io.kvraft.server.backup.BackupSessions(System::nanoTime,
+                config.backup().sessionIdleMs(), MAX_BACKUP_SESSIONS);
         this.backupPages = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "kv-backup-pages");
             t.setDaemon(true);
@@ -126,15 +120,15 @@ public final class KvServer implements AutoCloseable {
         this.splitter = new io.kvraft.server.shape.Splitter(host, store,
                 io.kvraft.server.shape.Splitter.fromSequence(leaderCalls::takeNumber), config.split(),
                 config.limits().maxKeyBytes(), System::currentTimeMillis, splitWork);
-        this.merger = new io.kvraft.server.shape.Merger(host, store, config.merge(), config.split(), peerProbe, splitWork,
+        this.merger = new io.kvraft.server.shape.Merger(host, config.merge(), peerProbe, splitWork,
                 2L * config.raft().electionTimeoutMs());
         this.moveWork = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "kv-move");
             t.setDaemon(true);
             return t;
         });
-        this.mover = new io.kvraft.server.shape.ReplicaMover(host, peerProbe, moveWork, MOVE_CATCH_UP_MS,
-                Long.getLong(STRAY_LEARNER_MS, 60_000L), System::nanoTime);
+        this.mover = new io.kvraft.server.shape.ReplicaMover(host, peerProbe, moveWork,
+                config.moves().catchUpMs(), config.moves().strayLearnerMs());
         this.meta = new io.kvraft.server.meta.MetaService(config, host, host.rpcServer(), peerProbe,
                 () -> leaderCalls, housekeeping, storeId,
                 why -> onRefused.accept(why));
@@ -179,14 +173,17 @@ public final class KvServer implements AutoCloseable {
         server.housekeeping.scheduleWithFixedDelay(new io.kvraft.server.shape.ReplicaGc(server.host, server.peerProbe,
                 server.moveWork, 2L * gcMs, System::nanoTime), gcMs, gcMs, TimeUnit.MILLISECONDS);
         server.housekeeping.scheduleWithFixedDelay(server.backups::expireIdle, 1, 1, TimeUnit.SECONDS);
-        server.housekeeping.scheduleWithFixedDelay(server.mover::sweepStrayLearners, 1, 1, TimeUnit.SECONDS);
+        server.housekeeping.scheduleWithFixedDelay(new io.kvraft.server.shape.StrayLearners(server.host,
+                server.peerProbe, server.moveWork, config.moves().strayLearnerMs(), System::nanoTime), 1, 1,
+                TimeUnit.SECONDS);
         if (config.split().enabled()) {
             long ms = config.split().checkIntervalMs();
             server.housekeeping.scheduleWithFixedDelay(server.splitter, ms, ms, TimeUnit.MILLISECONDS);
         }
         // always: a merge left half done by a crash is finished or rolled back here, automatic merges or not
         long mergeMs = config.merge().checkIntervalMs();
-        server.housekeeping.scheduleWithFixedDelay(server.merger, mergeMs, mergeMs, TimeUnit.MILLISECONDS);
+        server.housekeeping.scheduleWithFixedDelay(new io.kvraft.server.shape.MergeChecks(server.merger, server.host,
+                server.store, config.merge(), config.split(), server.splitWork), mergeMs, mergeMs, TimeUnit.MILLISECONDS);
         LOG.info("node {} started: engine {}, {} regions, data in {}", config.endpoint(), config.store().engine(),
                 server.host.regions().size(), config.dataDir());
         return server;

@@ -23,6 +23,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.UnaryOperator;
 
 import static io.kvraft.client.KvClient.sync;
 import static java.util.concurrent.TimeUnit.SECONDS;
@@ -47,12 +48,17 @@ class ReplicaMoveClusterTest {
 
     /** @param balance whether the leader balancer runs (it may hand a leadership a test moved straight back) */
     private InProcessCluster start(String engine, boolean balance) throws Exception {
+        return start(engine, balance, UnaryOperator.identity());
+    }
+
+    /** @param more further changes to every node's config */
+    private InProcessCluster start(String engine, boolean balance, UnaryOperator<ServerConfig> more) throws Exception {
         InProcessCluster cluster = InProcessCluster.start(4, 4, dir, engine, ServerConfig.RaftConfig.LOG_SHARED,
                 c -> {
                     ServerConfig moves = c.withReplication(new ReplicationConfig(3))
                             .withSplit(new SplitConfig(false, null, null, null, null))
                             .withPlacement(new ServerConfig.PlacementConfig(false, null, null, null)); // moves by hand only
-                    return balance ? moves : moves.withBalance(new ServerConfig.BalanceConfig(false, null, null));
+                    return more.apply(balance ? moves : moves.withBalance(new ServerConfig.BalanceConfig(false, null, null)));
                 });
         await().atMost(60, SECONDS).until(cluster::allRegionsLed);
         return cluster;
@@ -219,15 +225,15 @@ class ReplicaMoveClusterTest {
     /**
      * The leadership moves while the learner catches up: the old leader gives the move up and cannot take the learner
      * out (jraft refuses a configuration change on a follower). The next leader takes it out once it has stayed {@code
-     * kv.move.strayLearnerMs} (2 s here) with no move of its own, and the learner's node drops its replica. A learner
+     * moves.strayLearnerMs} (2 s here) with no move of its own, and the learner's node drops its replica. A learner
      * of a move that runs stays however long the move lasts.
      */
     @Test
     @Timeout(value = 150, unit = SECONDS)
     void when_theLeaderChangesDuringTheMove_then_theNextLeaderTakesTheLearnerOut_andNothingChanges() throws Exception {
-        System.setProperty(KvServer.STRAY_LEARNER_MS, "2000");
         // no leader balancer: it would hand the leadership straight back to the mover, whose move then completes
-        try (InProcessCluster cluster = start("memory", false)) {
+        try (InProcessCluster cluster = start("memory", false,
+                c -> c.withMoves(new ServerConfig.MovesConfig(null, 2_000L)))) {
             List<String> nodes = cluster.endpoints();
             KvClient client = cluster.client();
             putKeys(client);
@@ -235,7 +241,6 @@ class ReplicaMoveClusterTest {
             AtomicBoolean held = new AtomicBoolean();
             cluster.stopNode(3);
             cluster.startNode(3, store -> new HoldsRegionOne(store, held, release));
-            System.clearProperty(KvServer.STRAY_LEARNER_MS); // every node read it when it started
             Set<String> before = cluster.hostsOf(1);
             int a = cluster.leaderOf(1);
             String from = before.stream().filter(n -> !n.equals(nodes.get(a))).findFirst().orElseThrow();
@@ -270,8 +275,6 @@ class ReplicaMoveClusterTest {
             }
             assertThat(cluster.hostsOf(1)).isEqualTo(before);
             assertKeys(client);
-        } finally {
-            System.clearProperty(KvServer.STRAY_LEARNER_MS);
         }
     }
 

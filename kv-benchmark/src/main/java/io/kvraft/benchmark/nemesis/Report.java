@@ -27,7 +27,7 @@ final class Report {
     private final HistoryCheck.Summary check;
     private final long[] fresh; // checked, lost or wrong, unreadable
     private final int unreadKeys;
-    private final NemesisCommand.Recovery recovery;
+    private final Recovery recovery;
     private final Map<Nemesis.Fault, List<Double>> recoveries;
     private final Histogram during;
     private final Histogram after;
@@ -36,7 +36,7 @@ final class Report {
     private final RegionMapCheck.Result regionMap;
 
     Report(String duration, String engine, List<Nemesis.Fault> kinds, int keys, RegisterWorkload load, Nemesis nemesis,
-           HistoryCheck.Summary check, long[] fresh, int unreadKeys, NemesisCommand.Recovery recovery,
+           HistoryCheck.Summary check, long[] fresh, int unreadKeys, Recovery recovery,
            Map<Nemesis.Fault, List<Double>> recoveries, Histogram during, Histogram after, long origin,
            int startRegions, RegionMapCheck.Result regionMap) {
         this.startRegions = startRegions;

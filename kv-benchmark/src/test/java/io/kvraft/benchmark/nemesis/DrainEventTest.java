@@ -333,7 +333,7 @@ class DrainEventTest {
         RegisterWorkload load = new RegisterWorkload(null, List.of(new byte[]{1}), List.of(), 1, 1, 1, 0);
         String text = new Report("60s", "memory", List.of(Nemesis.Fault.DRAIN), 20, load, nemesis,
                 HistoryCheck.check(new ArrayList<>(), RegisterCheckerTest.NO_BUDGET), new long[]{0, 0, 0}, 0,
-                new NemesisCommand.Recovery(1, 1, true, 60), Map.of(), new Histogram(3), new Histogram(3), 0, 24, map)
+                new Recovery(1, 1, true, 60), Map.of(), new Histogram(3), new Histogram(3), 0, 24, map)
                 .text();
         assertThat(text).contains("(3 replicas per region), 24 regions at the start",
                 "faults          2 injected: drain 2\n",

@@ -223,6 +223,6 @@ class MergeEventTest {
         RegisterWorkload load = new RegisterWorkload(null, List.of(new byte[]{1}), List.of(), 1, 1, 1, 0);
         return new Report("60s", "memory", List.of(Nemesis.Fault.MERGE), 20, load, nemesis,
                 HistoryCheck.check(new ArrayList<>(), RegisterCheckerTest.NO_BUDGET), new long[]{0, 0, 0}, 0,
-                new NemesisCommand.Recovery(1, 1, true, 60), Map.of(), new Histogram(3), new Histogram(3), 0, 24, map);
+                new Recovery(1, 1, true, 60), Map.of(), new Histogram(3), new Histogram(3), 0, 24, map);
     }
 }

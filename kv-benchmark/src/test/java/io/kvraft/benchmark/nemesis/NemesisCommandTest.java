@@ -93,10 +93,10 @@ class NemesisCommandTest {
     void when_aCycleRunsPastTheNextFaultsStart_then_theScheduleMovesOn_soTheNextStartsAfterTheUsualGap() {
         long s = 1_000_000_000L;
         // faults every 10 s held 4 s: the next one starts 6 s after a heal
-        assertThat(NemesisCommand.rebase(0, 16 * s, 10 * s, 6 * s)).as("on time").isZero();
-        assertThat(NemesisCommand.rebase(0, 16 * s, 16 * s, 6 * s)).as("just on time").isZero();
+        assertThat(NemesisRun.rebase(0, 16 * s, 10 * s, 6 * s)).as("on time").isZero();
+        assertThat(NemesisRun.rebase(0, 16 * s, 16 * s, 6 * s)).as("just on time").isZero();
         // a 30 s drain that started at 6 s ends at 36 s, 20 s past the next start: that one moves to 42 s
-        long base = NemesisCommand.rebase(0, 16 * s, 36 * s, 6 * s);
+        long base = NemesisRun.rebase(0, 16 * s, 36 * s, 6 * s);
         assertThat(base).isEqualTo(26 * s);
         assertThat(base + 10 * s * 2 - 4 * s).as("the next fault's start, slot 1 from the new base").isEqualTo(42 * s);
     }

@@ -19,8 +19,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class ReportVerdictTest {
 
-    private static final NemesisCommand.Recovery RECOVERED = new NemesisCommand.Recovery(1.5, 2.0, true, 60);
-    private static final NemesisCommand.Recovery NOT_RECOVERED = new NemesisCommand.Recovery(60, 60, false, 60);
+    private static final Recovery RECOVERED = new Recovery(1.5, 2.0, true, 60);
+    private static final Recovery NOT_RECOVERED = new Recovery(60, 60, false, 60);
 
     /** A linearizable history of 20 keys from a simulated atomic register. */
     private static List<Op> cleanHistory() {
@@ -44,17 +44,17 @@ class ReportVerdictTest {
 
     private static final RegionMapCheck.Result SAME_MAPS = new RegionMapCheck.Result(List.of(), 3, 24, 0.1);
 
-    private static Report report(HistoryCheck.Summary check, long[] fresh, int unreadKeys, NemesisCommand.Recovery rec) {
+    private static Report report(HistoryCheck.Summary check, long[] fresh, int unreadKeys, Recovery rec) {
         return report(check, fresh, unreadKeys, rec, SAME_MAPS);
     }
 
-    private static Report report(HistoryCheck.Summary check, long[] fresh, int unreadKeys, NemesisCommand.Recovery rec,
+    private static Report report(HistoryCheck.Summary check, long[] fresh, int unreadKeys, Recovery rec,
                                  RegionMapCheck.Result regionMap) {
         return report(check, fresh, unreadKeys, rec, regionMap,
                 new RegisterWorkload(null, List.of(new byte[]{1}), List.of(), 1, 1, 1, 0));
     }
 
-    private static Report report(HistoryCheck.Summary check, long[] fresh, int unreadKeys, NemesisCommand.Recovery rec,
+    private static Report report(HistoryCheck.Summary check, long[] fresh, int unreadKeys, Recovery rec,
                                  RegionMapCheck.Result regionMap, RegisterWorkload load) {
         List<Nemesis.Fault> kinds = List.of(Nemesis.Fault.KILL, Nemesis.Fault.PAUSE);
         Nemesis nemesis = new Nemesis(null, null, List.of(), kinds, 4000, new Random(1),

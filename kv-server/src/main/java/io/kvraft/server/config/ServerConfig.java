@@ -27,7 +27,11 @@ import static java.util.Objects.requireNonNullElse;
  * @param merge    merges of small adjacent regions, automatic ones off by default
  * @param replication how many nodes hold a replica of each region
  * @param placement   where the cluster's meta leader moves replicas: onto joined nodes, off drained and down ones
+ * @param moves       how long a replica move's steps may take
+ * @param backup      how long a backup session may sit unread
  */
+// Longer than 500 lines: the YAML's schema, a record per section, nested because region/, rpc/ and the tests name them
+// ServerConfig.RaftConfig, ServerConfig.LimitsConfig, ... and Jackson's type errors for a section quote that name.
 public record ServerConfig(
         String endpoint,
         String dataDir,
@@ -43,7 +47,9 @@ public record ServerConfig(
         SplitConfig split,
         MergeConfig merge,
         ReplicationConfig replication,
-        PlacementConfig placement) {
+        PlacementConfig placement,
+        MovesConfig moves,
+        BackupConfig backup) {
 
     public ServerConfig {
         requireNonNull(endpoint, "endpoint is required (host:port)");
@@ -62,6 +68,8 @@ public record ServerConfig(
         merge = requireNonNullElse(merge, MergeConfig.DEFAULT);
         replication = requireNonNullElse(replication, ReplicationConfig.DEFAULT);
         placement = requireNonNullElse(placement, PlacementConfig.DEFAULT);
+        moves = requireNonNullElse(moves, MovesConfig.DEFAULT);
+        backup = requireNonNullElse(backup, BackupConfig.DEFAULT);
         if (cluster.joining()) {
             if (cluster.join().contains(endpoint)) {
                 throw new IllegalArgumentException("cluster.join " + cluster.join() + " names this node's own endpoint "
@@ -100,7 +108,8 @@ public record ServerConfig(
     /** Without the operational sections: their defaults apply. */
     public ServerConfig(String endpoint, String dataDir, ClusterConfig cluster, StoreConfig store, RaftConfig raft,
                         LimitsConfig limits, BalanceConfig balance) {
-        this(endpoint, dataDir, cluster, store, raft, limits, balance, null, null, null, null, null, null, null, null);
+        this(endpoint, dataDir, cluster, store, raft, limits, balance, null, null, null, null, null, null, null, null, null,
+                null);
     }
 
     /**
@@ -116,35 +125,43 @@ public record ServerConfig(
     }
 
     public ServerConfig withDataDir(String newDataDir) {
-        return new ServerConfig(endpoint, newDataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication, placement);
+        return new ServerConfig(endpoint, newDataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication, placement, moves, backup);
     }
 
     public ServerConfig withRaft(RaftConfig newRaft) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, newRaft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication, placement);
+        return new ServerConfig(endpoint, dataDir, cluster, store, newRaft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication, placement, moves, backup);
     }
 
     public ServerConfig withStore(StoreConfig newStore) {
-        return new ServerConfig(endpoint, dataDir, cluster, newStore, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication, placement);
+        return new ServerConfig(endpoint, dataDir, cluster, newStore, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication, placement, moves, backup);
     }
 
     public ServerConfig withLimits(LimitsConfig newLimits) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, newLimits, balance, shutdown, logging, metrics, tls, split, merge, replication, placement);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, newLimits, balance, shutdown, logging, metrics, tls, split, merge, replication, placement, moves, backup);
     }
 
     public ServerConfig withReplication(ReplicationConfig newReplication) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, newReplication, placement);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, newReplication, placement, moves, backup);
     }
 
     public ServerConfig withPlacement(PlacementConfig newPlacement) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication, newPlacement);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication, newPlacement, moves, backup);
     }
 
     public ServerConfig withCluster(ClusterConfig newCluster) {
-        return new ServerConfig(endpoint, dataDir, newCluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication, placement);
+        return new ServerConfig(endpoint, dataDir, newCluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication, placement, moves, backup);
+    }
+
+    public ServerConfig withMoves(MovesConfig newMoves) {
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication, placement, newMoves, backup);
+    }
+
+    public ServerConfig withBackup(BackupConfig newBackup) {
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, merge, replication, placement, moves, newBackup);
     }
 
     public ServerConfig withBalance(BalanceConfig newBalance) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, newBalance, shutdown, logging, metrics, tls, split, merge, replication, placement);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, newBalance, shutdown, logging, metrics, tls, split, merge, replication, placement, moves, backup);
     }
 
     /**
@@ -543,6 +560,47 @@ public record ServerConfig(
     }
 
     /**
+     * A replica move, driven by its region's leader (kv-client move-replica, and placement on the map's leader).
+     *
+     * @param catchUpMs      how long the replica moving to a node may take to catch up (a snapshot of its region, then
+     *                       the log) before the move is given up
+     * @param strayLearnerMs how long learners that a lost leader's move left in a region stay there before the region's
+     *                       leader takes them out and drops their replicas (a leader that loses its leadership mid-move
+     *                       cannot take its learner out)
+     */
+    public record MovesConfig(Long catchUpMs, Long strayLearnerMs) {
+        public static final MovesConfig DEFAULT = new MovesConfig(null, null);
+
+        public MovesConfig {
+            catchUpMs = requireNonNullElse(catchUpMs, 300_000L);
+            strayLearnerMs = requireNonNullElse(strayLearnerMs, 60_000L);
+            if (catchUpMs < 1000) {
+                throw new IllegalArgumentException("moves.catchUpMs must be at least 1000, got " + catchUpMs);
+            }
+            if (strayLearnerMs < 1000) {
+                throw new IllegalArgumentException("moves.strayLearnerMs must be at least 1000 (learners are looked at"
+                        + " once a second), got " + strayLearnerMs);
+            }
+        }
+    }
+
+    /**
+     * @param sessionIdleMs a backup session that no client reads for this long is closed, so a killed backup pins
+     *                      nothing for long (a RocksDB snapshot, a MemoryDB copy)
+     */
+    public record BackupConfig(Long sessionIdleMs) {
+        public static final BackupConfig DEFAULT = new BackupConfig(null);
+
+        public BackupConfig {
+            sessionIdleMs = requireNonNullElse(sessionIdleMs, 60_000L);
+            if (sessionIdleMs < 1000) {
+                throw new IllegalArgumentException("backup.sessionIdleMs must be at least 1000 (sessions are looked at"
+                        + " once a second), got " + sessionIdleMs);
+            }
+        }
+    }
+
+    /**
      * @param timeoutMs after a SIGTERM the node hands its region leaders to live peers, answers new requests
      *                  SHUTTING_DOWN, finishes those in flight, closes its store and exits 0. If that takes
      *                  longer than this, or a second SIGTERM comes, the process halts at once with exit code 1.
@@ -572,19 +630,19 @@ public record ServerConfig(
     }
 
     public ServerConfig withSplit(SplitConfig newSplit) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, newSplit, merge, replication, placement);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, newSplit, merge, replication, placement, moves, backup);
     }
 
     public ServerConfig withMerge(MergeConfig newMerge) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, newMerge, replication, placement);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, tls, split, newMerge, replication, placement, moves, backup);
     }
 
     public ServerConfig withTls(io.kvraft.common.config.TlsConfig newTls) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, newTls, split, merge, replication, placement);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, metrics, newTls, split, merge, replication, placement, moves, backup);
     }
 
     public ServerConfig withMetrics(MetricsConfig newMetrics) {
-        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, newMetrics, tls, split, merge, replication, placement);
+        return new ServerConfig(endpoint, dataDir, cluster, store, raft, limits, balance, shutdown, logging, newMetrics, tls, split, merge, replication, placement, moves, backup);
     }
 
     /**

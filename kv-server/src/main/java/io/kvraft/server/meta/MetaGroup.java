@@ -9,7 +9,10 @@ import com.alipay.sofa.jraft.entity.PeerId;
 import com.alipay.sofa.jraft.entity.Task;
 import com.alipay.sofa.jraft.option.NodeOptions;
 import com.alipay.sofa.jraft.rpc.RpcServer;
+import io.kvraft.common.Errors;
 import io.kvraft.common.proto.KvProto.ClusterMap;
+import io.kvraft.common.proto.KvProto.Error;
+import io.kvraft.common.proto.KvProto.ErrorCode;
 import io.kvraft.common.proto.KvProto.MetaCommand;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.host.RaftOptionsFactory;
@@ -124,6 +127,18 @@ public final class MetaGroup implements AutoCloseable {
         if (n != null && n.getOptions().getElectionTimeoutMs() != electionTimeoutMs) {
             n.resetElectionTimeoutMs(electionTimeoutMs);
         }
+    }
+
+    /**
+     * The error a node that does not lead the map answers with: the leader this replica knows, or, knowing none, how one
+     * comes back.
+     */
+    Error notLeader(String self) {
+        String hint = leaderHint();
+        return Errors.of(hint.isEmpty() ? ErrorCode.NO_LEADER : ErrorCode.NOT_LEADER, hint,
+                "node " + self + " does not lead the cluster map" + (hint.isEmpty() ? " and knows no leader"
+                        + " (one is elected within seconds while a majority of the map's voters " + voters()
+                        + " is up; if that majority is lost for good, see kv-client recover-map)" : "; " + hint + " does"));
     }
 
     /** Proposes {@code cmd} on this node (the leader); completes with the map once applied here, or fails. */

@@ -17,17 +17,14 @@ import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;
 import io.kvraft.common.rpc.Transport;
 import io.kvraft.server.config.ServerConfig.MergeConfig;
-import io.kvraft.server.config.ServerConfig.SplitConfig;
 import io.kvraft.common.Errors;
 import io.kvraft.server.store.KeyRange;
-import io.kvraft.server.store.KvStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -52,9 +49,9 @@ import java.util.concurrent.locks.LockSupport;
  * A merge that cannot get there is decided against in the left region's log (MERGE_ABORT, which a commit decided at
  * the same epoch cannot pass) and then rolled back in the right region's log (MERGE_ROLLBACK). A merge left half done
  * by a crash or a leader change is finished or rolled back the same way by the left region's leader after
- * {@code merge.timeoutMs}. Requests for the right region meanwhile are answered STALE_EPOCH and retried by clients.
+ * {@code merge.timeoutMs} ({@link MergeChecks}). Requests for the right region meanwhile are answered STALE_EPOCH and retried by clients.
  */
-public final class Merger implements Runnable {
+public final class Merger {
 
     private static final Logger LOG = LoggerFactory.getLogger(Merger.class);
     /** How long a proposal may take before its outcome counts as unknown. */
@@ -62,27 +59,20 @@ public final class Merger implements Runnable {
     private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
     private final RegionHost host;
-    private final KvStore store;
     private final MergeConfig config;
-    private final SplitConfig split;
     private final Transport peers;
     private final Executor work;
     private final long leaderMoveMs;
     /** Regions in a merge driven from this node (both sides). */
     private final Set<Integer> busy = ConcurrentHashMap.newKeySet();
-    /** Per region seen merging here, when this node first saw it (System.nanoTime), for the recovery of stuck merges. */
-    private final Map<Integer, Long> seenMerging = new ConcurrentHashMap<>();
 
     /**
      * @param work         where merges run: they wait for peers and for log entries, so never a request handler's thread
      * @param leaderMoveMs how long to look for a region's leader (hints, elections) to propose a step there
      */
-    public Merger(RegionHost host, KvStore store, MergeConfig config, SplitConfig split, Transport peers, Executor work,
-                  long leaderMoveMs) {
+    public Merger(RegionHost host, MergeConfig config, Transport peers, Executor work, long leaderMoveMs) {
         this.host = host;
-        this.store = store;
         this.config = config;
-        this.split = split;
         this.peers = peers;
         this.work = work;
         this.leaderMoveMs = leaderMoveMs;
@@ -176,6 +166,28 @@ public final class Merger implements Runnable {
         }
     }
 
+    /** Whether region {@code id} is in a merge driven from this node. */
+    boolean inMerge(int id) {
+        return busy.contains(id);
+    }
+
+    /** Marks both regions as in a merge driven from this node, or neither when one is already. */
+    boolean claim(int leftId, int rightId) {
+        if (!busy.add(leftId)) {
+            return false;
+        }
+        if (!busy.add(rightId)) {
+            busy.remove(leftId);
+            return false;
+        }
+        return true;
+    }
+
+    void release(int leftId, int rightId) {
+        busy.remove(leftId);
+        busy.remove(rightId);
+    }
+
     static boolean samePeers(Region left, Region right) {
         return new HashSet<>(left.peers()).equals(new HashSet<>(right.peers()));
     }
@@ -197,9 +209,9 @@ public final class Merger implements Runnable {
 
     /**
      * From a prepared merge on: commits it once every replica of {@code right} is ready, else decides against it and
-     * rolls it back. Also the recovery of a merge left prepared.
+     * rolls it back. Also the recovery of a merge left prepared ({@link MergeChecks}).
      */
-    private MergeResponse finish(Region left, Region right, RegionState prepared) {
+    MergeResponse finish(Region left, Region right, RegionState prepared) {
         long preparedAt = prepared.getMergePreparedAt();
         String notReady = awaitReady(right.id(), left.id(), preparedAt);
         if (notReady == null) {
@@ -415,108 +427,5 @@ public final class Merger implements Runnable {
     private static MergeResponse failed(ErrorCode code, String hint, String detail) {
         Error error = Errors.of(code, hint, detail);
         return MergeResponse.newBuilder().setError(error).build();
-    }
-
-    /**
-     * One check: merges left prepared for longer than merge.timeoutMs, whose left region this node leads, are finished
-     * or rolled back; then, when merges are enabled, the first small pair of regions this node leads the left one of is
-     * merged.
-     */
-    @Override
-    public void run() {
-        try {
-            recover();
-            if (config.enabled()) {
-                mergeSmall();
-            }
-        } catch (RuntimeException e) {
-            LOG.warn("merge check failed: {}", e.toString());
-        }
-    }
-
-    private void recover() {
-        long now = System.nanoTime();
-        seenMerging.keySet().removeIf(id -> {
-            Region r = host.region(id);
-            return r == null || r.mergingInto() == 0;
-        });
-        for (Region right : host.regions()) {
-            if (right.mergingInto() == 0) {
-                continue;
-            }
-            long seen = seenMerging.computeIfAbsent(right.id(), id -> now);
-            Region left = host.region(right.mergingInto());
-            if (left == null || !left.isLeader() || busy.contains(left.id()) || busy.contains(right.id())
-                    || now - seen < TimeUnit.MILLISECONDS.toNanos(config.timeoutMs())) {
-                continue;
-            }
-            RegionState prepared = right.state();
-            if (!busy.add(left.id())) {
-                continue;
-            }
-            if (!busy.add(right.id())) {
-                busy.remove(left.id());
-                continue;
-            }
-            LOG.info("merge of region {} into region {}, prepared at index {}, is not finished: finishing or rolling it back",
-                    right.id(), left.id(), prepared.getMergePreparedAt());
-            seenMerging.remove(right.id());
-            try {
-                work.execute(() -> {
-                    left.pinLeader(true);
-                    try {
-                        MergeResponse r = finish(left, right, prepared);
-                        LOG.info("merge of region {} into region {}: {}", right.id(), left.id(),
-                                r.hasError() ? r.getError().getDetail() : "done");
-                    } finally {
-                        left.pinLeader(false);
-                        busy.remove(left.id());
-                        busy.remove(right.id());
-                    }
-                });
-            } catch (RejectedExecutionException closing) {
-                busy.remove(left.id());
-                busy.remove(right.id());
-            }
-            return; // one at a time
-        }
-    }
-
-    private void mergeSmall() {
-        List<Region> all = List.copyOf(host.regions());
-        for (Region left : all) {
-            if (!left.isLeader() || left.mergingInto() != 0 || busy.contains(left.id()) || left.range().end().length == 0) {
-                continue;
-            }
-            Region right = null;
-            for (Region r : all) {
-                if (Arrays.equals(r.range().start(), left.range().end())) {
-                    right = r;
-                }
-            }
-            if (right == null || !samePeers(left, right) || right.mergingInto() != 0 || busy.contains(right.id())
-                    || !small(left) || !small(right)) {
-                continue;
-            }
-            Region r = right;
-            LOG.info("regions {} {} and {} {} are small (merge.maxKeys {}, merge.maxBytes {}): merging them", left.id(),
-                    left.range(), right.id(), right.range(), config.maxKeys(), config.maxBytes());
-            merge(left.id(), right.id(), left.epoch(), right.epoch()).thenAccept(resp -> {
-                if (resp.hasError()) {
-                    LOG.info("automatic merge of region {} into region {} not done: {}", r.id(), left.id(),
-                            resp.getError().getDetail());
-                }
-            });
-            return; // one per check: the next check sees the new sizes
-        }
-    }
-
-    /** At most merge.maxKeys keys and merge.maxBytes bytes, and, with splits on, far from being split again. */
-    private boolean small(Region region) {
-        KeyRange range = region.range();
-        long keys = store.approximateKeys(range);
-        long bytes = store.approximateBytes(range);
-        boolean farFromSplit = !split.enabled() || keys < split.maxKeys() / 4 && bytes < split.maxBytes() / 4;
-        return keys <= config.maxKeys() && bytes <= config.maxBytes() && farFromSplit;
     }
 }

@@ -8,7 +8,6 @@ import com.alipay.sofa.jraft.Status;
 import com.alipay.sofa.jraft.conf.Configuration;
 import com.alipay.sofa.jraft.entity.PeerId;
 import io.kvraft.common.config.HostPort;
-import io.kvraft.common.proto.KvProto.AdminResponse;
 import io.kvraft.common.proto.KvProto.ErrorCode;
 import io.kvraft.common.proto.KvProto.MoveReplicaRequest;
 import io.kvraft.common.proto.KvProto.MoveReplicaResponse;
@@ -22,18 +21,13 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
-import java.util.function.LongSupplier;
 
 /**
  * Moves one replica of a region from one node to another, driven from the region's leader, by jraft's own steps:
@@ -53,46 +47,40 @@ import java.util.function.LongSupplier;
  * <p>A move whose leader loses the leadership before step 4 cannot take its learner out (only a leader changes the
  * configuration): the learner stays, with its replica, and the next leader goes on replicating to it. Every leader
  * takes out the learners of a region it leads with no move of its own once they have stayed there {@code
- * strayLearnerMs} ({@link #sweepStrayLearners}), and drops their replicas: learners exist only for moves, so these are
+ * moves.strayLearnerMs} ({@link StrayLearners}), and drops their replicas: learners exist only for moves, so these are
  * a lost leader's, and its move has been given up.
  */
 public final class ReplicaMover {
 
     private static final Logger LOG = LoggerFactory.getLogger(ReplicaMover.class);
     private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
-    private static final long RPC_TIMEOUT_MS = 10_000;
+    private static final long RPC_TIMEOUT_MS = ReplicaCalls.RPC_TIMEOUT_MS;
     /** A source that is down does not drop its replica: a few quick tries, then the move is done without it. */
     private static final int DROP_ATTEMPTS = 3;
-    private static final long NUDGE_MS = 200;
     /** How long the target of a move may leave the leader's questions unanswered before the move is given up. */
     static final long SILENT_TARGET_MS = 30_000;
 
     private final RegionHost host;
     private final Transport peers;
+    private final ReplicaCalls calls;
     private final Executor work;
     private final long catchUpTimeoutMs;
     private final long strayLearnerNanos;
-    private final LongSupplier nanoClock;
-    /** Per region this node leads with learners and no move of its own, since when (nanoClock); the sweeper's only. */
-    private final Map<Integer, Long> strayingSince = new HashMap<>();
-    /** Regions whose stray learners are being taken out on {@code work}. */
-    private final Set<Integer> sweeping = ConcurrentHashMap.newKeySet();
 
     /**
      * @param work             where moves run (they wait for snapshots and configuration changes): never a request
      *                         handler's thread
      * @param catchUpTimeoutMs how long the new replica may take to catch up before the move is given up
-     * @param strayLearnerMs   how long a region this node leads may keep learners that no move of this node uses
-     *                         before they are taken out (see {@link #sweepStrayLearners})
+     * @param strayLearnerMs   how long the learner of a move given up on a node that lost the leadership stays before
+     *                         the next leader takes it out ({@link StrayLearners}); named in the log
      */
-    public ReplicaMover(RegionHost host, Transport peers, Executor work, long catchUpTimeoutMs, long strayLearnerMs,
-                        LongSupplier nanoClock) {
+    public ReplicaMover(RegionHost host, Transport peers, Executor work, long catchUpTimeoutMs, long strayLearnerMs) {
         this.host = host;
         this.peers = peers;
+        this.calls = new ReplicaCalls(peers);
         this.work = work;
         this.catchUpTimeoutMs = catchUpTimeoutMs;
         this.strayLearnerNanos = TimeUnit.MILLISECONDS.toNanos(strayLearnerMs);
-        this.nanoClock = nanoClock;
     }
 
     /**
@@ -101,7 +89,7 @@ public final class ReplicaMover {
      * not wait behind another region's move there (its catch-up may take minutes).
      */
     public CompletableFuture<MoveReplicaResponse> move(MoveReplicaRequest req) {
-        MoveReplicaResponse refused = refusedAtOnce(req.getRegionId());
+        MoveReplicaResponse refused = refusedAtOnce(host, req.getRegionId());
         if (refused != null) {
             return CompletableFuture.completedFuture(refused);
         }
@@ -118,7 +106,7 @@ public final class ReplicaMover {
     }
 
     /** The answer to a move of region {@code id} that this node cannot run now, or null when it may. */
-    private MoveReplicaResponse refusedAtOnce(int id) {
+    static MoveReplicaResponse refusedAtOnce(RegionHost host, int id) {
         Region region = host.region(id);
         if (region == null) {
             return failed(ErrorCode.REGION_NOT_FOUND, "", "no region " + id + " on " + host.endpoint());
@@ -138,7 +126,7 @@ public final class ReplicaMover {
         int id = req.getRegionId();
         String from = req.getFrom();
         String to = req.getTo();
-        MoveReplicaResponse refused = refusedAtOnce(id); // again: the leadership may have gone while it queued
+        MoveReplicaResponse refused = refusedAtOnce(host, id); // again: the leadership may have gone while it queued
         if (refused != null) {
             return refused;
         }
@@ -166,10 +154,10 @@ public final class ReplicaMover {
         try {
             if (rebuild) {
                 // 0. the voter that lost its data leaves the configuration: an empty replica must never vote as one
-                Status out = await(done -> node.removePeer(PeerId.parsePeer(to), done::complete));
+                Status out = ReplicaCalls.await(done -> node.removePeer(PeerId.parsePeer(to), done::complete));
                 LOG.info("region {}: rebuilding the replica on {}: taken out of the voters first: {}", id, to, out);
                 if (!out.isOk()) {
-                    return failed(codeOf(out), region.leaderHint(), "region " + id + ": " + to + " not taken out of the"
+                    return failed(ReplicaCalls.codeOf(out), region.leaderHint(), "region " + id + ": " + to + " not taken out of the"
                             + " voters for its rebuild: " + out.getErrorMsg());
                 }
                 return run(region, node, "", to, began);
@@ -308,15 +296,15 @@ public final class ReplicaMover {
         }
         PeerId learner = PeerId.parsePeer(to);
         // 1. an empty replica on the target
-        String added = ask(to, ReplicaRequest.newBuilder().setOp(ReplicaRequest.Op.ADD).setRegion(region.info()).build());
+        String added = calls.ask(to, ReplicaRequest.newBuilder().setOp(ReplicaRequest.Op.ADD).setRegion(region.info()).build());
         if (added != null) {
             return failed(ErrorCode.UNAVAILABLE, "", "region " + id + ": node " + to + " did not start a replica: " + added);
         }
         // 2. a learner: jraft sends it a snapshot, then the log
-        Status st = await(done -> node.addLearners(List.of(learner), done::complete));
+        Status st = ReplicaCalls.await(done -> node.addLearners(List.of(learner), done::complete));
         if (!st.isOk()) {
-            dropOn(to, region, before);
-            return failed(codeOf(st), region.leaderHint(), "region " + id + ": " + to + " not added as a learner: "
+            calls.dropOn(to, region, before);
+            return failed(ReplicaCalls.codeOf(st), region.leaderHint(), "region " + id + ": " + to + " not added as a learner: "
                     + st.getErrorMsg());
         }
         LOG.info("region {}: moving its replica {} -> {}: learner added", id, from, to);
@@ -339,14 +327,14 @@ public final class ReplicaMover {
         after.add(to);
         // a source that is down (its disk died) is tried once at the end, not a few times
         boolean sourceAlive = region.alivePeers().contains(from);
-        st = await(done -> node.removeLearners(List.of(learner), done::complete));
+        st = ReplicaCalls.await(done -> node.removeLearners(List.of(learner), done::complete));
         LOG.info("region {}: {} left the learners: {}", id, to, st);
         if (st.isOk()) {
             Configuration conf = new Configuration(after.stream().map(PeerId::parsePeer).toList());
-            for (PeerId l : learners(region)) {
+            for (PeerId l : ReplicaCalls.learners(region)) {
                 conf.addLearner(l);
             }
-            st = awaitNudging(region, catchUpTimeoutMs, done -> node.changePeers(conf, done::complete));
+            st = ReplicaCalls.awaitNudging(region, catchUpTimeoutMs, done -> node.changePeers(conf, done::complete));
         }
         if (!st.isOk()) {
             boolean refused = st.getRaftError() == com.alipay.sofa.jraft.error.RaftError.EBUSY
@@ -361,14 +349,14 @@ public final class ReplicaMover {
             }
             takeOut(region, node, learner, before, "move " + from + " -> " + to + ": configuration change not taken ("
                     + st + ")");
-            return failed(codeOf(st), region.leaderHint(), "region " + id + ": move " + from + " -> " + to
+            return failed(ReplicaCalls.codeOf(st), region.leaderHint(), "region " + id + ": move " + from + " -> " + to
                     + " not taken, nothing changed: " + st.getErrorMsg());
         }
         // 5. the source drops its replica (the configuration without it has committed)
         RegionInfo now = region.info().toBuilder().clearPeers().addAllPeers(after).build();
         String dropped = null;
         for (int i = 0; !from.isEmpty() && i < (sourceAlive ? DROP_ATTEMPTS : 1); i++) {
-            dropped = ask(from, ReplicaRequest.newBuilder().setOp(ReplicaRequest.Op.DROP).setRegion(now).build());
+            dropped = calls.ask(from, ReplicaRequest.newBuilder().setOp(ReplicaRequest.Op.DROP).setRegion(now).build());
             if (dropped == null) {
                 break;
             }
@@ -387,12 +375,12 @@ public final class ReplicaMover {
     /**
      * Takes a move's learner out of the region's configuration and drops its replica. On a node that no longer leads
      * the region jraft refuses the removal: the learner then stays, with its replica (the next leader replicates to it),
-     * until the leader's {@link #sweepStrayLearners} takes it out.
+     * until the leader's {@link StrayLearners} takes it out.
      */
     private void takeOut(Region region, Node node, PeerId learner, List<String> voters, String what) {
-        Status undone = await(done -> node.removeLearners(List.of(learner), done::complete));
+        Status undone = ReplicaCalls.await(done -> node.removeLearners(List.of(learner), done::complete));
         if (undone.isOk()) {
-            dropOn(learner.getEndpoint().toString(), region, voters);
+            calls.dropOn(learner.getEndpoint().toString(), region, voters);
             LOG.info("region {}: {}; learner {} taken out and its replica dropped", region.id(), what, learner);
         } else {
             LOG.info("region {}: {}; learner {} not taken out here ({}): it stays with its replica until the region's"
@@ -402,140 +390,12 @@ public final class ReplicaMover {
     }
 
     /**
-     * Takes out the learners of each region this node leads that have stayed {@code strayLearnerMs} with no move of
-     * this node running there, and drops their replicas. Learners exist only while a move runs on the region's leader,
-     * so these were added by a leader that lost the leadership mid-move (its move is given up, and it could not take
-     * them out); left alone they would stay in the configuration for ever, each one replicated to. The wait lets the
-     * next leader finish the catch-up it inherited (a snapshot loop jraft gets into there ends by itself only with a
-     * snapshot) and keeps a leadership that bounces back to the mover from racing it. Run periodically; the removals
-     * run on the move thread, so never beside a move of this node.
-     */
-    public void sweepStrayLearners() {
-        try {
-            sweepOnce();
-        } catch (RuntimeException e) {
-            LOG.warn("stray learner check failed: {}", e.toString());
-        }
-    }
-
-    void sweepOnce() {
-        long now = nanoClock.getAsLong();
-        Set<Integer> straying = new HashSet<>();
-        for (Region r : host.regions()) {
-            Node n = r.node();
-            if (n == null || !r.isLeader() || r.moving() || sweeping.contains(r.id()) || r.learners().isEmpty()) {
-                continue;
-            }
-            straying.add(r.id());
-            long since = strayingSince.computeIfAbsent(r.id(), id -> now);
-            if (now - since >= strayLearnerNanos && sweeping.add(r.id())) {
-                straying.remove(r.id());
-                int id = r.id();
-                try {
-                    work.execute(() -> {
-                        try {
-                            takeOutStrays(id);
-                        } finally {
-                            sweeping.remove(id);
-                        }
-                    });
-                } catch (RejectedExecutionException closed) {
-                    sweeping.remove(id);
-                }
-            }
-        }
-        strayingSince.keySet().retainAll(straying);
-    }
-
-    private void takeOutStrays(int id) {
-        if (refusedAtOnce(id) != null) { // not the leader now, or in a merge or a move
-            return;
-        }
-        Region region = host.region(id);
-        Node node = region.node();
-        List<PeerId> learners = node == null ? List.of() : learners(region);
-        if (learners.isEmpty()) {
-            return;
-        }
-        region.moving(true); // a move asked meanwhile is answered BUSY, and the balancer leaves the region alone
-        try {
-            LOG.info("region {}: learners {} stayed {} ms with no move of this leader: a leader that lost the leadership"
-                    + " mid-move added them; taking them out", id, learners, TimeUnit.NANOSECONDS.toMillis(strayLearnerNanos));
-            Status st = await(done -> node.removeLearners(learners, done::complete));
-            if (!st.isOk()) {
-                LOG.info("region {}: learners {} not taken out ({}); tried again later", id, learners, st);
-                return;
-            }
-            for (PeerId l : learners) {
-                dropOn(l.getEndpoint().toString(), region, region.peers());
-            }
-            LOG.info("region {}: learners {} taken out and their replicas dropped; replicas on {}", id, learners,
-                    region.peers());
-        } finally {
-            region.moving(false);
-        }
-    }
-
-    /** The learners of the region's configuration, as jraft names them (see {@link Region#learners}). */
-    private static List<PeerId> learners(Region region) {
-        return region.learners().stream().map(PeerId::parsePeer).toList();
-    }
-
-    private static ErrorCode codeOf(Status st) {
-        return switch (st.getRaftError()) {
-            case EPERM -> ErrorCode.NOT_LEADER;
-            case EBUSY -> ErrorCode.BUSY;
-            default -> ErrorCode.UNAVAILABLE;
-        };
-    }
-
-    /**
-     * Runs a jraft call that reports through a closure and waits for it, up to {@code timeoutMs}. With a region (a
-     * configuration change that adds a voter) it proposes an entry that changes nothing every {@code NUDGE_MS}
-     * meanwhile ({@link Region#nudge}), since jraft sees the new voter caught up only from an answer to entries sent
-     * after the change began.
-     */
-    private static Status awaitNudging(Region region, long timeoutMs,
-                                       java.util.function.Consumer<CompletableFuture<Status>> call) {
-        CompletableFuture<Status> done = new CompletableFuture<>();
-        try {
-            call.accept(done);
-        } catch (IllegalArgumentException | IllegalStateException e) {
-            return new Status(com.alipay.sofa.jraft.error.RaftError.EINVAL, "%s", e.getMessage());
-        }
-        // jraft ends a change on its own (done, or the new voter not alive); this bound is for a node that hangs
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
-        while (true) {
-            try {
-                return done.get(NUDGE_MS, TimeUnit.MILLISECONDS);
-            } catch (java.util.concurrent.TimeoutException e) {
-                if (System.nanoTime() - deadline > 0) {
-                    return new Status(com.alipay.sofa.jraft.error.RaftError.ETIMEDOUT, "no answer from jraft");
-                }
-                if (region != null && region.isLeader()) {
-                    region.nudge();
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return new Status(com.alipay.sofa.jraft.error.RaftError.EINTR, "interrupted");
-            } catch (java.util.concurrent.ExecutionException e) {
-                return new Status(com.alipay.sofa.jraft.error.RaftError.EINTERNAL, "%s", e.getCause().toString());
-            }
-        }
-    }
-
-    /** Runs a jraft call that reports through a closure and waits for it (bounded: jraft answers every closure). */
-    private static Status await(java.util.function.Consumer<CompletableFuture<Status>> call) {
-        return awaitNudging(null, 2 * RPC_TIMEOUT_MS, call);
-    }
-
-    /**
      * Null once node {@code to}'s replica of {@code region} has applied {@code index}, else why not: the timeout, or
      * {@code to} not reporting the replica for {@link #SILENT_TARGET_MS} (a node that is down, stopping or wiped
      * receives no snapshot, and the move would hold this node's move thread for the whole timeout). A replica that
      * receives a long snapshot is reported all along, and waited for. A leadership lost meanwhile does not end the
      * wait (the next leader goes on replicating to the learner); the caller then gives the move up, and the learner
-     * stays for the next leader to take out ({@link #sweepStrayLearners}).
+     * stays for the next leader to take out ({@link StrayLearners}).
      */
     private String awaitCaughtUp(Region region, String to, long index) {
         int id = region.id();
@@ -580,29 +440,5 @@ public final class ReplicaMover {
         }
         return "the replica on " + to + " applied index " + applied + " of " + index + " within " + catchUpTimeoutMs
                 + " ms";
-    }
-
-    private void dropOn(String node, Region region, List<String> voters) {
-        RegionInfo info = region.info().toBuilder().clearPeers().addAllPeers(voters).build();
-        String failed = ask(node, ReplicaRequest.newBuilder().setOp(ReplicaRequest.Op.DROP).setRegion(info).build());
-        if (failed != null) {
-            LOG.warn("region {}: the replica started on {} for a move that did not happen was not dropped: {}",
-                    region.id(), node, failed);
-        }
-    }
-
-    /** Sends a replica request; null when done, else why not. */
-    private String ask(String node, ReplicaRequest req) {
-        try {
-            AdminResponse resp = peers.<AdminResponse>call(node, req, RPC_TIMEOUT_MS)
-                    .get(RPC_TIMEOUT_MS + 1000, TimeUnit.MILLISECONDS);
-            return resp.hasError() && resp.getError().getCode() != ErrorCode.OK
-                    ? resp.getError().getCode() + ": " + resp.getError().getDetail() : null;
-        } catch (Exception e) {
-            if (e instanceof InterruptedException) {
-                Thread.currentThread().interrupt();
-            }
-            return e.getClass().getSimpleName() + ": " + e.getMessage();
-        }
     }
 }

@@ -1,14 +1,6 @@
 package io.kvraft.server.store;
 
-import java.io.BufferedInputStream;
-import java.io.BufferedOutputStream;
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
-import java.io.EOFException;
-import java.io.FileOutputStream;
 import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -19,36 +11,28 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentNavigableMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.locks.StampedLock;
-import java.util.zip.CRC32C;
-import java.util.zip.CheckedInputStream;
-import java.util.zip.CheckedOutputStream;
 
 /**
  * Engine {@code memory}: a sorted in-memory map. Nothing survives a restart, so Raft rebuilds it from
  * the latest snapshot plus the log; the applied index is kept in memory only.
  *
- * <p>Snapshot file {@value #SNAPSHOT_FILE}: header (magic, version, engine tag), pair count, then
- * per pair {@code int keyLength, key, int valueLength, value}, then a CRC32C of everything before it.
- * {@value #SYSTEM_SNAPSHOT_FILE} holds the region's system records in the same format; like the data
- * file it must be there (a snapshot without it is refused as corrupt).
+ * <p>A region snapshot is {@value #SNAPSHOT_FILE}, the range's pairs in the format of {@link MemorySnapshotFile}, and
+ * {@value #SYSTEM_SNAPSHOT_FILE}, the region's system records in the same format; like the data file it must be there
+ * (a snapshot without it is refused as corrupt).
  */
 public final class MemoryStore implements KvStore {
 
     public static final String ENGINE = "memory";
     public static final String SNAPSHOT_FILE = "data.snap";
     public static final String SYSTEM_SNAPSHOT_FILE = "system.snap";
-    private static final int IO_BUFFER_BYTES = 64 * 1024;
-    /** The smallest pair on disk: two empty length prefixes. */
-    private static final int MIN_PAIR_BYTES = 2 * Integer.BYTES;
 
     /** The pairs in key order (scans, ranges, snapshots); each value in a {@link Cell} shared with {@link #index}. */
     private final ConcurrentSkipListMap<byte[], Cell> data = new ConcurrentSkipListMap<>(Arrays::compareUnsigned);
     /**
      * The same cells by key hash: a get, and a put to a key that is there, cost one hash lookup instead of a walk down
-     * the skip list (a put of an existing key changes its cell in place). The skip list's puts were 12% of a node's
-     * CPU under S1 (session 35's profile), and a put to one of 100,000 keys took 0.3 us this way against 0.8 us.
-     * It costs about 80 bytes per key. Written by the key's region thread only, like the skip list. Null when the
-     * store was opened without it ({@code store.hashIndex: false}): then the skip list answers alone.
+     * the skip list (a put of an existing key changes its cell in place), whose walks were a large share of a node's
+     * CPU under load. It costs about 80 bytes per key. Written by the key's region thread only, like the skip list.
+     * Null when the store was opened without it ({@code store.hashIndex: false}): then the skip list answers alone.
      */
     private final ConcurrentHashMap<Key, Cell> index;
     /** The system space: sequences and locks, by the key they are named by. */
@@ -294,33 +278,15 @@ public final class MemoryStore implements KvStore {
         for (Map.Entry<byte[], Cell> e : view(range).entrySet()) {
             pairs.add(Map.entry(e.getKey(), e.getValue().value));
         }
-        writePairs(pairs, dir.resolve(SNAPSHOT_FILE));
-        writePairs(new ArrayList<>(view(system, range).entrySet()), dir.resolve(SYSTEM_SNAPSHOT_FILE));
+        MemorySnapshotFile.write(pairs, dir.resolve(SNAPSHOT_FILE));
+        MemorySnapshotFile.write(new ArrayList<>(view(system, range).entrySet()), dir.resolve(SYSTEM_SNAPSHOT_FILE));
         SnapshotFiles.syncDirectory(dir);
-    }
-
-    private static void writePairs(List<Map.Entry<byte[], byte[]>> pairs, Path file) throws IOException {
-        try (FileOutputStream fileOut = new FileOutputStream(file.toFile())) {
-            CheckedOutputStream checked = new CheckedOutputStream(new BufferedOutputStream(fileOut, IO_BUFFER_BYTES), new CRC32C());
-            DataOutputStream out = new DataOutputStream(checked);
-            SnapshotFiles.writeHeader(out, ENGINE);
-            out.writeLong(pairs.size());
-            for (Map.Entry<byte[], byte[]> pair : pairs) {
-                out.writeInt(pair.getKey().length);
-                out.write(pair.getKey());
-                out.writeInt(pair.getValue().length);
-                out.write(pair.getValue());
-            }
-            out.writeInt((int) checked.getChecksum().getValue());
-            out.flush();
-            fileOut.getChannel().force(true);
-        }
     }
 
     @Override
     public void loadSnapshot(int regionId, long appliedIndex, KeyRange range, Path dir, byte[] state) throws IOException {
         // Parse and verify the whole file before touching the map; a refused snapshot changes nothing.
-        List<byte[]> pairs = readVerified(dir.resolve(SNAPSHOT_FILE), range);
+        List<byte[]> pairs = MemorySnapshotFile.read(dir.resolve(SNAPSHOT_FILE), range);
         List<byte[]> records = readSystem(dir, range);
         StampedLock lock = lock(regionId);
         long stamp = lock.writeLock();
@@ -351,13 +317,13 @@ public final class MemoryStore implements KvStore {
      * @throws CorruptSnapshotException when the snapshot would be refused by {@link #loadSnapshot}
      */
     public static void verifySnapshot(Path dir, KeyRange range) throws IOException {
-        readVerified(dir.resolve(SNAPSHOT_FILE), range);
+        MemorySnapshotFile.read(dir.resolve(SNAPSHOT_FILE), range);
         readSystem(dir, range);
     }
 
     /** The system records of a snapshot, keys and values alternating. */
     private static List<byte[]> readSystem(Path dir, KeyRange range) throws IOException {
-        return readVerified(dir.resolve(SYSTEM_SNAPSHOT_FILE), range);
+        return MemorySnapshotFile.read(dir.resolve(SYSTEM_SNAPSHOT_FILE), range);
     }
 
     @Override
@@ -471,62 +437,5 @@ public final class MemoryStore implements KvStore {
         return range.end().length == 0
                 ? map.tailMap(range.start(), true)
                 : map.subMap(range.start(), true, range.end(), false);
-    }
-
-    /** Keys and values alternating, after checking framing, range and CRC. */
-    private static List<byte[]> readVerified(Path file, KeyRange range) throws IOException {
-        long fileBytes;
-        try {
-            fileBytes = Files.size(file);
-        } catch (NoSuchFileException e) {
-            throw SnapshotFiles.corrupt(file, "missing");
-        }
-        try (CheckedInputStream checked = new CheckedInputStream(
-                new BufferedInputStream(Files.newInputStream(file), IO_BUFFER_BYTES), new CRC32C())) {
-            DataInputStream in = new DataInputStream(checked);
-            SnapshotFiles.readHeader(in, ENGINE, file);
-            long remainingBytes = fileBytes - SnapshotFiles.headerBytes(ENGINE) - Long.BYTES - SnapshotFiles.CRC_TRAILER_BYTES;
-            long count = in.readLong();
-            if (count < 0 || count > remainingBytes / MIN_PAIR_BYTES) {
-                throw SnapshotFiles.corrupt(file, "pair count " + count + " does not fit in " + fileBytes + " bytes");
-            }
-            List<byte[]> pairs = new ArrayList<>((int) Math.min(2 * count, 1024));
-            for (long i = 0; i < count; i++) {
-                byte[] key = readChunk(in, file, remainingBytes);
-                remainingBytes -= Integer.BYTES + key.length;
-                byte[] value = readChunk(in, file, remainingBytes);
-                remainingBytes -= Integer.BYTES + value.length;
-                pairs.add(key);
-                pairs.add(value);
-            }
-            int computedCrc = (int) checked.getChecksum().getValue();
-            int storedCrc = in.readInt();
-            if (computedCrc != storedCrc) {
-                throw SnapshotFiles.corrupt(file, String.format("CRC32C mismatch: stored %08x, computed %08x", storedCrc, computedCrc));
-            }
-            if (in.read() != -1) {
-                throw SnapshotFiles.corrupt(file, "trailing bytes after the checksum");
-            }
-            // Checked after the CRC so that a flipped bit is reported as such, not as a stray key.
-            for (int i = 0; i < pairs.size(); i += 2) {
-                if (!range.contains(pairs.get(i))) {
-                    throw SnapshotFiles.corrupt(file, "holds a key outside the region range " + range);
-                }
-            }
-            return pairs;
-        } catch (EOFException e) {
-            throw SnapshotFiles.truncated(file, e);
-        }
-    }
-
-    /** A length-prefixed chunk whose length is checked against the bytes left, so a bad length cannot exhaust memory. */
-    private static byte[] readChunk(DataInputStream in, Path file, long remainingBytes) throws IOException {
-        int length = in.readInt();
-        if (length < 0 || length > remainingBytes - Integer.BYTES) {
-            throw SnapshotFiles.corrupt(file, "chunk length " + length + " exceeds the " + remainingBytes + " bytes left (truncated or corrupt)");
-        }
-        byte[] chunk = new byte[length];
-        in.readFully(chunk);
-        return chunk;
     }
 }

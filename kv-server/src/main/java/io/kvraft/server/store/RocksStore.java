@@ -4,35 +4,16 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Deque;
 import java.util.List;
 
-import org.rocksdb.BlockBasedTableConfig;
-import org.rocksdb.BloomFilter;
-import org.rocksdb.BuiltinComparator;
-import org.rocksdb.ColumnFamilyDescriptor;
 import org.rocksdb.ColumnFamilyHandle;
-import org.rocksdb.ColumnFamilyOptions;
-import org.rocksdb.CompressionType;
-import org.rocksdb.DBOptions;
-import org.rocksdb.EnvOptions;
-import org.rocksdb.IngestExternalFileOptions;
-import org.rocksdb.LRUCache;
-import org.rocksdb.Options;
-import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
 import org.rocksdb.Slice;
 import org.rocksdb.Snapshot;
-import org.rocksdb.SstFileReader;
-import org.rocksdb.SstFileReaderIterator;
-import org.rocksdb.SstFileWriter;
 import org.rocksdb.WriteBatch;
 import org.rocksdb.WriteOptions;
 
@@ -43,7 +24,8 @@ import org.rocksdb.WriteOptions;
  *
  * <p>A region snapshot is {@value #SST_FILE} (the range's pairs, absent when the range is empty) plus
  * {@value #MANIFEST_FILE} (key count, sst size and CRC32C; see {@link RocksSnapshotManifest}), and the
- * same pair of files for the system records ({@value #SYSTEM_SST_FILE}, {@value #SYSTEM_MANIFEST_FILE}).
+ * same pair of files for the system records ({@value #SYSTEM_SST_FILE}, {@value #SYSTEM_MANIFEST_FILE}), written and
+ * loaded by {@link RocksSnapshots}. The native handles and the options they are opened with are {@link RocksHandles}'.
  */
 public final class RocksStore implements KvStore {
 
@@ -53,21 +35,12 @@ public final class RocksStore implements KvStore {
     public static final String SYSTEM_SST_FILE = "system.sst";
     public static final String SYSTEM_MANIFEST_FILE = "system.manifest";
 
-    private static final byte[] META_COLUMN_FAMILY = "meta".getBytes(StandardCharsets.US_ASCII);
-    private static final byte[] SYSTEM_COLUMN_FAMILY = "system".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] APPLIED_KEY_PREFIX = "applied/".getBytes(StandardCharsets.US_ASCII);
     /** A region's RegionState (range, epoch, regions split off it), written with its applied index. */
     private static final byte[] STATE_KEY_PREFIX = "state/".getBytes(StandardCharsets.US_ASCII);
     /** The end of the top region's range in size estimates: above every key short of eight 0xff bytes. */
     private static final byte[] INF_FOR_SIZES = {(byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff,
             (byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff};
-    /** The meta family holds a few bytes per region; a large memtable would only waste memory. */
-    private static final long MAX_META_WRITE_BUFFER_BYTES = 4L << 20;
-    private static final int MAX_WRITE_BUFFER_NUMBER = 3;
-    private static final int MAX_BACKGROUND_JOBS = 2;
-    private static final double BLOOM_BITS_PER_KEY = 10;
-    private static final long MAX_INFO_LOG_BYTES = 8L << 20;
-    private static final int KEPT_INFO_LOGS = 3;
     /** A scan page of this many pairs or more is a bulk read: it does not fill the block cache. */
     static final int BULK_SCAN_PAIRS = 1000;
 
@@ -75,15 +48,13 @@ public final class RocksStore implements KvStore {
         RocksDB.loadLibrary();
     }
 
+    private final RocksHandles handles;
     private final RocksDB db;
     private final ColumnFamilyHandle dataFamily;
     private final ColumnFamilyHandle metaFamily;
     private final ColumnFamilyHandle systemFamily;
     private final WriteOptions writeOptions;
-    /** Options matching the data family (comparator, table format, compression) for snapshot sst files. */
-    private final Options sstOptions;
-    /** Every native handle, newest on top: popping closes dependents before what they depend on. */
-    private final Deque<AutoCloseable> nativeHandles;
+    private final RocksSnapshots snapshots;
     /**
      * Turns use after close into an exception instead of a native crash. Callers must still stop all
      * use before close(); a racing call can slip past this check.
@@ -92,16 +63,14 @@ public final class RocksStore implements KvStore {
     /** Backup captures not closed yet: the store releases their snapshots before it closes the DB. */
     private final java.util.Set<Capture> captures = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
-    private RocksStore(RocksDB db, ColumnFamilyHandle dataFamily, ColumnFamilyHandle metaFamily,
-                       ColumnFamilyHandle systemFamily, WriteOptions writeOptions, Options sstOptions,
-                       Deque<AutoCloseable> nativeHandles) {
-        this.db = db;
-        this.dataFamily = dataFamily;
-        this.metaFamily = metaFamily;
-        this.systemFamily = systemFamily;
-        this.writeOptions = writeOptions;
-        this.sstOptions = sstOptions;
-        this.nativeHandles = nativeHandles;
+    private RocksStore(RocksHandles handles) {
+        this.handles = handles;
+        this.db = handles.db;
+        this.dataFamily = handles.dataFamily;
+        this.metaFamily = handles.metaFamily;
+        this.systemFamily = handles.systemFamily;
+        this.writeOptions = handles.writeOptions;
+        this.snapshots = new RocksSnapshots(handles);
     }
 
     /**
@@ -112,64 +81,7 @@ public final class RocksStore implements KvStore {
      * @throws UncheckedIOException when RocksDB cannot open the directory
      */
     public static RocksStore open(Path dir, long blockCacheBytes, long writeBufferBytes, String compression) {
-        CompressionType compressionType = compressionType(compression);
-        if (blockCacheBytes <= 0 || writeBufferBytes <= 0) {
-            throw new IllegalArgumentException("blockCacheBytes and writeBufferBytes must be positive, got "
-                    + blockCacheBytes + " and " + writeBufferBytes);
-        }
-        Deque<AutoCloseable> handles = new ArrayDeque<>();
-        try {
-            Files.createDirectories(dir);
-            LRUCache blockCache = push(handles, new LRUCache(blockCacheBytes));
-            BloomFilter bloomFilter = push(handles, new BloomFilter(BLOOM_BITS_PER_KEY, false));
-            // Index and filter blocks live in the block cache, so blockCacheBytes bounds table-reader memory.
-            BlockBasedTableConfig tableConfig = new BlockBasedTableConfig()
-                    .setBlockCache(blockCache)
-                    .setFilterPolicy(bloomFilter)
-                    .setCacheIndexAndFilterBlocks(true)
-                    .setPinL0FilterAndIndexBlocksInCache(true);
-            DBOptions dbOptions = push(handles, new DBOptions()
-                    .setCreateIfMissing(true)
-                    .setCreateMissingColumnFamilies(true)
-                    .setMaxBackgroundJobs(MAX_BACKGROUND_JOBS)
-                    .setMaxLogFileSize(MAX_INFO_LOG_BYTES)
-                    .setKeepLogFileNum(KEPT_INFO_LOGS));
-            // RocksDB's bytewise comparator is memcmp order, i.e. the unsigned-byte order of KeyRange.
-            ColumnFamilyOptions dataOptions = push(handles, new ColumnFamilyOptions()
-                    .setComparator(BuiltinComparator.BYTEWISE_COMPARATOR)
-                    .setWriteBufferSize(writeBufferBytes)
-                    .setMaxWriteBufferNumber(MAX_WRITE_BUFFER_NUMBER)
-                    .setCompressionType(compressionType)
-                    .setTableFormatConfig(tableConfig));
-            ColumnFamilyOptions metaOptions = push(handles, new ColumnFamilyOptions()
-                    .setComparator(BuiltinComparator.BYTEWISE_COMPARATOR)
-                    .setWriteBufferSize(Math.min(writeBufferBytes, MAX_META_WRITE_BUFFER_BYTES))
-                    .setMaxWriteBufferNumber(MAX_WRITE_BUFFER_NUMBER)
-                    .setCompressionType(CompressionType.NO_COMPRESSION)
-                    .setTableFormatConfig(tableConfig));
-            Options sstOptions = push(handles, new Options(dbOptions, dataOptions));
-            // The WAL stays on so data and applied index recover together after a process crash, but it is
-            // not fsynced per write: Raft's log is the durable record, and after an OS crash the region
-            // replays the log from the recovered applied index (same WriteBatch, so never ahead of the data).
-            WriteOptions writeOptions = push(handles, new WriteOptions().setDisableWAL(false).setSync(false));
-
-            List<ColumnFamilyDescriptor> descriptors = List.of(
-                    new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, dataOptions),
-                    new ColumnFamilyDescriptor(META_COLUMN_FAMILY, metaOptions),
-                    // few records, as in meta; the sst options of snapshots fit it too (same comparator)
-                    new ColumnFamilyDescriptor(SYSTEM_COLUMN_FAMILY, metaOptions));
-            List<ColumnFamilyHandle> familyHandles = new ArrayList<>();
-            RocksDB db = push(handles, RocksDB.open(dbOptions, dir.toString(), descriptors, familyHandles));
-            familyHandles.forEach(handles::push);
-            return new RocksStore(db, familyHandles.get(0), familyHandles.get(1), familyHandles.get(2), writeOptions,
-                    sstOptions, handles);
-        } catch (RocksDBException | IOException | RuntimeException e) {
-            closeAll(handles, e);
-            if (e instanceof RuntimeException runtime) {
-                throw runtime;
-            }
-            throw new UncheckedIOException(new IOException("cannot open RocksDB in " + dir + ": " + e.getMessage(), e));
-        }
+        return new RocksStore(RocksHandles.open(dir, blockCacheBytes, writeBufferBytes, compression));
     }
 
     @Override
@@ -200,7 +112,7 @@ public final class RocksStore implements KvStore {
     @Override
     public ScanPage scanSystem(int regionId, KeyRange range, ScanPage.Builder page) {
         ensureOpen();
-        try (RangeScan scan = new RangeScan(systemFamily, range, null, true)) {
+        try (RocksRangeScan scan = new RocksRangeScan(db, systemFamily, range, null, true)) {
             RocksIterator it = scan.iterator();
             for (it.seekToFirst(); it.isValid(); it.next()) {
                 if (!page.hasRoom()) {
@@ -281,7 +193,7 @@ public final class RocksStore implements KvStore {
         ensureOpen();
         // the iterator reads one implicit snapshot, so the page never holds half of a WriteBatch; pages of a bulk
         // read (an iterator's, a large scan's) leave the block cache alone, as RocksDB advises for bulk scans
-        try (RangeScan scan = new RangeScan(range, null, page.limit() < BULK_SCAN_PAIRS)) {
+        try (RocksRangeScan scan = new RocksRangeScan(db, dataFamily, range, null, page.limit() < BULK_SCAN_PAIRS)) {
             RocksIterator it = scan.iterator();
             if (reverse) {
                 it.seekToLast();
@@ -336,100 +248,13 @@ public final class RocksStore implements KvStore {
     @Override
     public void writeSnapshot(KeyRange range, Path dir) throws IOException {
         ensureOpen();
-        // A RocksDB snapshot pins one point in time even if another thread writes meanwhile.
-        Snapshot pointInTime = db.getSnapshot();
-        try {
-            writeSst(dataFamily, range, pointInTime, dir.resolve(SST_FILE), dir.resolve(MANIFEST_FILE));
-            writeSst(systemFamily, range, pointInTime, dir.resolve(SYSTEM_SST_FILE), dir.resolve(SYSTEM_MANIFEST_FILE));
-            SnapshotFiles.syncDirectory(dir);
-        } catch (RocksDBException e) {
-            throw new IOException("cannot write snapshot of " + range + " to " + dir + ": " + e.getMessage(), e);
-        } finally {
-            db.releaseSnapshot(pointInTime);
-        }
-    }
-
-    /** One family's part of a region snapshot: an sst (none when the range is empty there) and its manifest. */
-    private void writeSst(ColumnFamilyHandle family, KeyRange range, Snapshot pointInTime, Path sstFile, Path manifestFile)
-            throws IOException, RocksDBException {
-        try (RangeScan scan = new RangeScan(family, range, pointInTime, false)) {
-            RocksIterator it = scan.iterator();
-            long keyCount = 0;
-            it.seekToFirst();
-            if (it.isValid()) {
-                try (EnvOptions envOptions = new EnvOptions();
-                     SstFileWriter writer = new SstFileWriter(envOptions, sstOptions)) {
-                    writer.open(sstFile.toString());
-                    for (; it.isValid(); it.next()) {
-                        writer.put(it.key(), it.value());
-                        keyCount++;
-                    }
-                    it.status();
-                    writer.finish(); // finish() fsyncs the sst
-                }
-            } else {
-                it.status();
-            }
-            RocksSnapshotManifest manifest = keyCount == 0
-                    ? RocksSnapshotManifest.EMPTY
-                    : new RocksSnapshotManifest(keyCount, Files.size(sstFile), SnapshotFiles.crc32c(sstFile));
-            manifest.writeDurably(manifestFile);
-        }
+        snapshots.write(range, dir);
     }
 
     @Override
     public void loadSnapshot(int regionId, long appliedIndex, KeyRange range, Path dir, byte[] state) throws IOException {
         ensureOpen();
-        // Verify everything first: a refused snapshot must leave the store unchanged.
-        RocksSnapshotManifest manifest = RocksSnapshotManifest.read(dir.resolve(MANIFEST_FILE));
-        Path sstFile = dir.resolve(SST_FILE);
-        if (manifest.keyCount() > 0) {
-            verifySst(sstFile, manifest, range, sstOptions);
-        }
-        RocksSnapshotManifest systemManifest = systemManifest(dir);
-        Path systemSst = dir.resolve(SYSTEM_SST_FILE);
-        if (systemManifest.keyCount() > 0) {
-            verifySst(systemSst, systemManifest, range, sstOptions);
-        }
-        // From here on a crash leaves the old applied index behind, so the state machine reloads the
-        // snapshot on restart: the index is recorded last, after the data is complete.
-        try {
-            deleteRange(dataFamily, range);
-            deleteRange(systemFamily, range);
-            if (manifest.keyCount() > 0) {
-                ingest(dataFamily, sstFile);
-            }
-            if (systemManifest.keyCount() > 0) {
-                ingest(systemFamily, systemSst);
-            }
-            try (WriteBatch meta = new WriteBatch()) { // the index and the state it goes with: both or neither
-                meta.put(metaFamily, appliedKey(regionId), longBytes(appliedIndex));
-                if (state != null) {
-                    meta.put(metaFamily, stateKey(regionId), state);
-                } else {
-                    meta.delete(metaFamily, stateKey(regionId));
-                }
-                db.write(writeOptions, meta);
-            }
-        } catch (RocksDBException e) {
-            throw new IOException("cannot load snapshot " + dir + " into region " + regionId + ": " + e.getMessage(), e);
-        }
-    }
-
-    private void ingest(ColumnFamilyHandle family, Path sstFile) throws RocksDBException {
-        // Copy, not move: the snapshot dir belongs to Raft and must stay intact.
-        try (IngestExternalFileOptions ingestOptions = new IngestExternalFileOptions()
-                .setMoveFiles(false)
-                .setSnapshotConsistency(true)
-                .setAllowGlobalSeqNo(true)
-                .setAllowBlockingFlush(true)) {
-            db.ingestExternalFile(family, List.of(sstFile.toString()), ingestOptions);
-        }
-    }
-
-    /** The manifest of a snapshot's system records (a missing one is corrupt, as the data's is). */
-    private static RocksSnapshotManifest systemManifest(Path dir) throws IOException {
-        return RocksSnapshotManifest.read(dir.resolve(SYSTEM_MANIFEST_FILE));
+        snapshots.load(regionId, appliedIndex, range, dir, state);
     }
 
     @Override
@@ -475,7 +300,8 @@ public final class RocksStore implements KvStore {
                     throw new IllegalStateException("backup capture is closed");
                 }
                 // a backup reads every block once: keep it out of the block cache, as bulk scans do
-                try (RangeScan scan = new RangeScan(family, new KeyRange(start, range.end()), snapshot, false)) {
+                try (RocksRangeScan scan = new RocksRangeScan(db, family, new KeyRange(start, range.end()), snapshot,
+                        false)) {
                     RocksIterator it = scan.iterator();
                     for (it.seekToFirst(); it.isValid(); it.next()) {
                         if (!page.hasRoom()) {
@@ -507,7 +333,7 @@ public final class RocksStore implements KvStore {
     @Override
     public long approximateCount(KeyRange range) {
         ensureOpen();
-        try (RangeScan scan = new RangeScan(range, null)) {
+        try (RocksRangeScan scan = new RocksRangeScan(db, dataFamily, range, null, false)) {
             RocksIterator it = scan.iterator();
             long count = 0;
             for (it.seekToFirst(); it.isValid(); it.next()) {
@@ -570,7 +396,7 @@ public final class RocksStore implements KvStore {
             c.close(); // a snapshot released after the DB is closed would crash the JVM
         }
         closed = true;
-        closeAll(nativeHandles, null);
+        handles.close();
     }
 
     private void ensureOpen() {
@@ -587,196 +413,26 @@ public final class RocksStore implements KvStore {
      * @throws CorruptSnapshotException when the snapshot would be refused by {@link #loadSnapshot}
      */
     public static void verifySnapshot(Path dir, KeyRange range) throws IOException {
-        RocksSnapshotManifest manifest = RocksSnapshotManifest.read(dir.resolve(MANIFEST_FILE));
-        RocksSnapshotManifest systemManifest = systemManifest(dir);
-        // the families use the default bytewise comparator, which is all a reader needs
-        try (Options options = new Options()) {
-            if (manifest.keyCount() > 0) {
-                verifySst(dir.resolve(SST_FILE), manifest, range, options);
-            }
-            if (systemManifest.keyCount() > 0) {
-                verifySst(dir.resolve(SYSTEM_SST_FILE), systemManifest, range, options);
-            }
-        }
-    }
-
-    private static void verifySst(Path sstFile, RocksSnapshotManifest manifest, KeyRange range, Options sstOptions)
-            throws IOException {
-        if (!Files.exists(sstFile)) {
-            throw SnapshotFiles.corrupt(sstFile, "missing, the manifest promises " + manifest.keyCount() + " keys");
-        }
-        long sstBytes = Files.size(sstFile);
-        if (sstBytes != manifest.sstBytes()) {
-            throw SnapshotFiles.corrupt(sstFile, "is " + sstBytes + " bytes, the manifest says " + manifest.sstBytes());
-        }
-        int crc = SnapshotFiles.crc32c(sstFile);
-        if (crc != manifest.sstCrc32c()) {
-            throw SnapshotFiles.corrupt(sstFile, String.format("CRC32C mismatch: manifest %08x, computed %08x", manifest.sstCrc32c(), crc));
-        }
-        // The CRC proves the bytes are the ones written; this proves they are the keys the region expects.
-        try (SstFileReader reader = new SstFileReader(sstOptions)) {
-            reader.open(sstFile.toString());
-            long entries = reader.getTableProperties().getNumEntries();
-            if (entries != manifest.keyCount()) {
-                throw SnapshotFiles.corrupt(sstFile, "holds " + entries + " keys, the manifest says " + manifest.keyCount());
-            }
-            try (ReadOptions readOptions = new ReadOptions().setFillCache(false);
-                 SstFileReaderIterator it = reader.newIterator(readOptions)) {
-                it.seekToFirst();
-                byte[] first = it.isValid() ? it.key() : null;
-                it.seekToLast();
-                byte[] last = it.isValid() ? it.key() : null;
-                it.status();
-                if (first == null || !range.contains(first) || !range.contains(last)) {
-                    throw SnapshotFiles.corrupt(sstFile, "holds keys outside the region range " + range);
-                }
-            }
-        } catch (RocksDBException e) {
-            CorruptSnapshotException refused = SnapshotFiles.corrupt(sstFile, "unreadable sst: " + e.getMessage());
-            refused.initCause(e);
-            throw refused;
-        }
-    }
-
-    /** Deletes every key of {@code range} in {@code family} in one atomic write. */
-    private void deleteRange(ColumnFamilyHandle family, KeyRange range) throws RocksDBException {
-        byte[] start = range.start();
-        try (WriteBatch deletes = new WriteBatch()) {
-            if (range.end().length > 0) {
-                if (Arrays.compareUnsigned(start, range.end()) < 0) {
-                    deletes.deleteRange(family, start, range.end());
-                }
-            } else {
-                // No finite key sorts above every key (k < k + 0x00), so an unbounded end has no deleteRange
-                // limit. Use the range's current last key: delete [start, last) plus last itself. Only this
-                // region writes at or above start (it owns the top of the key space), so nothing lands above last.
-                byte[] last = lastKey(family, range);
-                if (last == null) {
-                    return;
-                }
-                if (Arrays.compareUnsigned(start, last) < 0) {
-                    deletes.deleteRange(family, start, last);
-                }
-                deletes.delete(family, last);
-            }
-            db.write(writeOptions, deletes);
-        }
+        RocksSnapshots.verify(dir, range);
     }
 
     private byte[] lastKey(KeyRange range) throws RocksDBException {
-        return lastKey(dataFamily, range);
+        return RocksRangeScan.lastKey(db, dataFamily, range);
     }
 
-    private byte[] lastKey(ColumnFamilyHandle family, KeyRange range) throws RocksDBException {
-        try (RangeScan scan = new RangeScan(family, range, null, false)) {
-            RocksIterator it = scan.iterator();
-            it.seekToLast();
-            byte[] last = it.isValid() ? it.key() : null;
-            it.status();
-            return last;
-        }
-    }
-
-    private static byte[] stateKey(int regionId) {
+    static byte[] stateKey(int regionId) {
         return ByteBuffer.allocate(STATE_KEY_PREFIX.length + Integer.BYTES).put(STATE_KEY_PREFIX).putInt(regionId).array();
     }
 
-    private static byte[] appliedKey(int regionId) {
+    static byte[] appliedKey(int regionId) {
         return ByteBuffer.allocate(APPLIED_KEY_PREFIX.length + Integer.BYTES).put(APPLIED_KEY_PREFIX).putInt(regionId).array();
     }
 
-    private static byte[] longBytes(long value) {
+    static byte[] longBytes(long value) {
         return ByteBuffer.allocate(Long.BYTES).putLong(value).array();
     }
 
-    static CompressionType compressionType(String name) {
-        return switch (name == null ? "" : name) {
-            case "none" -> CompressionType.NO_COMPRESSION;
-            case "lz4" -> CompressionType.LZ4_COMPRESSION;
-            case "zstd" -> CompressionType.ZSTD_COMPRESSION;
-            case "snappy" -> CompressionType.SNAPPY_COMPRESSION;
-            default -> throw new IllegalArgumentException(
-                    "unknown compression '" + name + "', expected one of none, lz4, zstd, snappy");
-        };
-    }
-
-    private static <T extends AutoCloseable> T push(Deque<AutoCloseable> handles, T handle) {
-        handles.push(handle);
-        return handle;
-    }
-
-    /** Closes handles newest first; close failures are suppressed into {@code primary}, or else thrown after all are closed. */
-    private static void closeAll(Deque<AutoCloseable> handles, Throwable primary) {
-        RuntimeException first = null;
-        while (!handles.isEmpty()) {
-            try {
-                handles.pop().close();
-            } catch (Exception e) {
-                if (primary != null) {
-                    primary.addSuppressed(e);
-                } else if (first == null) {
-                    first = new IllegalStateException("cannot close a RocksDB handle", e);
-                } else {
-                    first.addSuppressed(e);
-                }
-            }
-        }
-        if (first != null) {
-            throw first;
-        }
-    }
-
-    private static UncheckedIOException failure(String what, RocksDBException e) {
+    static UncheckedIOException failure(String what, RocksDBException e) {
         return new UncheckedIOException(new IOException("RocksDB " + what + " failed: " + e.getMessage(), e));
-    }
-
-    /** A data-family iterator limited to one range; owns the bound slices, which must outlive the iterator. */
-    private final class RangeScan implements AutoCloseable {
-        private final Slice lowerBound;
-        private final Slice upperBound;
-        private final ReadOptions readOptions;
-        private final RocksIterator iterator;
-
-        RangeScan(KeyRange range, Snapshot snapshot) {
-            this(range, snapshot, false);
-        }
-
-        /** @param fillCache false for one-off scans (snapshots, counts), to keep them from evicting hot blocks */
-        RangeScan(KeyRange range, Snapshot snapshot, boolean fillCache) {
-            this(dataFamily, range, snapshot, fillCache);
-        }
-
-        RangeScan(ColumnFamilyHandle family, KeyRange range, Snapshot snapshot, boolean fillCache) {
-            readOptions = new ReadOptions().setFillCache(fillCache);
-            // An empty start or end is unbounded on that side, which is ReadOptions' default.
-            lowerBound = range.start().length == 0 ? null : new Slice(range.start());
-            upperBound = range.end().length == 0 ? null : new Slice(range.end());
-            if (lowerBound != null) {
-                readOptions.setIterateLowerBound(lowerBound);
-            }
-            if (upperBound != null) {
-                readOptions.setIterateUpperBound(upperBound);
-            }
-            if (snapshot != null) {
-                readOptions.setSnapshot(snapshot);
-            }
-            iterator = db.newIterator(family, readOptions);
-        }
-
-        RocksIterator iterator() {
-            return iterator;
-        }
-
-        @Override
-        public void close() {
-            iterator.close();
-            readOptions.close();
-            if (lowerBound != null) {
-                lowerBound.close();
-            }
-            if (upperBound != null) {
-                upperBound.close();
-            }
-        }
     }
 }

@@ -131,6 +131,22 @@ class ServerConfigTest {
         assertThat(c.balance().enabled()).isTrue();
         assertThat(c.merge()).isEqualTo(new ServerConfig.MergeConfig(false, 200_000L, 20L << 20, 10_000, 30_000));
         assertThat(c.replicationFactor()).as("3 nodes: every one holds every region").isEqualTo(3);
+        assertThat(c.moves()).isEqualTo(new ServerConfig.MovesConfig(300_000L, 60_000L));
+        assertThat(c.backup()).isEqualTo(new ServerConfig.BackupConfig(60_000L));
+    }
+
+    @Test
+    void when_moveAndBackupTimesAreSet_then_theyAreBound() throws IOException {
+        ServerConfig c = ServerConfig.load(write(BASE + """
+                moves:
+                  catchUpMs: 120000
+                  strayLearnerMs: 2000
+                backup:
+                  sessionIdleMs: 5000
+                """));
+
+        assertThat(c.moves()).isEqualTo(new ServerConfig.MovesConfig(120_000L, 2_000L));
+        assertThat(c.backup()).isEqualTo(new ServerConfig.BackupConfig(5_000L));
     }
 
     @ParameterizedTest(name = "{0} nodes, factor {1} -> {2}")
@@ -222,6 +238,11 @@ class ServerConfigTest {
             replication: {factor: 0}                      | replication.factor must be at least 1, got 0
             replication: {factor: 4}                      | replication.factor 4 is above the 3 nodes in cluster.peers
             replication: {copies: 2}                      | unknown key 'replication.copies'
+            moves: {catchUpMs: 10}                        | moves.catchUpMs must be at least 1000, got 10
+            moves: {strayLearnerMs: 0}                    | moves.strayLearnerMs must be at least 1000
+            moves: {catchUpMS: 1000}                      | unknown key 'moves.catchUpMS'
+            backup: {sessionIdleMs: 5}                    | backup.sessionIdleMs must be at least 1000
+            backup: {idleMs: 5000}                        | unknown key 'backup.idleMs'
             """)
     void when_aValueIsInvalid_then_theErrorNamesTheFileAndTheKey(String extra, String words) throws IOException {
         ConfigException e = loadFails(BASE + extra + "\n");

@@ -15,7 +15,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.groups.Tuple.tuple;
 
 /**
- * The rule by which the cluster map's leader answers a route lookup from the nodes' reports ({@link MetaService#merged}):
+ * The rule by which the cluster map's leader answers a route lookup from the nodes' reports ({@link NodeReports#merged}):
  * per region the report of its leader, the highest epoch winning; a replica's report when no node reports itself the
  * leader; whatever the order the reports arrived in.
  */
@@ -39,10 +39,10 @@ class ClusterRegionsMergeTest {
         List<NodeReport> list = new ArrayList<>(List.of(reports));
         for (int i = 0; i < list.size(); i++) {
             Collections.rotate(list, 1);
-            results.add(MetaService.merged(list).regions());
+            results.add(NodeReports.merged(list).regions());
             List<NodeReport> reversed = new ArrayList<>(list);
             Collections.reverse(reversed);
-            results.add(MetaService.merged(reversed).regions());
+            results.add(NodeReports.merged(reversed).regions());
         }
         return results;
     }
@@ -61,7 +61,7 @@ class ClusterRegionsMergeTest {
                     RegionInfo::getAppliedIndex).containsExactly(tuple(1, "LEADER", "a:1", 100L),
                     tuple(2, "LEADER", "b:1", 52L));
         }
-        assertThat(MetaService.merged(List.of(a, b, c)).covers()).isTrue();
+        assertThat(NodeReports.merged(List.of(a, b, c)).covers()).isTrue();
     }
 
     @Test
@@ -94,7 +94,7 @@ class ClusterRegionsMergeTest {
             assertThat(merged).extracting(RegionInfo::getId, RegionInfo::getEpoch, RegionInfo::getAppliedIndex)
                     .containsExactly(tuple(1, 1L, 10L), tuple(2, 2L, 21L), tuple(9, 2L, 1L));
         }
-        RegionViews views = MetaService.merged(List.of(a, b));
+        RegionViews views = NodeReports.merged(List.of(a, b));
         assertThat(views.covers()).isTrue();
     }
 
@@ -108,14 +108,14 @@ class ClusterRegionsMergeTest {
             assertThat(merged).extracting(RegionInfo::getId, RegionInfo::getEpoch).containsExactly(tuple(1, 2L),
                     tuple(65537, 2L));
         }
-        assertThat(MetaService.merged(List.of(leader, follower)).covers()).isTrue();
+        assertThat(NodeReports.merged(List.of(leader, follower)).covers()).isTrue();
     }
 
     @Test
     void when_theReportsLeaveAGap_then_theyDoNotCover() {
         NodeReport a = report("a:1", region(1, "", "40", 1, 2, "a:1", "LEADER", 10));
         NodeReport c = report("c:1", region(3, "80", "", 1, 2, "c:1", "LEADER", 10));
-        assertThat(MetaService.merged(List.of(a, c)).covers()).isFalse();
-        assertThat(MetaService.merged(List.of()).covers()).isFalse();
+        assertThat(NodeReports.merged(List.of(a, c)).covers()).isFalse();
+        assertThat(NodeReports.merged(List.of()).covers()).isFalse();
     }
 }

@@ -91,7 +91,7 @@ class MetaStateMachineTest {
         RegionInfo reported = RegionInfo.newBuilder().setId(3).setStartKey(ByteString.copyFromUtf8("a"))
                 .setEndKey(ByteString.copyFromUtf8("b")).setEpoch(4).setConfVer(2).addPeers("n3").addPeers("n1")
                 .setLeader("n3").setTerm(9).setRole("LEADER").setAppliedIndex(77).build();
-        RegionInfo rec = MetaService.recordOf(reported);
+        RegionInfo rec = MapRecords.recordOf(reported);
         assertThat(rec).isEqualTo(RegionInfo.newBuilder().setId(3).setStartKey(ByteString.copyFromUtf8("a"))
                 .setEndKey(ByteString.copyFromUtf8("b")).setEpoch(4).setConfVer(2).addPeers("n1").addPeers("n3").build());
     }
