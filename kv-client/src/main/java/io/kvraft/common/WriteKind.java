@@ -15,6 +15,7 @@ public enum WriteKind {
     DELETE_RANGE(WriteOpType.DELETE_RANGE, Answer.SUCCEEDED, Counted.DELETE, false, true),
     GET_AND_PUT(WriteOpType.GET_AND_PUT, Answer.PREVIOUS, Counted.PUT, false, true),
     PUT_IF_ABSENT(WriteOpType.PUT_IF_ABSENT, Answer.PREVIOUS, Counted.PUT, false, true),
+    APPEND(WriteOpType.APPEND, Answer.SUCCEEDED, Counted.PUT, false, true),
     /** Taking numbers again only skips the range whose answer was lost: nobody ever gets it, none is handed out twice. */
     GET_SEQUENCE(WriteOpType.GET_SEQUENCE, Answer.COORD, Counted.NONE, true, true),
     RESET_SEQUENCE(WriteOpType.RESET_SEQUENCE, Answer.COORD, Counted.NONE, false, true),

@@ -340,14 +340,16 @@ public record ServerConfig(
             Integer disruptorBufferSize,
             String logStorage,
             Integer appendEntriesThreads,
-            Boolean nodeHeartbeats) {
+            Boolean nodeHeartbeats,
+            Boolean readsRideWrites) {
 
         /** One RocksDB log for all groups of the node (appends share fsyncs). */
         public static final String LOG_SHARED = "shared";
         /** jraft's own: one RocksDB log per group. */
         public static final String LOG_PER_REGION = "per-region";
 
-        public static final RaftConfig DEFAULT = new RaftConfig(null, null, null, null, null, null, null, null, null, null, null, null, null);
+        public static final RaftConfig DEFAULT = new RaftConfig(null, null, null, null, null, null, null, null, null, null, null, null, null,
+                null);
 
         public RaftConfig {
             electionTimeoutMs = requireNonNullElse(electionTimeoutMs, 5000);
@@ -364,6 +366,7 @@ public record ServerConfig(
             logStorage = requireNonNullElse(logStorage, LOG_SHARED);
             appendEntriesThreads = requireNonNullElse(appendEntriesThreads, 2);
             nodeHeartbeats = requireNonNullElse(nodeHeartbeats, true);
+            readsRideWrites = requireNonNullElse(readsRideWrites, true);
             if (appendEntriesThreads < 0 || appendEntriesThreads > 64) {
                 throw new IllegalArgumentException("raft.appendEntriesThreads must be 0 (jraft's own threads) to 64, got "
                         + appendEntriesThreads);
@@ -391,28 +394,39 @@ public record ServerConfig(
             }
         }
 
+        /** With reads riding on write entries (the default). */
+        public RaftConfig(Integer electionTimeoutMs, Integer startupElectionTimeoutMs, Integer electionHeartbeatFactor,
+                          Boolean sync, Integer snapshotIntervalSecs, Boolean replicatorPipeline,
+                          Integer maxReplicatorInflightMsgs, Integer maxProposalsInflight, Integer maxRequestsPerEntry,
+                          Integer disruptorBufferSize, String logStorage, Integer appendEntriesThreads,
+                          Boolean nodeHeartbeats) {
+            this(electionTimeoutMs, startupElectionTimeoutMs, electionHeartbeatFactor, sync, snapshotIntervalSecs,
+                    replicatorPipeline, maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry,
+                    disruptorBufferSize, logStorage, appendEntriesThreads, nodeHeartbeats, null);
+        }
+
         public RaftConfig withElectionTimeoutMs(int ms) {
             return new RaftConfig(ms, null, electionHeartbeatFactor, sync, snapshotIntervalSecs, replicatorPipeline,
                     maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize, logStorage,
-                    appendEntriesThreads, nodeHeartbeats);
+                    appendEntriesThreads, nodeHeartbeats, readsRideWrites);
         }
 
         public RaftConfig withAppendEntriesThreads(int threads) {
             return new RaftConfig(electionTimeoutMs, startupElectionTimeoutMs, electionHeartbeatFactor, sync, snapshotIntervalSecs,
                     replicatorPipeline, maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize,
-                    logStorage, threads, nodeHeartbeats);
+                    logStorage, threads, nodeHeartbeats, readsRideWrites);
         }
 
         public RaftConfig withSnapshotIntervalSecs(int secs) {
             return new RaftConfig(electionTimeoutMs, startupElectionTimeoutMs, electionHeartbeatFactor, sync, secs, replicatorPipeline,
                     maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize, logStorage,
-                    appendEntriesThreads, nodeHeartbeats);
+                    appendEntriesThreads, nodeHeartbeats, readsRideWrites);
         }
 
         public RaftConfig withNodeHeartbeats(boolean on) {
             return new RaftConfig(electionTimeoutMs, startupElectionTimeoutMs, electionHeartbeatFactor, sync, snapshotIntervalSecs,
                     replicatorPipeline, maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize,
-                    logStorage, appendEntriesThreads, on);
+                    logStorage, appendEntriesThreads, on, readsRideWrites);
         }
     }
 

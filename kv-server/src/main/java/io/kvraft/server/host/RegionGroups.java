@@ -141,7 +141,8 @@ final class RegionGroups {
                 holder[0].node().resetElectionTimeoutMs(electionTimeoutMs);
             }
         });
-        Region region = new Region(stateOf(entry), entry.peers(), store, self, options, rpcServer, config.raft(), leaderKnown, splits, housekeeping,
+        Region region = new Region(stateOf(entry), entry.peers(), store, self, options, rpcServer, config.raft(),
+                config.limits(), leaderKnown, splits, housekeeping,
                 timings.apply(entry.id()));
         holder[0] = region;
         if (!entry.empty() && ledParent) {

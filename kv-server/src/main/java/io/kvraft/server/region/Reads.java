@@ -37,14 +37,15 @@ public final class Reads {
     private List<PendingRead> waitingReads = new ArrayList<>();
     /** Guarded by readLock. */
     private int proposalsInFlight;
-    /** Off only to compare (-Dkv.readsRideWrites=false): every read then takes a ReadIndex round. */
-    private static final boolean READS_RIDE_WRITES = Boolean.parseBoolean(System.getProperty("kv.readsRideWrites", "true"));
+    /** raft.readsRideWrites: off only to compare, every linearizable read then takes a ReadIndex round. */
+    private final boolean rideWrites;
     private final Region region;
     private final KvStore store;
 
-    Reads(Region region, KvStore store) {
+    Reads(Region region, KvStore store, boolean rideWrites) {
         this.region = region;
         this.store = store;
+        this.rideWrites = rideWrites;
     }
 
     /** Reads waiting for the log entry in flight to commit. */
@@ -156,7 +157,7 @@ public final class Reads {
     }
 
     private void readLinearizable(PendingRead read) {
-        if (READS_RIDE_WRITES) {
+        if (rideWrites) {
             synchronized (readLock) {
                 if (proposalsInFlight > 0) {
                     waitingReads.add(read);

@@ -15,6 +15,7 @@ import io.kvraft.common.proto.KvProto.ErrorCode;
 import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.common.proto.KvProto.RegionState;
 import io.kvraft.common.proto.KvProto.WriteOp;
+import io.kvraft.server.config.ServerConfig.LimitsConfig;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
 import io.kvraft.common.Errors;
 import io.kvraft.server.store.KeyRange;
@@ -124,7 +125,8 @@ public final class Region {
     private final KvStore store;
 
     public Region(RegionState state, List<String> peers, KvStore store, PeerId self, NodeOptions options, RpcServer rpcServer,
-           RaftConfig raft, Runnable onLeaderKnown, Splits splits, ScheduledExecutorService timer, RegionTimings timings) {
+           RaftConfig raft, LimitsConfig limits, Runnable onLeaderKnown, Splits splits, ScheduledExecutorService timer,
+                  RegionTimings timings) {
         this.id = state.getId();
         this.timings = timings;
         this.peers = List.copyOf(peers);
@@ -159,8 +161,8 @@ public final class Region {
                 }, raft.electionTimeoutMs(), raft.electionTimeoutMs() / raft.electionHeartbeatFactor(), System::nanoTime)
                 : null;
         this.leaderWaits = new LeaderWaits(id, timer, LEADER_WAIT_MS, LEADER_WAIT_CAPACITY, System::nanoTime);
-        this.reads = new Reads(this, store);
-        this.writes = new Writes(this, raft, timer);
+        this.reads = new Reads(this, store, raft.readsRideWrites());
+        this.writes = new Writes(this, raft, limits.maxValueBytes(), timer);
     }
 
     public static String groupId(int regionId) {

@@ -144,6 +144,34 @@ public enum WriteOps {
         }
     },
 
+    /** RheaKV's merge: the value goes on the end of the key's value, within the leader's limits.maxValueBytes. */
+    APPEND(WriteKind.APPEND) {
+        @Override
+        Error check(Region region, WriteRequest req, int i, RequestChecks checks) {
+            return checks.keyedWrite(region, req, i);
+        }
+
+        @Override
+        int apply(WriteBatch batch, int i, EntryApply entry) {
+            WriteOp op = batch.getOps(i);
+            byte[] key = op.getKey().toByteArray();
+            byte[] current = entry.get(key);
+            int length = (current == null ? 0 : current.length) + op.getValue().size();
+            boolean fits = batch.getMaxValueBytes() == 0 || length <= batch.getMaxValueBytes();
+            entry.succeeded(i, fits);
+            if (fits) {
+                byte[] value = new byte[length];
+                int at = current == null ? 0 : current.length;
+                if (current != null) {
+                    System.arraycopy(current, 0, value, 0, at);
+                }
+                op.getValue().copyTo(value, at);
+                entry.put(key, value);
+            }
+            return 1;
+        }
+    },
+
     GET_SEQUENCE(WriteKind.GET_SEQUENCE) {
         @Override
         Error check(Region region, WriteRequest req, int i, RequestChecks checks) {

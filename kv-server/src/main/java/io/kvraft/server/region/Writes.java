@@ -30,6 +30,7 @@ import java.util.function.LongSupplier;
 public final class Writes {
 
     private final Region region;
+    private final int maxValueBytes;
 
     private final Coalescer<WriteProposal> proposer;
     /** Writes whose leader stepped down before their entry committed, waiting for its fate in the log. */
@@ -45,8 +46,10 @@ public final class Writes {
     record TermStart(long term, long startMs) {
     }
 
-    Writes(Region region, RaftConfig raft, ScheduledExecutorService timer) {
+    /** @param maxValueBytes the node's limits.maxValueBytes, stamped into every entry (appends are held to it) */
+    Writes(Region region, RaftConfig raft, int maxValueBytes, ScheduledExecutorService timer) {
         this.region = region;
+        this.maxValueBytes = maxValueBytes;
         this.proposer = new Coalescer<>(raft.maxProposalsInflight(), raft.maxRequestsPerEntry(), 64 << 20,
                 Integer.MAX_VALUE, WriteProposal::bytes, this::propose);
         this.undecided = new UndecidedWrites(region.id(), timer, raft.electionTimeoutMs(),
@@ -86,7 +89,7 @@ public final class Writes {
         TermStart started = termStart;
         WriteBatch.Builder b = WriteBatch.newBuilder().setLeaseClockMs(leaseClockMs.getAsLong())
                 .setTermStartMs(started.startMs()).setLeaderTerm(started.term())
-                .setProposalId(proposalIds.incrementAndGet());
+                .setProposalId(proposalIds.incrementAndGet()).setMaxValueBytes(maxValueBytes);
         boolean returnsValues = false;
         for (WriteProposal p : proposals) {
             b.addAllOps(p.ops());

@@ -77,6 +77,7 @@ class ServerConfigTest {
                   disruptorBufferSize: 256
                   logStorage: per-region
                   nodeHeartbeats: false
+                  readsRideWrites: false
                 limits:
                   maxKeyBytes: 100
                   maxValueBytes: 0
@@ -95,7 +96,8 @@ class ServerConfigTest {
         assertThat(c.cluster().regionCount()).isEqualTo(3);
         assertThat(c.cluster().splitKeys()).containsExactly("55", "aa");
         assertThat(c.store()).isEqualTo(new ServerConfig.StoreConfig("rocksdb", 1L << 20, 2L << 20, "zstd", false));
-        assertThat(c.raft()).isEqualTo(new ServerConfig.RaftConfig(2000, 800, 8, false, 0, false, 16, 4, 100, 256, "per-region", 2, false));
+        assertThat(c.raft()).isEqualTo(new ServerConfig.RaftConfig(2000, 800, 8, false, 0, false, 16, 4, 100, 256, "per-region", 2, false,
+                false));
         assertThat(c.limits()).isEqualTo(new ServerConfig.LimitsConfig(100, 0, 7));
         assertThat(c.balance()).isEqualTo(new ServerConfig.BalanceConfig(false, 250, 500));
     }
@@ -123,6 +125,7 @@ class ServerConfigTest {
         assertThat(c.raft().startupElectionTimeoutMs()).isEqualTo(2000);
         assertThat(c.raft().electionHeartbeatFactor()).isEqualTo(5);
         assertThat(c.raft().nodeHeartbeats()).isTrue();
+        assertThat(c.raft().readsRideWrites()).isTrue();
         assertThat(c.raft().sync()).isTrue();
         assertThat(c.raft().snapshotIntervalSecs()).isEqualTo(600);
         assertThat(c.raft().disruptorBufferSize()).isEqualTo(1024);
