@@ -3,6 +3,7 @@ package io.kvraft.server.host;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.raftlog.SharedRaftLog;
 import io.kvraft.server.region.Region;
+import io.kvraft.server.region.ShapeHooks;
 import io.kvraft.server.region.RegionStateMachine;
 import io.kvraft.server.region.RegionTimings;
 import io.kvraft.server.store.KeyRange;
@@ -127,7 +128,7 @@ final class RegionGroups {
      *
      * @param ledParent whether this node led the region's parent when it applied the split: its replica campaigns first
      */
-    Region make(RegionCatalog.Entry entry, NodeOptions options, boolean ledParent, Region.Splits splits) {
+    Region make(RegionCatalog.Entry entry, NodeOptions options, boolean ledParent, ShapeHooks splits) {
         if (entry.empty()) {
             // learned from a parent's snapshot: no log, no data; its leader sends a snapshot. With no configuration
             // of its own it never campaigns (its stored configuration, once it has one, takes over).

@@ -4,6 +4,7 @@ import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.common.proto.KvProto.RegionState;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.region.Region;
+import io.kvraft.server.region.ShapeHooks;
 import io.kvraft.server.region.RegionStateMachine;
 import io.kvraft.server.store.KeyRange;
 import io.kvraft.server.store.KvStore;
@@ -34,10 +35,10 @@ import java.util.function.Supplier;
  * Which regions this node runs, and their life in its {@link RegionCatalog}: the catalog's groups started at boot, the
  * initial layout adopted once the cluster map answers, a split's child listed and its group made and started, a region
  * learned from a parent's snapshot, a replica moving here added, one that moved off dropped, and a region merged into
- * another retired. The regions' state machines call in here ({@link Region.Splits}) at the point of their log where the
+ * another retired. The regions' state machines call in here ({@link ShapeHooks}) at the point of their log where the
  * change happens.
  */
-final class RegionLifecycle implements Region.Splits {
+final class RegionLifecycle implements ShapeHooks {
 
     private static final Logger LOG = LoggerFactory.getLogger(RegionLifecycle.class);
 

@@ -15,7 +15,7 @@ import java.util.List;
  * The log entries that change a region's shape or record its voters (SPLIT, the merge steps, CONF_CHANGED), as the
  * state machine applies them: each goes alone in its entry, decides from the region's state at its index only (so
  * every replica decides alike), records the new state with the index in one store write, and tells the node what it
- * must do about the regions it made or retired ({@link Region.Splits}).
+ * must do about the regions it made or retired ({@link ShapeHooks}).
  */
 final class ShapeChanges {
 
