@@ -2,7 +2,7 @@ package io.kvraft.benchmark;
 
 import io.kvraft.client.KvClient;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

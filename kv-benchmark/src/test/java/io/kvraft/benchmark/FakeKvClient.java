@@ -4,7 +4,7 @@ import com.google.protobuf.ByteString;
 import io.kvraft.client.KeyValue;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.RegionInfo;
 
 import java.nio.ByteBuffer;

@@ -6,7 +6,7 @@ import io.kvraft.common.config.HostPort;
 import io.kvraft.common.proto.KvProto.ClusterRequest;
 import io.kvraft.common.proto.KvProto.ClusterResponse;
 import io.kvraft.common.proto.KvProto.Error;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.NodeState;
 import io.kvraft.common.proto.KvProto.NodeStateRequest;
 import io.kvraft.common.proto.KvProto.NodeStateResponse;
@@ -192,7 +192,7 @@ public final class ClusterAdmin {
                 return;
             }
             Error e = error.apply((R) resp);
-            ErrorCode code = e == null ? ErrorCode.OK : e.getCode();
+            ErrorCode code = e == null ? ErrorCode.OK : ErrorCode.fromWire(e.getCode());
             switch (code) {
                 case OK -> {
                     leader = target;

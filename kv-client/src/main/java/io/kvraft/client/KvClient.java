@@ -198,7 +198,7 @@ public interface KvClient extends AutoCloseable {
      * when neither covers the whole key space, or UNAVAILABLE from servers that predate such lookups.
      */
     default CompletableFuture<io.kvraft.common.proto.KvProto.RegionsResponse> mapRegions() {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot ask the cluster map"));
     }
 
@@ -208,7 +208,7 @@ public interface KvClient extends AutoCloseable {
      * to read with {@link RegionCapture#page}. Retried like a read until the operation's deadline.
      */
     default CompletableFuture<RegionCapture> captureRegion(byte[] key) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot take backups"));
     }
 
@@ -221,7 +221,7 @@ public interface KvClient extends AutoCloseable {
      * region is under way, STALE_EPOCH when the region changed before the split applied.
      */
     default CompletableFuture<List<RegionInfo>> split(int regionId, byte[] atKey) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot split regions"));
     }
 
@@ -236,7 +236,7 @@ public interface KvClient extends AutoCloseable {
      * region changed before the merge applied, UNAVAILABLE when the merge was rolled back.
      */
     default CompletableFuture<RegionInfo> merge(int leftId, int rightId) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot merge regions"));
     }
 
@@ -254,7 +254,7 @@ public interface KvClient extends AutoCloseable {
      * to 10 minutes (a large region's snapshot).
      */
     default CompletableFuture<RegionInfo> moveReplica(int regionId, String from, String to) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot move replicas"));
     }
 
@@ -265,7 +265,7 @@ public interface KvClient extends AutoCloseable {
      * the region or still holds a replica of it, UNAVAILABLE when the others are not a majority on their own.
      */
     default CompletableFuture<RegionInfo> rebuildReplica(int regionId, String node) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot rebuild replicas"));
     }
 
@@ -274,7 +274,7 @@ public interface KvClient extends AutoCloseable {
      * for a region left with fewer replicas than {@code replication.factor}.
      */
     default CompletableFuture<RegionInfo> addReplica(int regionId, String to) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot add replicas"));
     }
 
@@ -300,7 +300,7 @@ public interface KvClient extends AutoCloseable {
      * naming the reason otherwise, REGION_NOT_FOUND when no live node holds a replica of it.
      */
     default CompletableFuture<RecoveryPlan> planRecovery(int regionId) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot recover regions"));
     }
 
@@ -321,7 +321,7 @@ public interface KvClient extends AutoCloseable {
      * whole).
      */
     default CompletableFuture<RecoverySurvey> surveyRecovery() {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot recover regions"));
     }
 
@@ -335,7 +335,7 @@ public interface KvClient extends AutoCloseable {
      * one no longer holds (INVALID_ARGUMENT).
      */
     default CompletableFuture<RegionInfo> recoverRegion(RecoveryPlan plan) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot recover regions"));
     }
 
@@ -359,7 +359,7 @@ public interface KvClient extends AutoCloseable {
      * while the live voters are a majority; UNAVAILABLE when no node answers. Changes nothing.
      */
     default CompletableFuture<MapRecoveryPlan> planMapRecovery() {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot recover the cluster map"));
     }
 
@@ -373,13 +373,13 @@ public interface KvClient extends AutoCloseable {
      * lost their majority with those nodes are recovered after it ({@link #surveyRecovery}).
      */
     default CompletableFuture<io.kvraft.common.proto.KvProto.ClusterResponse> recoverMap(MapRecoveryPlan plan) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot recover the cluster map"));
     }
 
     /** Each reachable node's store id (the random id of its data directory), by host:port. */
     default CompletableFuture<java.util.Map<String, String>> storeIds() {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot list store ids"));
     }
 
@@ -393,7 +393,7 @@ public interface KvClient extends AutoCloseable {
      * cluster map).
      */
     default CompletableFuture<io.kvraft.common.proto.KvProto.ClusterResponse> cluster() {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot read the cluster map"));
     }
 
@@ -408,7 +408,7 @@ public interface KvClient extends AutoCloseable {
      */
     default CompletableFuture<io.kvraft.common.proto.KvProto.NodeStateResponse> nodeState(
             String endpoint, io.kvraft.common.proto.KvProto.NodeState state, boolean force) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.ErrorCode.INVALID_ARGUMENT,
                 "this client cannot change node states"));
     }
 

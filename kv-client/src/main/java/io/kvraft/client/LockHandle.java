@@ -60,7 +60,7 @@ public final class LockHandle implements AutoCloseable {
         synchronized (lease) {
             if (unlocked) {
                 return CompletableFuture.failedFuture(new KvException(
-                        io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT, "lock handle already unlocked"));
+                        io.kvraft.common.ErrorCode.INVALID_ARGUMENT, "lock handle already unlocked"));
             }
             unlocked = true;
         }

@@ -2,7 +2,8 @@ package io.kvraft.client;
 
 import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.ClusterResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.MapReplicaRequest;
 import io.kvraft.common.proto.KvProto.MapReplicaResponse;
 import io.kvraft.common.proto.KvProto.NodeRecord;
@@ -66,7 +67,7 @@ final class MapRecovery {
     private CompletableFuture<Map<String, MapReplicaResponse>> answers(List<String> nodes) {
         return RegionRecovery.<MapReplicaResponse>askAll(client, nodes, MapReplicaRequest.getDefaultInstance())
                 .thenApply(answers -> {
-                    answers.replaceAll((node, r) -> r == null || r.hasError() && r.getError().getCode() != ErrorCode.OK
+                    answers.replaceAll((node, r) -> r == null || r.hasError() && r.getError().getCode() != KvProto.ErrorCode.OK
                             ? null : r);
                     return answers;
                 });
@@ -131,9 +132,9 @@ final class MapRecovery {
                         RecoverMapResponse resp = err == null ? a.getValue().join() : null;
                         if (err != null) {
                             why.add(a.getKey() + ": " + KvException.unwrap(err).getMessage());
-                        } else if (resp.hasError() && resp.getError().getCode() != ErrorCode.OK) {
+                        } else if (resp.hasError() && resp.getError().getCode() != KvProto.ErrorCode.OK) {
                             why.add(a.getKey() + ": " + resp.getError().getCode() + " " + resp.getError().getDetail());
-                            definitive |= resp.getError().getCode() == ErrorCode.INVALID_ARGUMENT;
+                            definitive |= resp.getError().getCode() == KvProto.ErrorCode.INVALID_ARGUMENT;
                         }
                     }
                     if (why.size() == plan.survivors().size()) {

@@ -6,7 +6,8 @@ import com.google.protobuf.Message;
 import io.kvraft.common.proto.KvProto.BackupOpenRequest;
 import io.kvraft.common.proto.KvProto.BackupOpenResponse;
 import io.kvraft.common.proto.KvProto.Error;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.Pair;
 import io.kvraft.common.proto.KvProto.ReadMode;
 import io.kvraft.common.proto.KvProto.LockInfo;
@@ -232,7 +233,7 @@ final class RangeOps {
             long timeoutMs = Math.max(1, Math.min(client.requestTimeoutMs(), (deadlineNanos - System.nanoTime()) / 1_000_000L));
             client.transport().<R>call(target, request.apply(route), timeoutMs).whenComplete((resp, err) -> {
                 Error error = err != null ? client.transportError(err) : errorOf.apply(resp);
-                if (err == null && error.getCode() == ErrorCode.OK) {
+                if (err == null && error.getCode() == KvProto.ErrorCode.OK) {
                     result.complete(new Answer<>(route, target, resp));
                 } else {
                     retry(route, target, error, err != null && KvException.unwrap(err).unsent());
@@ -244,8 +245,8 @@ final class RangeOps {
             attempts++;
             long delay = client.retryDelay(route, target, error, attempts, unsent || idempotent, deadlineNanos);
             if (delay == RetryPolicy.NO_RETRY) {
-                result.completeExceptionally(new KvException(error.getCode(), error.getDetail(), error.getLeaderHint()));
-            } else if (RetryPolicy.refreshesRoute(error.getCode())) {
+                result.completeExceptionally(KvException.fromWire(error));
+            } else if (RetryPolicy.refreshesRoute(ErrorCode.fromWire(error.getCode()))) {
                 client.refreshRoutes().whenComplete((v, e) -> client.later(this::send, delay));
             } else {
                 client.later(this::send, delay);

@@ -2,7 +2,7 @@ package io.kvraft.client;
 
 import io.kvraft.common.KvException;
 import com.google.protobuf.ByteString;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.RegionInfo;
 import com.google.protobuf.Message;
 import io.kvraft.common.proto.KvProto.MergeRequest;
@@ -198,7 +198,7 @@ final class RegionAdmin {
         long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()));
         client.transport().<R>call(target, call.request(), left).whenComplete((resp, err) -> {
             ErrorCode code = err != null ? KvException.unwrap(err).code()
-                    : call.hasError().test(resp) ? call.error().apply(resp).getCode() : ErrorCode.OK;
+                    : call.hasError().test(resp) ? ErrorCode.fromWire(call.error().apply(resp).getCode()) : ErrorCode.OK;
             if (code == ErrorCode.OK) {
                 client.refreshRoutes(target).whenComplete((v, e) -> result.complete(resp));
                 return;

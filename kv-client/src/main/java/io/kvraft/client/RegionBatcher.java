@@ -5,7 +5,8 @@ import io.kvraft.common.Coalescer;
 import io.kvraft.client.config.ClientConfig.Batching;
 import io.kvraft.common.proto.KvProto.CoordResult;
 import io.kvraft.common.proto.KvProto.Error;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.ReadMode;
 import io.kvraft.common.proto.KvProto.ReadRequest;
 import io.kvraft.common.proto.KvProto.ReadResponse;
@@ -212,7 +213,7 @@ final class RegionBatcher {
         transport.<R>call(target, request.apply(route), timeoutMs(batch)).whenComplete((resp, err) -> {
             try {
                 Error error = err != null ? client.transportError(err) : errorOf.apply(resp);
-                if (err != null || error.getCode() != ErrorCode.OK) {
+                if (err != null || error.getCode() != KvProto.ErrorCode.OK) {
                     failAll(batch, route, target, error, err != null && KvException.unwrap(err).unsent());
                 } else {
                     complete.accept(resp);

@@ -5,7 +5,8 @@ import com.google.protobuf.ByteString;
 import io.kvraft.common.proto.KvProto.BackupCloseRequest;
 import io.kvraft.common.proto.KvProto.BackupPageRequest;
 import io.kvraft.common.proto.KvProto.BackupPageResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.Pair;
 import io.kvraft.common.rpc.Transport;
 
@@ -93,8 +94,9 @@ public final class RegionCapture implements AutoCloseable {
                 }
                 return;
             }
-            if (resp.hasError() && resp.getError().getCode() != ErrorCode.OK) {
-                result.completeExceptionally(new KvException(resp.getError().getCode(), resp.getError().getDetail()));
+            if (resp.hasError() && resp.getError().getCode() != KvProto.ErrorCode.OK) {
+                result.completeExceptionally(new KvException(ErrorCode.fromWire(resp.getError().getCode()),
+                        resp.getError().getDetail()));
                 return;
             }
             if (resp.getSystem() != req.getSystem()) {

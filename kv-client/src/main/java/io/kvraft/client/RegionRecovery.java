@@ -3,7 +3,7 @@ package io.kvraft.client;
 import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.ClusterMap;
 import io.kvraft.common.proto.KvProto.ClusterResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.NodeRecord;
 import io.kvraft.common.proto.KvProto.NodeState;
 import io.kvraft.common.proto.KvProto.NodeStatus;
@@ -265,7 +265,7 @@ final class RegionRecovery {
                         Throwable err = a.getValue().handle((r, x) -> x).join();
                         RecoverRegionResponse resp = err == null ? a.getValue().join() : null;
                         ErrorCode code = err != null ? KvException.unwrap(err).code()
-                                : resp.hasError() ? resp.getError().getCode() : ErrorCode.OK;
+                                : resp.hasError() ? ErrorCode.fromWire(resp.getError().getCode()) : ErrorCode.OK;
                         if (code == ErrorCode.OK) {
                             continue;
                         }

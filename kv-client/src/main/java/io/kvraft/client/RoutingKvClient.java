@@ -4,7 +4,8 @@ import io.kvraft.common.KvException;
 import com.google.protobuf.ByteString;
 import io.kvraft.client.config.ClientConfig;
 import io.kvraft.common.proto.KvProto.Error;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.ReadMode;
 import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.common.proto.KvProto.RegionsRequest;
@@ -532,7 +533,7 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
      * this client, so even a write whose error would leave its outcome unknown can safely go again.
      */
     void failed(PendingOp op, Route route, String target, Error error, boolean unsent) {
-        ErrorCode code = error.getCode();
+        ErrorCode code = ErrorCode.fromWire(error.getCode());
         op.attempts++;
         long delay = retryDelay(route, target, error, op.attempts, unsent || op.idempotent(), op.deadlineNanos);
         if (delay == RetryPolicy.NO_RETRY) {
@@ -554,7 +555,7 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
      * long to wait before the next try, or {@link RetryPolicy#NO_RETRY}.
      */
     long retryDelay(Route route, String target, Error error, int attempts, boolean idempotent, long deadlineNanos) {
-        ErrorCode code = error.getCode();
+        ErrorCode code = ErrorCode.fromWire(error.getCode());
         String hint = error.getLeaderHint();
         if (route != null) {
             if (!hint.isEmpty() && !hint.equals(target)) {
@@ -715,7 +716,7 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
                     if (err != null && KvException.unwrap(err).code() == ErrorCode.TIMEOUT) {
                         return CompletableFuture.completedFuture(new MapLookup(null, i + 1, err));
                     }
-                    if (err != null || resp.getError().getCode() == ErrorCode.SHUTTING_DOWN) {
+                    if (err != null || resp.getError().getCode() == KvProto.ErrorCode.SHUTTING_DOWN) {
                         return askMap(targets, i + 1, err != null ? err : new KvException(ErrorCode.SHUTTING_DOWN,
                                 resp.getError().getDetail()));
                     }
@@ -738,7 +739,7 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
     }
 
     private static boolean ok(RegionsResponse resp) {
-        return !resp.hasError() || resp.getError().getCode() == ErrorCode.OK;
+        return !resp.hasError() || resp.getError().getCode() == KvProto.ErrorCode.OK;
     }
 
     /**
@@ -758,13 +759,12 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
         }
         return transport.<RegionsResponse>call(targets.get(i), MAP_LOOKUP, config.requestTimeoutMs())
                 .handle((resp, err) -> {
-                    if (err != null || resp.getError().getCode() == ErrorCode.SHUTTING_DOWN) {
+                    if (err != null || resp.getError().getCode() == KvProto.ErrorCode.SHUTTING_DOWN) {
                         return mapRegions(targets, i + 1, err != null ? err : new KvException(ErrorCode.SHUTTING_DOWN,
                                 resp.getError().getDetail()));
                     }
                     if (!ok(resp)) {
-                        return CompletableFuture.<RegionsResponse>failedFuture(new KvException(resp.getError().getCode(),
-                                resp.getError().getDetail(), resp.getError().getLeaderHint()));
+                        return CompletableFuture.<RegionsResponse>failedFuture(KvException.fromWire(resp.getError()));
                     }
                     if (resp.getMapLeader().isEmpty() && !resp.getFromCopy()) {
                         return CompletableFuture.<RegionsResponse>failedFuture(new KvException(ErrorCode.UNAVAILABLE,
@@ -795,7 +795,7 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
         }
         return transport.<RegionsResponse>call(targets.get(i), RegionsRequest.getDefaultInstance(), config.requestTimeoutMs())
                 .handle((resp, err) -> {
-                    if (err == null && (!resp.hasError() || resp.getError().getCode() == ErrorCode.OK)
+                    if (err == null && (!resp.hasError() || resp.getError().getCode() == KvProto.ErrorCode.OK)
                             && resp.getRegionsCount() > 0) {
                         views.add(resp.getRegionsList());
                         // nodes that joined after this client was configured: learned from the replicas' lists
@@ -808,8 +808,8 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
                         }
                         return ask(targets, i + 1, last, views);
                     }
-                    return ask(targets, i + 1, err != null ? err : new KvException(resp.getError().getCode(),
-                            resp.getError().getDetail()), views);
+                    return ask(targets, i + 1, err != null ? err : new KvException(
+                            ErrorCode.fromWire(resp.getError().getCode()), resp.getError().getDetail()), views);
                 }).thenCompose(f -> f);
     }
 
@@ -819,7 +819,7 @@ final class RoutingKvClient implements KvClient, ClientLocks.Backend {
     }
 
     Error localError(ErrorCode code, String detail) {
-        return Error.newBuilder().setCode(code).setDetail(detail).build();
+        return Error.newBuilder().setCode(code.toWire()).setDetail(detail).build();
     }
 
     private static final int MAX_CAS_GROUP = 1000;

@@ -6,7 +6,7 @@ import io.kvraft.common.proto.KvProto.ClusterMap;
 import io.kvraft.common.proto.KvProto.ClusterRequest;
 import io.kvraft.common.proto.KvProto.ClusterResponse;
 import io.kvraft.common.proto.KvProto.Error;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.NodeState;
 import io.kvraft.common.proto.KvProto.NodeStateRequest;
 import io.kvraft.common.proto.KvProto.NodeStateResponse;
@@ -62,7 +62,7 @@ class ClusterAdminTest {
     }
 
     private static Error error(ErrorCode code, String hint, String detail) {
-        return Error.newBuilder().setCode(code).setLeaderHint(hint).setDetail(detail).build();
+        return Error.newBuilder().setCode(code.toWire()).setLeaderHint(hint).setDetail(detail).build();
     }
 
     /** A node that is not the map's leader: NOT_LEADER naming {@code leader}, or NO_LEADER when it is empty. */

@@ -1,7 +1,7 @@
 package io.kvraft.client;
 
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.MapReplicaResponse;
 import org.junit.jupiter.api.Test;
 

@@ -2,7 +2,7 @@ package io.kvraft.client;
 
 import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.ClusterMap;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.NodeRecord;
 import io.kvraft.common.proto.KvProto.NodeState;
 import io.kvraft.common.proto.KvProto.RegionInfo;

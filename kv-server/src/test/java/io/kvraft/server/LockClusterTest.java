@@ -6,7 +6,8 @@ import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
 import io.kvraft.client.LockHandle;
 import io.kvraft.client.cli.KvCtl;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.LockInfo;
 import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;
@@ -235,7 +236,7 @@ class LockClusterTest {
                 WriteOp.newBuilder().setType(WriteOpType.LOCK_RELEASE).setKey(ByteString.copyFrom(key))
                         .setHolder(ByteString.copyFromUtf8("h")).build());
         for (WriteOp op : wire) {
-            assertThat(send(key, op).getError().getCode()).as("%s", op).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+            assertThat(send(key, op).getError().getCode()).as("%s", op).isEqualTo(KvProto.ErrorCode.INVALID_ARGUMENT);
         }
         assertThat(sync(alice.lockInfo(key))).as("nothing was taken").isNull();
     }

@@ -2,7 +2,8 @@ package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
 import io.kvraft.common.proto.KvProto.ClusterResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.NodeRecord;
 import io.kvraft.common.proto.KvProto.NodeState;
 import io.kvraft.common.proto.KvProto.RecoverMapRequest;
@@ -100,7 +101,7 @@ class MapRecoveryClusterTest {
             // asked directly: a majority of the voters, or voters without the node asked, are refused
             RecoverMapResponse majority = raw.<RecoverMapResponse>call(kept, RecoverMapRequest.newBuilder()
                     .addVoters(kept).addVoters(lost.get(0)).build(), 5000).join();
-            assertThat(majority.getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+            assertThat(majority.getError().getCode()).isEqualTo(KvProto.ErrorCode.INVALID_ARGUMENT);
             assertThat(majority.getError().getDetail()).contains("a majority");
             RecoverMapResponse other = raw.<RecoverMapResponse>call(kept, RecoverMapRequest.newBuilder()
                     .addVoters(lost.get(0)).build(), 5000).join();

@@ -1,7 +1,8 @@
 package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.NodeState;
 import io.kvraft.common.proto.KvProto.RecoverRegionRequest;
 import io.kvraft.common.proto.KvProto.RecoverRegionResponse;
@@ -118,7 +119,7 @@ class RegionRecoveryClusterTest {
             RecoverRegionResponse direct = raw.<RecoverRegionResponse>call(nodes.get(survivor), RecoverRegionRequest
                     .newBuilder().setRegionId(id).addVoters(nodes.get(survivor)).setConfVer(kept.confVer()).build(),
                     5000).join();
-            assertThat(direct.getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+            assertThat(direct.getError().getCode()).isEqualTo(KvProto.ErrorCode.INVALID_ARGUMENT);
             assertThat(kept.peers()).hasSize(3);
 
             for (int i : lost) {

@@ -2,7 +2,7 @@ package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.config.ServerConfig.SplitConfig;

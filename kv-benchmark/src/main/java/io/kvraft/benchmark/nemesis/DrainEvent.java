@@ -4,7 +4,7 @@ import io.kvraft.client.ClusterAdmin;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.ClusterResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.NodeRecord;
 import io.kvraft.common.proto.KvProto.NodeState;
 import io.kvraft.common.proto.KvProto.NodeStateResponse;

@@ -288,7 +288,7 @@ public final class NemesisCommand implements Callable<Integer> {
                 replaces = new ReplaceEvent(DrainEvent.Admin.of(client), node -> {
                     RegionMapCheck.NodeView v = RegionMapCheck.fetch(t, List.of(node)).get(0);
                     if (v.regions() == null) {
-                        throw new KvException(io.kvraft.common.proto.KvProto.ErrorCode.UNAVAILABLE, v.error());
+                        throw new KvException(io.kvraft.common.ErrorCode.UNAVAILABLE, v.error());
                     }
                     return v.regions();
                 }, NodeProcesses.of(cluster), endpoints, drainHold().toMillis(), new Random(s + 4));

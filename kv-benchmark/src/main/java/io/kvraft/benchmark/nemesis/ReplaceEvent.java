@@ -2,7 +2,7 @@ package io.kvraft.benchmark.nemesis;
 
 import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.ClusterResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.NodeRecord;
 import io.kvraft.common.proto.KvProto.NodeState;
 import io.kvraft.common.proto.KvProto.NodeStatus;

@@ -2,7 +2,7 @@ package io.kvraft.benchmark.nemesis;
 
 import com.google.protobuf.ByteString;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.RegionInfo;
 import org.HdrHistogram.Histogram;
 import org.junit.jupiter.api.Test;

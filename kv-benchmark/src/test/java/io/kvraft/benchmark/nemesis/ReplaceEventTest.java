@@ -4,7 +4,7 @@ import com.google.protobuf.ByteString;
 import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.ClusterMap;
 import io.kvraft.common.proto.KvProto.ClusterResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.NodeRecord;
 import io.kvraft.common.proto.KvProto.NodeState;
 import io.kvraft.common.proto.KvProto.NodeStateResponse;

@@ -92,7 +92,7 @@ public final class KvCtl {
             }
             if (t instanceof KvException kv) {
                 err.println("error: " + kv.getMessage() + io.kvraft.common.logging.LogFile.hint());
-                return kv.code() == io.kvraft.common.proto.KvProto.ErrorCode.UNAVAILABLE ? 3 : 1;
+                return kv.code() == io.kvraft.common.ErrorCode.UNAVAILABLE ? 3 : 1;
             }
             if (t instanceof IllegalArgumentException) {
                 err.println("error: " + t.getMessage());

@@ -5,7 +5,8 @@ import io.kvraft.common.KvException;
 import io.kvraft.client.config.ClientConfig;
 import io.kvraft.common.config.HostPort;
 import io.kvraft.common.proto.KvProto.ClusterResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.common.proto.KvProto.RegionsRequest;
 import io.kvraft.common.proto.KvProto.RegionsResponse;
@@ -136,7 +137,7 @@ final class StatusCommand implements Callable<Integer> {
         calls.forEach((n, f) -> {
             try {
                 RegionsResponse r = f.join();
-                if (!r.hasError() || r.getError().getCode() == ErrorCode.OK) {
+                if (!r.hasError() || r.getError().getCode() == KvProto.ErrorCode.OK) {
                     answers.put(n, r);
                 }
             } catch (RuntimeException down) {

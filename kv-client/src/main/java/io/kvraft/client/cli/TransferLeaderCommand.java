@@ -3,7 +3,8 @@ package io.kvraft.client.cli;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.AdminResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.common.proto.KvProto.TransferLeaderRequest;
 import io.kvraft.common.rpc.Transport;
@@ -46,8 +47,8 @@ final class TransferLeaderCommand implements Callable<Integer> {
         }
         AdminResponse resp = t.<AdminResponse>call(region.getLeader(), TransferLeaderRequest.newBuilder()
                 .setRegionId(region.getId()).setTarget(target).build(), 5000).join();
-        if (resp.hasError() && resp.getError().getCode() != ErrorCode.OK) {
-            throw new KvException(resp.getError().getCode(), resp.getError().getDetail(), resp.getError().getLeaderHint());
+        if (resp.hasError() && resp.getError().getCode() != KvProto.ErrorCode.OK) {
+            throw KvException.fromWire(resp.getError());
         }
     }
 }

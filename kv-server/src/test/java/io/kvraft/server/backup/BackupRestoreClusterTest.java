@@ -12,7 +12,8 @@ import io.kvraft.client.backup.Restore;
 import io.kvraft.client.backup.TargetNotEmptyException;
 import io.kvraft.client.cli.KvCtl;
 import io.kvraft.common.proto.KvProto.CoordRecord;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.LockInfo;
 import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.common.proto.KvProto.WriteOp;
@@ -319,7 +320,7 @@ class BackupRestoreClusterTest {
         // 'n' (0x6e) is a tag of wire type 6, which protobuf does not have
         WriteResponse notARecord = send(key, WriteOp.newBuilder().setType(WriteOpType.RESTORE_COORD)
                 .setKey(ByteString.copyFrom(key)).setValue(ByteString.copyFromUtf8("not a record")).build());
-        assertThat(notARecord.getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+        assertThat(notARecord.getError().getCode()).isEqualTo(KvProto.ErrorCode.INVALID_ARGUMENT);
         assertThat(notARecord.getError().getDetail()).contains("CoordRecord");
 
         assertThat(sync(sourceClient.getLatestSequence(key))).isEqualTo(5);

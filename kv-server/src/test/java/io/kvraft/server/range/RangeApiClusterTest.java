@@ -267,7 +267,7 @@ class RangeApiClusterTest {
         assertThatThrownBy(() -> sync(client.compareAndPutAll(List.of(
                 new CasEntry(here, null, bytes("x")), new CasEntry(there, null, bytes("y"))))))
                 .isInstanceOfSatisfying(KvException.class, e -> {
-                    assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+                    assertThat(e.code().toWire()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
                     assertThat(e.getMessage()).contains("0xf001");
                 });
         assertThat(sync(client.get(here))).isNull();
@@ -381,7 +381,7 @@ class RangeApiClusterTest {
     }
 
     private static void assertCode(org.assertj.core.api.ThrowableAssert.ThrowingCallable call, ErrorCode code) {
-        assertThatThrownBy(call).isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(code));
+        assertThatThrownBy(call).isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code().toWire()).isEqualTo(code));
     }
 
     private static byte[] bytes(String s) {

@@ -76,7 +76,7 @@ class BadInputTest {
     private static ErrorCode codeOf(Runnable call) {
         Throwable t = catchThrowable(call::run);
         assertThat(t).as("the call should fail").isNotNull();
-        return KvException.unwrap(t).code();
+        return KvException.unwrap(t).code().toWire();
     }
 
     @AfterAll

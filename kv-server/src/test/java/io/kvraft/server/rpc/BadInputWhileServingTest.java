@@ -104,7 +104,7 @@ class BadInputWhileServingTest {
                     WriteResponse r = raw.<WriteResponse>call(target, put(region, region.getEpoch(), keyIn(region)), 1000).join();
                     seen.add(r.getError().getCode());
                 } catch (RuntimeException e) {
-                    seen.add(KvException.unwrap(e).code()); // the port closes at the end
+                    seen.add(KvException.unwrap(e).code().toWire()); // the port closes at the end
                 }
             }
             shutdown.join();
