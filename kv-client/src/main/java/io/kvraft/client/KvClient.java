@@ -388,7 +388,7 @@ public interface KvClient extends AutoCloseable {
      * replication factor and each node's state (UP, DRAINING, REMOVED); with that leader's view of each node (live, its
      * replicas and leaders, disk use), the map group's voters and learners, the replica moves in progress and the
      * regions. Asked of the configured servers and the route table's nodes in turn, following NOT_LEADER hints and
-     * retrying while no node knows a leader, until the operation's deadline (see {@link ClusterAdmin}). Fails with
+     * retrying while no node knows a leader, until the operation's deadline (see {@link io.kvraft.client.route.MapLeaderCalls}). Fails with
      * UNAVAILABLE or NO_LEADER, naming the nodes asked, when no map leader answered in time (e.g. servers without a
      * cluster map).
      */

@@ -1,7 +1,9 @@
 package io.kvraft.client;
 
-import io.kvraft.common.KvException;
+import io.kvraft.client.batch.Dispatcher;
 import io.kvraft.client.config.ClientConfig;
+import io.kvraft.client.route.Calls;
+import io.kvraft.client.route.Routes;
 
 /** Makes clients. */
 public final class KvClients {
@@ -14,8 +16,14 @@ public final class KvClients {
      * returns; throws a KvException (UNAVAILABLE) when no server answers within the operation timeout.
      */
     public static KvClient connect(ClientConfig config) {
-        RoutingKvClient client = new RoutingKvClient(config);
-        client.connect();
-        return client;
+        Calls calls = Calls.open(config);
+        Routes routes = new Routes(config.servers(), calls);
+        try {
+            routes.connect();
+        } catch (RuntimeException e) {
+            calls.close();
+            throw e;
+        }
+        return new RoutingKvClient(config, calls, routes, new Dispatcher(routes, calls, config.batching()));
     }
 }

@@ -84,6 +84,6 @@ public final class LockHandle implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "LockHandle{" + RoutingKvClient.printable(key()) + ", token " + lease.token + (isHeld() ? ", held}" : "}");
+        return "LockHandle{" + Keys.printable(key()) + ", token " + lease.token + (isHeld() ? ", held}" : "}");
     }
 }

@@ -1,5 +1,8 @@
 package io.kvraft.client;
 
+import io.kvraft.client.route.Calls;
+import io.kvraft.client.route.MapLeaderCalls;
+import io.kvraft.client.route.Routes;
 import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.ClusterResponse;
 import io.kvraft.common.ErrorCode;
@@ -31,15 +34,19 @@ final class MapRecovery {
 
     private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
 
-    private final RoutingKvClient client;
+    private final Routes routes;
+    private final Calls calls;
+    private final MapLeaderCalls mapLeader;
 
-    MapRecovery(RoutingKvClient client) {
-        this.client = client;
+    MapRecovery(Routes routes, Calls calls, MapLeaderCalls mapLeader) {
+        this.routes = routes;
+        this.calls = calls;
+        this.mapLeader = mapLeader;
     }
 
     /** See {@link KvClient#planMapRecovery}. */
     CompletableFuture<KvClient.MapRecoveryPlan> plan() {
-        List<String> first = client.knownNodes();
+        List<String> first = routes.knownNodes();
         return answers(first).thenCompose(answers -> {
             // the nodes the answers name (the group's voters, the map's nodes) that the client was not told of
             Set<String> more = new LinkedHashSet<>();
@@ -65,7 +72,7 @@ final class MapRecovery {
 
     /** Each of {@code nodes}' replica of the map's group as it answers now, by host:port; null for no answer. */
     private CompletableFuture<Map<String, MapReplicaResponse>> answers(List<String> nodes) {
-        return RegionRecovery.<MapReplicaResponse>askAll(client, nodes, MapReplicaRequest.getDefaultInstance())
+        return calls.<MapReplicaResponse>askAll(nodes, MapReplicaRequest.getDefaultInstance())
                 .thenApply(answers -> {
                     answers.replaceAll((node, r) -> r == null || r.hasError() && r.getError().getCode() != KvProto.ErrorCode.OK
                             ? null : r);
@@ -117,11 +124,10 @@ final class MapRecovery {
 
     /** See {@link KvClient#recoverMap}. */
     CompletableFuture<ClusterResponse> recover(KvClient.MapRecoveryPlan plan) {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(client.operationTimeoutMs());
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(calls.operationTimeoutMs());
         Map<String, CompletableFuture<RecoverMapResponse>> asked = new TreeMap<>();
         for (String node : plan.survivors()) {
-            asked.put(node, client.transport().call(node, RecoverMapRequest.newBuilder()
-                    .addAllVoters(plan.survivors()).build(), client.requestTimeoutMs()));
+            asked.put(node, calls.call(node, RecoverMapRequest.newBuilder().addAllVoters(plan.survivors()).build()));
         }
         return CompletableFuture.allOf(asked.values().stream().map(f -> f.handle((r, e) -> null))
                 .toArray(CompletableFuture[]::new)).thenCompose(v -> {
@@ -155,7 +161,7 @@ final class MapRecovery {
 
     /** Completes {@code done} with the map's answer once a survivor leads it and every lost voter's node is removed. */
     private void awaitMap(KvClient.MapRecoveryPlan plan, long deadline, CompletableFuture<ClusterResponse> done) {
-        client.cluster().whenComplete((c, e) -> {
+        mapLeader.cluster().whenComplete((c, e) -> {
             if (e == null && plan.survivors().contains(c.getMetaLeader()) && plan.lost().stream()
                     .allMatch(l -> removed(c, l))) {
                 done.complete(c);
@@ -163,13 +169,13 @@ final class MapRecovery {
             }
             if (System.nanoTime() - deadline > 0) {
                 done.completeExceptionally(new KvException(ErrorCode.NO_LEADER, "the cluster map's voters were reset to "
-                        + plan.survivors() + ", but after " + client.operationTimeoutMs() + " ms "
+                        + plan.survivors() + ", but after " + calls.operationTimeoutMs() + " ms "
                         + (e != null ? "the map does not answer: " + KvException.unwrap(e).getMessage()
                         : "its leader is " + c.getMetaLeader() + " and the lost voters' nodes are not all removed")
                         + ": see `cluster` and the survivors' logs"));
                 return;
             }
-            if (!client.later(() -> awaitMap(plan, deadline, done), POLL_NANOS)) {
+            if (!calls.later(() -> awaitMap(plan, deadline, done), POLL_NANOS)) {
                 done.completeExceptionally(new KvException(ErrorCode.UNAVAILABLE, "client closed"));
             }
         });

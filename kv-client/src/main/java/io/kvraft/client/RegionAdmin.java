@@ -9,7 +9,9 @@ import io.kvraft.common.proto.KvProto.MergeRequest;
 import io.kvraft.common.proto.KvProto.MergeResponse;
 import io.kvraft.common.proto.KvProto.SplitRequest;
 import io.kvraft.common.proto.KvProto.SplitResponse;
+import io.kvraft.client.route.Calls;
 import io.kvraft.client.route.RouteTable.Route;
+import io.kvraft.client.route.Routes;
 
 import java.util.ArrayDeque;
 import java.util.List;
@@ -28,10 +30,12 @@ final class RegionAdmin {
      */
     static final long MOVE_TIMEOUT_MS = 600_000;
 
-    private final RoutingKvClient client;
+    private final Routes routes;
+    private final Calls calls;
 
-    RegionAdmin(RoutingKvClient client) {
-        this.client = client;
+    RegionAdmin(Routes routes, Calls calls) {
+        this.routes = routes;
+        this.calls = calls;
     }
 
     /** See {@link KvClient#split}. */
@@ -50,7 +54,7 @@ final class RegionAdmin {
         }
         MergeRequest request = MergeRequest.newBuilder().setLeftId(leftId).setRightId(rightId).build();
         // the right region is looked up on the left one's leader: an unknown one is told at once, not retried there
-        return client.refreshRoutes().thenCompose(v -> client.routes().byId(rightId) == null
+        return routes.refresh().thenCompose(v -> routes.table().byId(rightId) == null
                 ? CompletableFuture.<MergeResponse>failedFuture(new KvException(ErrorCode.REGION_NOT_FOUND,
                         "no region " + rightId + " in the cluster"))
                 : this.<MergeResponse>call(leftId, request, MergeResponse::hasError, MergeResponse::getError))
@@ -106,7 +110,7 @@ final class RegionAdmin {
     /** Sends {@code request} to the leader of region {@code regionId}, following leader hints until the deadline. */
     private <R extends Message> CompletableFuture<R> call(int regionId, Message request, Predicate<R> hasError,
                                                           Function<R, io.kvraft.common.proto.KvProto.Error> error) {
-        return call(regionId, request, hasError, error, client.operationTimeoutMs());
+        return call(regionId, request, hasError, error, calls.operationTimeoutMs());
     }
 
     /** As above, with {@code timeoutMs} for the whole call. */
@@ -118,8 +122,8 @@ final class RegionAdmin {
         long deadline = now + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         // looking for the leader takes at most an operation's time, however long the change itself may take: a region
         // with no leader (a majority of its replicas lost) would otherwise hold a move's caller for its 10 minutes
-        long searchEnd = now + TimeUnit.MILLISECONDS.toNanos(Math.min(timeoutMs, client.operationTimeoutMs()));
-        client.refreshRoutes().whenComplete((v, e) -> attempt(new Call<>(regionId, request, hasError, error, deadline,
+        long searchEnd = now + TimeUnit.MILLISECONDS.toNanos(Math.min(timeoutMs, calls.operationTimeoutMs()));
+        routes.refresh().whenComplete((v, e) -> attempt(new Call<>(regionId, request, hasError, error, deadline,
                 searchEnd, result, new Tries()), null));
         return result;
     }
@@ -186,7 +190,7 @@ final class RegionAdmin {
     private <R extends Message> void attempt(Call<R> call, String hint, String notThere) {
         CompletableFuture<R> result = call.result();
         long deadline = call.deadline();
-        Route route = client.routes().byId(call.regionId());
+        Route route = routes.table().byId(call.regionId());
         if (route == null) {
             result.completeExceptionally(new KvException(ErrorCode.REGION_NOT_FOUND,
                     "no region " + call.regionId() + " in the cluster"));
@@ -196,11 +200,11 @@ final class RegionAdmin {
         // the whole operation's time for one try: the leader answers once the change is applied, which includes making
         // or stopping groups on that node (a snapshot of a range), far more than a read or write takes
         long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()));
-        client.transport().<R>call(target, call.request(), left).whenComplete((resp, err) -> {
+        calls.transport().<R>call(target, call.request(), left).whenComplete((resp, err) -> {
             ErrorCode code = err != null ? KvException.unwrap(err).code()
                     : call.hasError().test(resp) ? ErrorCode.fromWire(call.error().apply(resp).getCode()) : ErrorCode.OK;
             if (code == ErrorCode.OK) {
-                client.refreshRoutes(target).whenComplete((v, e) -> result.complete(resp));
+                routes.refresh(target).whenComplete((v, e) -> result.complete(resp));
                 return;
             }
             String detail = err != null ? KvException.unwrap(err).getMessage() : call.error().apply(resp).getDetail();
@@ -228,9 +232,9 @@ final class RegionAdmin {
             }
             String nextTarget = next;
             Runnable again = code == ErrorCode.REGION_NOT_FOUND
-                    ? () -> client.refreshRoutes().whenComplete((v, e) -> attempt(call, null, notThere(call, target)))
+                    ? () -> routes.refresh().whenComplete((v, e) -> attempt(call, null, notThere(call, target)))
                     : () -> attempt(call, nextTarget);
-            if (!client.later(again, next.isEmpty() ? RETRY_PAUSE_NANOS : 0)) {
+            if (!calls.later(again, next.isEmpty() ? RETRY_PAUSE_NANOS : 0)) {
                 result.completeExceptionally(new KvException(ErrorCode.UNAVAILABLE, "client closed"));
             }
         });

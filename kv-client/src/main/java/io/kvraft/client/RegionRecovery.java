@@ -1,5 +1,8 @@
 package io.kvraft.client;
 
+import io.kvraft.client.route.Calls;
+import io.kvraft.client.route.MapLeaderCalls;
+import io.kvraft.client.route.Routes;
 import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.ClusterMap;
 import io.kvraft.common.proto.KvProto.ClusterResponse;
@@ -34,15 +37,19 @@ final class RegionRecovery {
     private static final String NO_LIVE_NODE = "the cluster map takes no node as live (a new leader of the map takes"
             + " none until the nodes report to it, every placement.intervalMs)";
 
-    private final RoutingKvClient client;
+    private final Routes routes;
+    private final Calls calls;
+    private final MapLeaderCalls mapLeader;
 
-    RegionRecovery(RoutingKvClient client) {
-        this.client = client;
+    RegionRecovery(Routes routes, Calls calls, MapLeaderCalls mapLeader) {
+        this.routes = routes;
+        this.calls = calls;
+        this.mapLeader = mapLeader;
     }
 
     /** See {@link KvClient#planRecovery}. */
     CompletableFuture<KvClient.RecoveryPlan> plan(int regionId) {
-        return client.cluster().thenCompose(c -> answers(liveNodes(c)).thenApply(answers -> planFromAnswers(regionId,
+        return mapLeader.cluster().thenCompose(c -> answers(liveNodes(c)).thenApply(answers -> planFromAnswers(regionId,
                 c.getMap(), answers)));
     }
 
@@ -67,7 +74,7 @@ final class RegionRecovery {
      * with UNAVAILABLE when a live node does not answer, since its replicas could be the ones that make a region whole.
      */
     CompletableFuture<KvClient.RecoverySurvey> survey() {
-        return client.cluster().thenCompose(c -> answers(liveNodes(c)).thenApply(answers -> {
+        return mapLeader.cluster().thenCompose(c -> answers(liveNodes(c)).thenApply(answers -> {
             if (answers.isEmpty()) {
                 throw new KvException(ErrorCode.UNAVAILABLE, NO_LIVE_NODE + "; try again");
             }
@@ -111,25 +118,7 @@ final class RegionRecovery {
 
     /** Each of {@code nodes}' own regions as it answers now, by host:port; null for a node that did not answer. */
     private CompletableFuture<Map<String, RegionsResponse>> answers(List<String> nodes) {
-        return askAll(client, nodes, RegionsRequest.getDefaultInstance());
-    }
-
-    /**
-     * Asks each of {@code nodes} {@code request} at once; completes once all answered or failed, with each answer by
-     * host:port (null for a node that did not answer).
-     */
-    static <R extends com.google.protobuf.Message> CompletableFuture<Map<String, R>> askAll(
-            RoutingKvClient client, List<String> nodes, com.google.protobuf.Message request) {
-        Map<String, CompletableFuture<R>> asked = new TreeMap<>();
-        for (String node : nodes) {
-            asked.put(node, client.transport().call(node, request, client.requestTimeoutMs()));
-        }
-        return CompletableFuture.allOf(asked.values().stream().map(f -> f.handle((r, e) -> null))
-                .toArray(CompletableFuture[]::new)).thenApply(v -> {
-                    Map<String, R> out = new TreeMap<>();
-                    asked.forEach((node, f) -> out.put(node, f.isCompletedExceptionally() ? null : f.join()));
-                    return out;
-                });
+        return calls.askAll(nodes, RegionsRequest.getDefaultInstance());
     }
 
     private static Map<String, RegionInfo> replicasOf(Map<String, RegionsResponse> answers, int regionId) {
@@ -239,7 +228,7 @@ final class RegionRecovery {
 
     /** See {@link KvClient#recoverRegion}. */
     CompletableFuture<RegionInfo> recover(KvClient.RecoveryPlan plan) {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(client.operationTimeoutMs());
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(calls.operationTimeoutMs());
         CompletableFuture<RegionInfo> led = new CompletableFuture<>();
         reset(plan, plan.survivors(), deadline, led);
         return led;
@@ -253,8 +242,8 @@ final class RegionRecovery {
                        CompletableFuture<RegionInfo> led) {
         Map<String, CompletableFuture<RecoverRegionResponse>> asked = new TreeMap<>();
         for (String node : pending) {
-            asked.put(node, client.transport().call(node, RecoverRegionRequest.newBuilder().setRegionId(plan.regionId())
-                    .addAllVoters(plan.survivors()).setConfVer(plan.confVer()).build(), client.requestTimeoutMs()));
+            asked.put(node, calls.call(node, RecoverRegionRequest.newBuilder().setRegionId(plan.regionId())
+                    .addAllVoters(plan.survivors()).setConfVer(plan.confVer()).build()));
         }
         CompletableFuture.allOf(asked.values().stream().map(f -> f.handle((r, e) -> null))
                 .toArray(CompletableFuture[]::new)).whenComplete((v, e) -> {
@@ -289,7 +278,7 @@ final class RegionRecovery {
                                 + plan.survivors() + "; run recover-region again: ") + String.join("; ", why)));
                         return;
                     }
-                    if (!client.later(() -> reset(plan, again, deadline, led), POLL_NANOS)) {
+                    if (!calls.later(() -> reset(plan, again, deadline, led), POLL_NANOS)) {
                         led.completeExceptionally(new KvException(ErrorCode.UNAVAILABLE, "client closed"));
                     }
                 });
@@ -304,17 +293,17 @@ final class RegionRecovery {
             for (RegionInfo r : replicas == null ? List.<RegionInfo>of() : replicas.values()) {
                 boolean lostGone = r.getPeersList().stream().noneMatch(plan.lost()::contains);
                 if (r.getRole().equals("LEADER") && lostGone) {
-                    client.refreshRoutes().whenComplete((x, y) -> led.complete(r));
+                    routes.refresh().whenComplete((x, y) -> led.complete(r));
                     return;
                 }
             }
             if (System.nanoTime() - deadline > 0) {
                 led.completeExceptionally(new KvException(ErrorCode.NO_LEADER, "region " + plan.regionId()
                         + ": its voters were reset to " + plan.survivors() + ", but none of them leads it yet after "
-                        + client.operationTimeoutMs() + " ms: see `regions` and their logs"));
+                        + calls.operationTimeoutMs() + " ms: see `regions` and their logs"));
                 return;
             }
-            if (!client.later(() -> awaitLeader(plan, deadline, led), POLL_NANOS)) {
+            if (!calls.later(() -> awaitLeader(plan, deadline, led), POLL_NANOS)) {
                 led.completeExceptionally(new KvException(ErrorCode.UNAVAILABLE, "client closed"));
             }
         });

@@ -1,5 +1,6 @@
 package io.kvraft.client;
 
+import io.kvraft.client.batch.CoordAnswer;
 import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.CoordResult;
 import io.kvraft.common.ErrorCode;

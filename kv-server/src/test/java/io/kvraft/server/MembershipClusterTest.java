@@ -1,6 +1,6 @@
 package io.kvraft.server;
 
-import io.kvraft.client.ClusterAdmin;
+import io.kvraft.client.route.MapLeaderCalls;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.proto.KvProto.ClusterMap;
 import io.kvraft.common.proto.KvProto.ClusterRequest;
@@ -320,7 +320,7 @@ class MembershipClusterTest {
                 await().atMost(60, SECONDS).until(() -> wiped.meta().registered());
                 assertThat(wiped.meta().clusterId()).isEqualTo(storeIdBefore);
                 // the map lists it in regions it does not hold yet, and says so (each waits 10 s before its rebuild)
-                await().atMost(30, SECONDS).until(() -> ClusterAdmin.status(sync(client.cluster()), third).getMissing() > 0);
+                await().atMost(30, SECONDS).until(() -> MapLeaderCalls.status(sync(client.cluster()), third).getMissing() > 0);
                 await().atMost(180, SECONDS).until(() -> wiped.host().regions().size() == REGIONS
                         && threeReplicasEach(cluster));
                 await().atMost(30, SECONDS).until(() -> sync(client.cluster()).getStatusList().stream()

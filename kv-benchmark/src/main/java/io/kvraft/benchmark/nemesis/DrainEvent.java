@@ -1,6 +1,6 @@
 package io.kvraft.benchmark.nemesis;
 
-import io.kvraft.client.ClusterAdmin;
+import io.kvraft.client.route.MapLeaderCalls;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.ClusterResponse;
@@ -149,7 +149,7 @@ final class DrainEvent {
         for (NodeRecord n : map.getMap().getNodesList()) {
             if (n.getState() == NodeState.UP) {
                 up++;
-                NodeStatus s = ClusterAdmin.status(map, n.getEndpoint());
+                NodeStatus s = MapLeaderCalls.status(map, n.getEndpoint());
                 if (s != null && s.getLive()) {
                     candidates.add(n.getEndpoint());
                 }
@@ -161,8 +161,8 @@ final class DrainEvent {
             return pre + "drain: no node is UP and live in the cluster map (" + up + " UP), nothing asked";
         }
         String node = candidates.get(rnd.nextInt(candidates.size()));
-        int before = ClusterAdmin.replicas(map, node);
-        NodeStatus st = ClusterAdmin.status(map, node);
+        int before = MapLeaderCalls.replicas(map, node);
+        NodeStatus st = MapLeaderCalls.status(map, node);
         String what = "drain " + name(node) + " (" + before + " replicas, " + (st == null ? 0 : st.getLeaders())
                 + " leaders; " + up + " of " + map.getMap().getNodesCount() + " nodes UP, factor "
                 + map.getMap().getFactor() + ")";
@@ -189,7 +189,7 @@ final class DrainEvent {
             pause.pause(Math.min(POLL_MS, Math.max(1, TimeUnit.NANOSECONDS.toMillis(left))));
             try {
                 ClusterResponse c = SplitEvent.await(admin.cluster());
-                after = ClusterAdmin.replicas(c, node);
+                after = MapLeaderCalls.replicas(c, node);
                 lastError = null;
                 if (drained(c, node)) {
                     drained = true;
@@ -263,7 +263,7 @@ final class DrainEvent {
     static boolean drained(ClusterResponse c, String node) {
         RegionViews views = new RegionViews();
         views.add(c.getRegionsList());
-        NodeStatus s = ClusterAdmin.status(c, node);
+        NodeStatus s = MapLeaderCalls.status(c, node);
         return views.covers() && (s == null || s.getReplicas() == 0)
                 && views.regions().stream().noneMatch(r -> r.getPeersList().contains(node));
     }

@@ -1,6 +1,6 @@
 package io.kvraft.benchmark.nemesis;
 
-import io.kvraft.client.ClusterAdmin;
+import io.kvraft.client.route.MapLeaderCalls;
 import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.ClusterResponse;
 import io.kvraft.common.ErrorCode;
@@ -116,7 +116,7 @@ final class JoinEvent {
         while (!joined && elapsedMs(start) < startMs) {
             pause.pause(DrainEvent.POLL_MS);
             try {
-                NodeRecord r = ClusterAdmin.record(SplitEvent.await(admin.cluster()), endpoint);
+                NodeRecord r = MapLeaderCalls.record(SplitEvent.await(admin.cluster()), endpoint);
                 joined = r != null && r.getState() == NodeState.UP && !r.getNodeId().isEmpty();
             } catch (KvException e) {
                 lastError = e.getMessage();
@@ -137,7 +137,7 @@ final class JoinEvent {
         while (replicas == 0 && elapsedMs(holdStart) < holdMs) {
             pause.pause(Math.min(DrainEvent.POLL_MS, Math.max(1, holdMs - elapsedMs(holdStart))));
             try {
-                replicas = ClusterAdmin.replicas(SplitEvent.await(admin.cluster()), endpoint);
+                replicas = MapLeaderCalls.replicas(SplitEvent.await(admin.cluster()), endpoint);
             } catch (KvException e) {
                 lastError = e.getMessage();
             }
@@ -177,7 +177,7 @@ final class JoinEvent {
         do {
             try {
                 ClusterResponse c = SplitEvent.await(admin.cluster());
-                after = ClusterAdmin.replicas(c, endpoint);
+                after = MapLeaderCalls.replicas(c, endpoint);
                 before = before < 0 ? after : before;
                 drained = DrainEvent.drained(c, endpoint);
                 lastError = null;

@@ -8,7 +8,7 @@ import io.kvraft.common.proto.KvProto.NodeState;
 import io.kvraft.common.proto.KvProto.NodeStatus;
 import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.common.proto.KvProto.ReplicaMove;
-import io.kvraft.client.ClusterAdmin;
+import io.kvraft.client.route.MapLeaderCalls;
 import io.kvraft.common.RegionViews;
 
 import java.util.ArrayList;
@@ -111,8 +111,8 @@ final class ReplaceEvent {
         String why = unaffordable(map);
         List<String> candidates = new ArrayList<>();
         for (String n : nodes) {
-            NodeRecord r = ClusterAdmin.record(map, n);
-            NodeStatus s = ClusterAdmin.status(map, n);
+            NodeRecord r = MapLeaderCalls.record(map, n);
+            NodeStatus s = MapLeaderCalls.status(map, n);
             if (r != null && r.getState() == NodeState.UP && s != null && s.getLive() && processes.running(index(n))) {
                 candidates.add(n);
             }
@@ -126,8 +126,8 @@ final class ReplaceEvent {
         }
         String node = candidates.get(rnd.nextInt(candidates.size()));
         int i = index(node);
-        String oldId = ClusterAdmin.record(map, node).getNodeId();
-        int before = ClusterAdmin.replicas(map, node);
+        String oldId = MapLeaderCalls.record(map, node).getNodeId();
+        int before = MapLeaderCalls.replicas(map, node);
         String what = "replace node " + (i + 1) + " (" + node + ", " + before + " replicas): kill -9, data wiped,"
                 + " started empty";
         processes.kill(i);
@@ -140,7 +140,7 @@ final class ReplaceEvent {
         while (!joined && elapsedMs(start) < startMs) {
             pause.pause(DrainEvent.POLL_MS);
             try {
-                NodeRecord r = ClusterAdmin.record(SplitEvent.await(admin.cluster()), node);
+                NodeRecord r = MapLeaderCalls.record(SplitEvent.await(admin.cluster()), node);
                 joined = r != null && !r.getNodeId().isEmpty() && !r.getNodeId().equals(oldId);
             } catch (KvException e) {
                 lastError = e.getMessage(); // the map's leader may be the node just killed; look again
@@ -197,7 +197,7 @@ final class ReplaceEvent {
                 return "region " + r.getId() + " has " + r.getPeersCount() + " of " + factor + " replicas";
             }
             for (String p : r.getPeersList()) {
-                NodeStatus s = ClusterAdmin.status(c, p);
+                NodeStatus s = MapLeaderCalls.status(c, p);
                 if (s == null || !s.getLive()) {
                     return "region " + r.getId() + "'s replica on " + p + " is not live";
                 }
@@ -212,7 +212,7 @@ final class ReplaceEvent {
             if (n.getState() != NodeState.UP) {
                 continue;
             }
-            NodeStatus s = ClusterAdmin.status(c, n.getEndpoint());
+            NodeStatus s = MapLeaderCalls.status(c, n.getEndpoint());
             if (s == null || !s.getLive()) {
                 return "node " + n.getEndpoint() + " is UP and not live";
             }

@@ -302,7 +302,7 @@ class DrainEventTest {
         ClusterResponse named = noRegions.toBuilder()
                 .addRegions(RegionInfo.newBuilder().setId(1).addPeers(NODES.get(1))).build();
         assertThat(DrainEvent.drained(named, NODES.get(1))).isFalse();
-        assertThat(io.kvraft.client.ClusterAdmin.replicas(named.toBuilder().clearStatus().build(), NODES.get(1))).isEqualTo(1);
+        assertThat(io.kvraft.client.route.MapLeaderCalls.replicas(named.toBuilder().clearStatus().build(), NODES.get(1))).isEqualTo(1);
         ClusterResponse gone = noRegions.toBuilder().addRegions(RegionInfo.newBuilder().setId(1).addPeers(NODES.get(0)))
                 .build();
         assertThat(DrainEvent.drained(gone, NODES.get(1))).isTrue();

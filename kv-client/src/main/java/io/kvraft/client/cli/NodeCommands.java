@@ -1,6 +1,6 @@
 package io.kvraft.client.cli;
 
-import io.kvraft.client.ClusterAdmin;
+import io.kvraft.client.route.MapLeaderCalls;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.proto.KvProto.ClusterMap;
 import io.kvraft.common.proto.KvProto.ClusterResponse;
@@ -205,7 +205,7 @@ final class NodeCommands {
                 }
                 continue;
             }
-            int left = ClusterAdmin.replicas(c, node);
+            int left = MapLeaderCalls.replicas(c, node);
             boolean voter = c.getMetaVotersList().contains(node);
             String progress = "node " + node + ": " + left + " replicas left (moves done: " + c.getMovesDone() + ")"
                     + (left == 0 && voter ? "; still a voter of the cluster map" : "");
@@ -248,7 +248,7 @@ final class NodeCommands {
     static boolean drained(ClusterResponse c, String node) {
         RegionViews views = new RegionViews();
         views.add(c.getRegionsList());
-        return views.covers() && ClusterAdmin.replicas(c, node) == 0 && !c.getMetaVotersList().contains(node);
+        return views.covers() && MapLeaderCalls.replicas(c, node) == 0 && !c.getMetaVotersList().contains(node);
     }
 
 
@@ -262,13 +262,13 @@ final class NodeCommands {
         nodes.sort(Comparator.comparing(NodeRecord::getEndpoint));
         boolean allLive = true;
         for (NodeRecord n : nodes) {
-            NodeStatus s = ClusterAdmin.status(c, n.getEndpoint());
+            NodeStatus s = MapLeaderCalls.status(c, n.getEndpoint());
             boolean live = s != null && s.getLive();
             if (n.getState() != NodeState.REMOVED) {
                 allLive &= live;
             }
             String state = n.getState() == NodeState.UP && s != null && s.getDown() ? "down" : state(n.getState());
-            out.printf(row, n.getEndpoint(), state, live ? "yes" : "no", ClusterAdmin.replicas(c, n.getEndpoint()),
+            out.printf(row, n.getEndpoint(), state, live ? "yes" : "no", MapLeaderCalls.replicas(c, n.getEndpoint()),
                     s == null ? 0 : s.getLeaders(), s == null ? "-" : human(s.getDiskBytes()), mapRole(c, n.getEndpoint()));
         }
         summary(c).forEach(out::println);

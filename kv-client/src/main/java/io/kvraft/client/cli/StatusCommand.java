@@ -1,6 +1,6 @@
 package io.kvraft.client.cli;
 
-import io.kvraft.client.ClusterAdmin;
+import io.kvraft.client.route.MapLeaderCalls;
 import io.kvraft.common.KvException;
 import io.kvraft.client.config.ClientConfig;
 import io.kvraft.common.config.HostPort;
@@ -89,7 +89,7 @@ final class StatusCommand implements Callable<Integer> {
                 throw new KvException(ErrorCode.UNAVAILABLE, "no node answered of " + nodes);
             }
             // the cluster map's summary, asked meanwhile; servers without a cluster map just do not answer it
-            CompletableFuture<ClusterResponse> map = new ClusterAdmin(List.copyOf(nodes), transport::call, timeoutMs)
+            CompletableFuture<ClusterResponse> map = new MapLeaderCalls(List.copyOf(nodes), transport::call, timeoutMs)
                     .cluster();
             HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofMillis(timeoutMs)).build();
             Map<String, String> before = new TreeMap<>();

@@ -1,4 +1,4 @@
-package io.kvraft.client;
+package io.kvraft.client.route;
 
 import io.kvraft.common.KvException;
 import com.google.protobuf.Message;
@@ -33,9 +33,9 @@ import java.util.function.Supplier;
  * it asked. Any other error (e.g. INVALID_ARGUMENT for a refused state change) fails the call at once.
  *
  * <p>Sending, pausing and the clock are given, so a test can fake the nodes; see
- * {@link #ClusterAdmin(Supplier, Caller, long, long, Timer, LongSupplier)}.
+ * {@link #MapLeaderCalls(Supplier, Caller, long, long, Timer, LongSupplier)}.
  */
-public final class ClusterAdmin {
+public final class MapLeaderCalls {
 
     /** The pause after a round in which no node knew the map's leader. */
     public static final long ROUND_PAUSE_MS = 200;
@@ -77,7 +77,7 @@ public final class ClusterAdmin {
      * @param timer            runs the next round after its pause
      * @param nanoClock        {@link System#nanoTime} or a test's clock
      */
-    public ClusterAdmin(Supplier<? extends Collection<String>> seeds, Caller caller, long timeoutMs,
+    public MapLeaderCalls(Supplier<? extends Collection<String>> seeds, Caller caller, long timeoutMs,
                         long requestTimeoutMs, Timer timer, LongSupplier nanoClock) {
         this.seeds = seeds;
         this.caller = caller;
@@ -88,7 +88,7 @@ public final class ClusterAdmin {
     }
 
     /** Asks {@code seeds}; a call gives up after {@code timeoutMs}, each request after at most 3 s. */
-    public ClusterAdmin(Collection<String> seeds, Caller caller, long timeoutMs) {
+    public MapLeaderCalls(Collection<String> seeds, Caller caller, long timeoutMs) {
         this(() -> seeds, caller, timeoutMs, Math.min(timeoutMs, 3000), Timer.delayed(), System::nanoTime);
     }
 
