@@ -265,12 +265,12 @@ final class FakeKvClient implements KvClient {
     }
 
     @Override
-    public CompletableFuture<List<io.kvraft.common.proto.KvProto.LockInfo>> locks(byte[] prefix) {
+    public CompletableFuture<List<io.kvraft.client.LockInfo>> locks(byte[] prefix) {
         throw new UnsupportedOperationException("not in the fake");
     }
 
     @Override
-    public CompletableFuture<io.kvraft.common.proto.KvProto.LockInfo> lockInfo(byte[] key) {
+    public CompletableFuture<io.kvraft.client.LockInfo> lockInfo(byte[] key) {
         throw new UnsupportedOperationException("not in the fake");
     }
 
@@ -286,17 +286,17 @@ final class FakeKvClient implements KvClient {
     }
 
     /** The modes withReadMode was asked for, in order. The view is this client itself: one map, one set of counters. */
-    final List<io.kvraft.common.proto.KvProto.ReadMode> readModesAsked = new java.util.concurrent.CopyOnWriteArrayList<>();
+    final List<io.kvraft.client.ReadMode> readModesAsked = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     @Override
-    public KvClient withReadMode(io.kvraft.common.proto.KvProto.ReadMode mode) {
+    public KvClient withReadMode(io.kvraft.client.ReadMode mode) {
         readModesAsked.add(mode);
         return this;
     }
 
     @Override
-    public io.kvraft.common.proto.KvProto.ReadMode readMode() {
-        return io.kvraft.common.proto.KvProto.ReadMode.READ_INDEX;
+    public io.kvraft.client.ReadMode readMode() {
+        return io.kvraft.client.ReadMode.READ_INDEX;
     }
 
     @Override

@@ -206,7 +206,7 @@ class LoadRunnerTest {
     void when_aReadModeIsSet_then_theLoadRunsOnAViewInThatMode() {
         FakeKvClient fake = new FakeKvClient();
         run(shortRun().readMode("follower").build(), fake, null);
-        assertThat(fake.readModesAsked).containsExactly(io.kvraft.common.proto.KvProto.ReadMode.FOLLOWER);
+        assertThat(fake.readModesAsked).containsExactly(io.kvraft.client.ReadMode.FOLLOWER);
 
         FakeKvClient keep = new FakeKvClient();
         run(shortRun().readMode(null).build(), keep, null);

@@ -1,7 +1,6 @@
 package io.kvraft.client;
 
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ReadMode;
 import io.kvraft.common.proto.KvProto.RegionInfo;
 
 import java.util.List;
@@ -166,10 +165,10 @@ public interface KvClient extends AutoCloseable {
      * The locks whose keys start with {@code prefix} (null or empty: all), free ones included (they keep their
      * last fencing token), as each region's leader sees them now: holder, token, count and lease left.
      */
-    CompletableFuture<List<io.kvraft.common.proto.KvProto.LockInfo>> locks(byte[] prefix);
+    CompletableFuture<List<LockInfo>> locks(byte[] prefix);
 
     /** The lock {@code key} as its region's leader sees it now, or null when it was never taken. */
-    CompletableFuture<io.kvraft.common.proto.KvProto.LockInfo> lockInfo(byte[] key);
+    CompletableFuture<LockInfo> lockInfo(byte[] key);
 
     // ---- restore ----------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ import io.kvraft.client.route.RouteTable.Route;
 import io.kvraft.client.route.Routes;
 import io.kvraft.common.ErrorCode;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ReadMode;
+import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.common.proto.KvProto.RegionsRequest;
 import io.kvraft.common.proto.KvProto.RegionsResponse;
@@ -42,6 +42,7 @@ final class RoutingKvClient implements KvClient {
     private final Routes routes;
     private final Dispatcher dispatcher;
     private final ReadMode readMode;
+    private final KvProto.ReadMode wireMode;
     private final RangeOps ranges;
     private final ClientLocks locks;
     private final MapLeaderCalls mapLeader;
@@ -50,7 +51,8 @@ final class RoutingKvClient implements KvClient {
         this.calls = calls;
         this.routes = routes;
         this.dispatcher = dispatcher;
-        this.readMode = ClientConfig.readModeOf(config.readMode());
+        this.readMode = ReadMode.of(config.readMode());
+        this.wireMode = Wire.toWire(readMode);
         this.ranges = new RangeOps(routes, calls);
         this.locks = new ClientLocks(new ClientLocks.Backend() {
             @Override
@@ -78,6 +80,7 @@ final class RoutingKvClient implements KvClient {
         this.routes = root.routes;
         this.dispatcher = root.dispatcher;
         this.readMode = mode;
+        this.wireMode = Wire.toWire(mode);
         this.ranges = root.ranges;
         this.locks = root.locks;
         this.mapLeader = root.mapLeader;
@@ -91,7 +94,7 @@ final class RoutingKvClient implements KvClient {
 
     @Override
     public CompletableFuture<byte[]> get(byte[] key) {
-        return submit(PendingOp.read(Keys.orEmpty(key), readMode, calls.deadline())).thenApply(r -> (byte[]) r);
+        return submit(PendingOp.read(Keys.orEmpty(key), wireMode, calls.deadline())).thenApply(r -> (byte[]) r);
     }
 
     @Override
@@ -122,7 +125,7 @@ final class RoutingKvClient implements KvClient {
         long deadline = calls.deadline();
         List<CompletableFuture<Object>> parts = new ArrayList<>(keys.size());
         for (byte[] k : keys) {
-            parts.add(submit(PendingOp.read(Keys.orEmpty(k), readMode, deadline)));
+            parts.add(submit(PendingOp.read(Keys.orEmpty(k), wireMode, deadline)));
         }
         return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> {
             List<byte[]> out = new ArrayList<>(parts.size());
@@ -230,7 +233,7 @@ final class RoutingKvClient implements KvClient {
         if (Keys.isEmptyRange(start, end)) {
             return CompletableFuture.completedFuture(List.of());
         }
-        return ranges.scan(start, end, limit, reverse, keysOnly, readMode, calls.deadline());
+        return ranges.scan(start, end, limit, reverse, keysOnly, wireMode, calls.deadline());
     }
 
     @Override
@@ -253,7 +256,7 @@ final class RoutingKvClient implements KvClient {
         if (bad != null) {
             throw new KvException(ErrorCode.INVALID_ARGUMENT, bad);
         }
-        ReadMode mode = readMode;
+        KvProto.ReadMode mode = wireMode;
         return new KvIterator((s, e, limit, rev, deadline) -> ranges.page(s, e, limit, rev, false, mode, deadline),
                 start, end, pageSize, reverse, calls.operationTimeoutMs());
     }
@@ -274,7 +277,7 @@ final class RoutingKvClient implements KvClient {
 
     @Override
     public KvClient withReadMode(ReadMode mode) {
-        if (mode == null || mode == ReadMode.UNRECOGNIZED) {
+        if (mode == null) {
             throw new KvException(ErrorCode.INVALID_ARGUMENT, "read mode must be one of READ_INDEX, LEADER_LEASE, FOLLOWER, STALE");
         }
         return new RoutingKvClient(this, mode);
@@ -328,17 +331,18 @@ final class RoutingKvClient implements KvClient {
     }
 
     @Override
-    public CompletableFuture<List<io.kvraft.common.proto.KvProto.LockInfo>> locks(byte[] prefix) {
+    public CompletableFuture<List<LockInfo>> locks(byte[] prefix) {
         byte[] start = Keys.orEmpty(prefix);
-        return ranges.locks(start, Keys.prefixEnd(start), calls.deadline());
+        return ranges.locks(start, Keys.prefixEnd(start), calls.deadline()).thenApply(Wire::lockInfos);
     }
 
     @Override
-    public CompletableFuture<io.kvraft.common.proto.KvProto.LockInfo> lockInfo(byte[] key) {
+    public CompletableFuture<LockInfo> lockInfo(byte[] key) {
         if (key == null || key.length == 0) {
             return invalid("empty lock key");
         }
-        return ranges.locks(key, Keys.successor(key), calls.deadline()).thenApply(l -> l.isEmpty() ? null : l.get(0));
+        return ranges.locks(key, Keys.successor(key), calls.deadline())
+                .thenApply(l -> l.isEmpty() ? null : Wire.lockInfo(l.get(0)));
     }
 
     // ---- admin ------------------------------------------------------------------------------------

@@ -90,7 +90,7 @@ class MergeClusterTest {
             assertAll(client, 2000, 1);
             // the sequence and the lock of the merged-in range came along
             assertThat(sync(client.getSequence(seq, 100)).start()).isGreaterThanOrEqualTo(before.end());
-            assertThat(sync(client.lockInfo(lockKey)).getToken()).isEqualTo(held.token());
+            assertThat(sync(client.lockInfo(lockKey)).token()).isEqualTo(held.token());
             putAll(client, 2000, 2);
             held.close(); // before the restart: its renewals would fail while every node is down
 

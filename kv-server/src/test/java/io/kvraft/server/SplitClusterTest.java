@@ -226,9 +226,9 @@ class SplitClusterTest {
             // the lock came along with its holder and token: another holder is refused, the holder's release works
             KvClient other = cluster.client(); // closed with the cluster
             assertThat(sync(other.tryLock(lockKey, 60_000, 0))).isNull();
-            assertThat(sync(client.lockInfo(lockKey)).getToken()).isEqualTo(held.token());
+            assertThat(sync(client.lockInfo(lockKey)).token()).isEqualTo(held.token());
             held.close();
-            await().atMost(30, SECONDS).until(() -> sync(client.lockInfo(lockKey)).getHolder().isEmpty());
+            await().atMost(30, SECONDS).until(() -> sync(client.lockInfo(lockKey)).free());
         }
     }
 

@@ -184,7 +184,7 @@ public final class KvCtl {
 
         @Override
         public Integer call() {
-            io.kvraft.common.proto.KvProto.ReadMode mode = DataCommands.readMode(readMode);
+            io.kvraft.client.ReadMode mode = DataCommands.readMode(readMode);
             try (KvClient root = parent.connect()) {
                 KvClient c = mode == null ? root : root.withReadMode(mode);
                 byte[] v = c.get(parent.bytes(key)).join();

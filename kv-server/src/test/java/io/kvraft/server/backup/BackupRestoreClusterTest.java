@@ -5,6 +5,7 @@ import io.kvraft.client.KeyValue;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
 import io.kvraft.client.LockHandle;
+import io.kvraft.client.LockInfo;
 import io.kvraft.client.RegionCapture;
 import io.kvraft.client.backup.Backup;
 import io.kvraft.client.backup.BackupManifest;
@@ -14,7 +15,6 @@ import io.kvraft.client.cli.KvCtl;
 import io.kvraft.common.proto.KvProto.CoordRecord;
 import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto;
-import io.kvraft.common.proto.KvProto.LockInfo;
 import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;
@@ -281,8 +281,8 @@ class BackupRestoreClusterTest {
 
             assertThat(sync(client.getSequence(sequence, 10)).start()).as("continues at N, not 0").isEqualTo(next);
             LockInfo heldThen = sync(client.lockInfo(held));
-            assertThat(heldThen.getHolder()).as("a lock held at the backup is free after the restore").isEmpty();
-            assertThat(heldThen.getToken()).isEqualTo(holding.token());
+            assertThat(heldThen.holder()).as("a lock held at the backup is free after the restore").isEmpty();
+            assertThat(heldThen.token()).isEqualTo(holding.token());
             LockHandle again = sync(client.tryLock(released, 30_000, 0));
             LockHandle taken = sync(client.tryLock(held, 30_000, 0));
             assertThat(again).isNotNull();
@@ -295,7 +295,7 @@ class BackupRestoreClusterTest {
 
             assertThat(sync(client.getSequence(sequence, 1)).start()).isEqualTo(next + 10);
             assertThat(again.isHeld()).isTrue();
-            assertThat(sync(client.lockInfo(released)).getToken()).isEqualTo(again.token());
+            assertThat(sync(client.lockInfo(released)).token()).isEqualTo(again.token());
             sync(again.unlock());
             sync(taken.unlock());
             LockHandle third = sync(client.tryLock(released, 30_000, 0));

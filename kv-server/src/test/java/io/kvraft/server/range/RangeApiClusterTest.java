@@ -7,7 +7,7 @@ import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
 import io.kvraft.client.KvIterator;
 import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.ReadMode;
+import io.kvraft.client.ReadMode;
 import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.common.proto.KvProto.ScanRequest;
 import io.kvraft.common.proto.KvProto.ScanResponse;
