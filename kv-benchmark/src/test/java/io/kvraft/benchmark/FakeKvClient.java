@@ -1,11 +1,11 @@
 package io.kvraft.benchmark;
 
-import com.google.protobuf.ByteString;
 import io.kvraft.client.KeyValue;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
 import io.kvraft.common.ErrorCode;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.KvAdmin;
+import io.kvraft.client.admin.RegionInfo;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -73,8 +73,8 @@ final class FakeKvClient implements KvClient {
         List<RegionInfo> list = new ArrayList<>();
         for (int i = 0; i < startKeys.size(); i++) {
             byte[] end = i + 1 < startKeys.size() ? startKeys.get(i + 1) : new byte[0];
-            list.add(RegionInfo.newBuilder().setId(i + 1).setStartKey(ByteString.copyFrom(startKeys.get(i)))
-                    .setEndKey(ByteString.copyFrom(end)).setLeader("127.0.0.1:1").build());
+            list.add(new RegionInfo(i + 1, startKeys.get(i), end, 0, List.of(), "127.0.0.1:1", 0, 0, "", 0, false, 0,
+                    List.of()));
         }
         regions = List.copyOf(list);
     }
@@ -275,11 +275,6 @@ final class FakeKvClient implements KvClient {
     }
 
     @Override
-    public CompletableFuture<Void> restoreSystemRecord(byte[] key, io.kvraft.common.proto.KvProto.CoordRecord record) {
-        throw new UnsupportedOperationException("not in the fake");
-    }
-
-    @Override
     public CompletableFuture<Void> deleteRange(byte[] startKey, byte[] endKey) {
         range(startKey, endKey, Integer.MAX_VALUE, false, true).forEach(kv -> map.remove(ByteBuffer.wrap(kv.key())));
         return CompletableFuture.completedFuture(null);
@@ -299,9 +294,15 @@ final class FakeKvClient implements KvClient {
         return io.kvraft.client.ReadMode.READ_INDEX;
     }
 
+    /** An admin view that lists {@link #setRegions}'s regions; its other operations are not in the fake. */
     @Override
-    public CompletableFuture<List<RegionInfo>> regions() {
-        return CompletableFuture.completedFuture(regions);
+    public KvAdmin admin() {
+        return (KvAdmin) java.lang.reflect.Proxy.newProxyInstance(KvAdmin.class.getClassLoader(),
+                new Class<?>[]{KvAdmin.class}, (proxy, method, args) -> switch (method.getName()) {
+                    case "regions" -> CompletableFuture.completedFuture(regions);
+                    case "close" -> null;
+                    default -> throw new UnsupportedOperationException("not in the fake: " + method.getName());
+                });
     }
 
     @Override

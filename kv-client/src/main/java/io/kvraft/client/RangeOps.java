@@ -3,8 +3,6 @@ package io.kvraft.client;
 import io.kvraft.common.KvException;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.Message;
-import io.kvraft.common.proto.KvProto.BackupOpenRequest;
-import io.kvraft.common.proto.KvProto.BackupOpenResponse;
 import io.kvraft.common.proto.KvProto.Error;
 import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto;
@@ -29,7 +27,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
 
 /**
- * Operations on key ranges, composed region by region: a scan page, a whole scan, a range delete. Each
+ * Operations on key ranges, composed region by region: a scan page, a whole scan, a range delete, the locks of a
+ * range. Each
  * step asks the route table afresh for the region holding its cursor and clips the range to that
  * region, so a region that splits or moves mid-way costs a retry, never a missed or repeated key. Across
  * regions nothing is atomic or one snapshot.
@@ -155,19 +154,6 @@ final class RangeOps {
         return attempt.run().thenCompose(answer -> {
             byte[] next = resume(start, end, false, answer.route(), false, List.of());
             return next == null ? CompletableFuture.completedFuture(null) : deleteRange(next, end, deadlineNanos);
-        });
-    }
-
-    /** Opens a backup session on the leader of the region holding {@code key}, retried as a read is. */
-    CompletableFuture<RegionCapture> capture(byte[] key, long deadlineNanos, long operationTimeoutMs) {
-        RegionCall<BackupOpenResponse> attempt = call(key, false, true, null, deadlineNanos, route ->
-                BackupOpenRequest.newBuilder().setRegionId(route.regionId()).setRegionEpoch(route.epoch()).build(),
-                BackupOpenResponse::getError);
-        return attempt.run().thenApply(answer -> {
-            BackupOpenResponse r = answer.response();
-            return new RegionCapture(calls.transport(), calls.requestTimeoutMs(), operationTimeoutMs,
-                    answer.target(), r.getSessionId(), answer.route().regionId(), r.getStartKey().toByteArray(),
-                    r.getEndKey().toByteArray(), r.getEpoch(), r.getAppliedIndex(), r.getTerm(), r.getStoreId());
         });
     }
 

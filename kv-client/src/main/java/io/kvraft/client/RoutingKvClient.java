@@ -1,36 +1,31 @@
 package io.kvraft.client;
 
 import com.google.protobuf.ByteString;
+import io.kvraft.client.admin.KvAdmin;
+import io.kvraft.client.admin.RoutingKvAdmin;
 import io.kvraft.client.batch.CoordAnswer;
 import io.kvraft.client.batch.Dispatcher;
 import io.kvraft.client.batch.PendingOp;
 import io.kvraft.client.config.ClientConfig;
 import io.kvraft.client.route.Calls;
-import io.kvraft.client.route.MapLeaderCalls;
 import io.kvraft.client.route.RouteTable.Route;
 import io.kvraft.client.route.Routes;
 import io.kvraft.common.ErrorCode;
 import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto;
-import io.kvraft.common.proto.KvProto.RegionInfo;
-import io.kvraft.common.proto.KvProto.RegionsRequest;
-import io.kvraft.common.proto.KvProto.RegionsResponse;
 import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;
 
 import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 
 /**
  * The client: checks each operation's arguments, builds its wire ops and hands them to the {@link Dispatcher} (one
  * key) or to {@link RangeOps} (a range); multi-key calls split by key and so may span regions. A read-mode view shares
- * everything but its read mode.
+ * everything but its read mode; {@link #admin} is the admin view over the same routes and connections.
  */
 final class RoutingKvClient implements KvClient {
 
@@ -45,7 +40,7 @@ final class RoutingKvClient implements KvClient {
     private final KvProto.ReadMode wireMode;
     private final RangeOps ranges;
     private final ClientLocks locks;
-    private final MapLeaderCalls mapLeader;
+    private final KvAdmin admin;
 
     RoutingKvClient(ClientConfig config, Calls calls, Routes routes, Dispatcher dispatcher) {
         this.calls = calls;
@@ -70,8 +65,7 @@ final class RoutingKvClient implements KvClient {
                 return calls.deadline();
             }
         }, System::nanoTime);
-        this.mapLeader = new MapLeaderCalls(() -> new LinkedHashSet<>(routes.knownNodes()), calls.transport()::call,
-                calls.operationTimeoutMs(), calls.requestTimeoutMs(), calls::later, System::nanoTime);
+        this.admin = new RoutingKvAdmin(calls, routes, dispatcher);
     }
 
     /** A view of {@code root} whose reads default to {@code mode}; it shares everything else. */
@@ -83,7 +77,7 @@ final class RoutingKvClient implements KvClient {
         this.wireMode = Wire.toWire(mode);
         this.ranges = root.ranges;
         this.locks = root.locks;
-        this.mapLeader = root.mapLeader;
+        this.admin = root.admin;
     }
 
     @Override
@@ -345,108 +339,12 @@ final class RoutingKvClient implements KvClient {
                 .thenApply(l -> l.isEmpty() ? null : Wire.lockInfo(l.get(0)));
     }
 
-    // ---- admin ------------------------------------------------------------------------------------
-
     @Override
-    public CompletableFuture<Void> restoreSystemRecord(byte[] key, io.kvraft.common.proto.KvProto.CoordRecord record) {
-        if (record == null) {
-            return invalid("restoreSystemRecord needs a record");
-        }
-        WriteOp op = WriteOp.newBuilder().setType(WriteOpType.RESTORE_COORD).setKey(bytes(key))
-                .setValue(record.toByteString()).build();
-        return submit(PendingOp.write(op, calls.deadline())).thenApply(r -> null);
+    public KvAdmin admin() {
+        return admin;
     }
 
-    @Override
-    public CompletableFuture<List<RegionInfo>> regions() {
-        return routes.regions();
-    }
-
-    @Override
-    public CompletableFuture<RegionsResponse> mapRegions() {
-        return routes.mapRegions();
-    }
-
-    @Override
-    public CompletableFuture<RegionCapture> captureRegion(byte[] key) {
-        return ranges.capture(Keys.orEmpty(key), calls.deadline(), calls.operationTimeoutMs());
-    }
-
-    @Override
-    public CompletableFuture<Map<String, String>> storeIds() {
-        return calls.<RegionsResponse>askAll(routes.knownNodes(), RegionsRequest.getDefaultInstance()).thenApply(answers -> {
-            Map<String, String> ids = new TreeMap<>();
-            answers.forEach((n, r) -> {
-                if (r != null && !r.getStoreId().isEmpty()) {
-                    ids.put(r.getNode().isEmpty() ? n : r.getNode(), r.getStoreId());
-                }
-            });
-            return ids;
-        });
-    }
-
-    @Override
-    public CompletableFuture<List<RegionInfo>> split(int regionId, byte[] atKey) {
-        return new RegionAdmin(routes, calls).split(regionId, atKey);
-    }
-
-    @Override
-    public CompletableFuture<RegionInfo> merge(int leftId, int rightId) {
-        return new RegionAdmin(routes, calls).merge(leftId, rightId);
-    }
-
-    @Override
-    public CompletableFuture<RegionInfo> moveReplica(int regionId, String from, String to) {
-        return new RegionAdmin(routes, calls).moveReplica(regionId, from, to);
-    }
-
-    @Override
-    public CompletableFuture<RegionInfo> rebuildReplica(int regionId, String node) {
-        return new RegionAdmin(routes, calls).rebuildReplica(regionId, node);
-    }
-
-    @Override
-    public CompletableFuture<RegionInfo> addReplica(int regionId, String to) {
-        return new RegionAdmin(routes, calls).addReplica(regionId, to);
-    }
-
-    @Override
-    public CompletableFuture<RecoveryPlan> planRecovery(int regionId) {
-        return new RegionRecovery(routes, calls, mapLeader).plan(regionId);
-    }
-
-    @Override
-    public CompletableFuture<RecoverySurvey> surveyRecovery() {
-        return new RegionRecovery(routes, calls, mapLeader).survey();
-    }
-
-    @Override
-    public CompletableFuture<RegionInfo> recoverRegion(RecoveryPlan plan) {
-        return new RegionRecovery(routes, calls, mapLeader).recover(plan);
-    }
-
-    @Override
-    public CompletableFuture<MapRecoveryPlan> planMapRecovery() {
-        return new MapRecovery(routes, calls, mapLeader).plan();
-    }
-
-    @Override
-    public CompletableFuture<io.kvraft.common.proto.KvProto.ClusterResponse> recoverMap(MapRecoveryPlan plan) {
-        return new MapRecovery(routes, calls, mapLeader).recover(plan);
-    }
-
-    @Override
-    public CompletableFuture<io.kvraft.common.proto.KvProto.ClusterResponse> cluster() {
-        return mapLeader.cluster();
-    }
-
-    @Override
-    public CompletableFuture<io.kvraft.common.proto.KvProto.NodeStateResponse> nodeState(
-            String endpoint, io.kvraft.common.proto.KvProto.NodeState state, boolean force) {
-        return mapLeader.nodeState(endpoint, state, force);
-    }
-
-    /** Closes the client; a read-mode view closes the client it was made from. */
+    /** Closes the client; a read-mode view or the admin view closes the client it was made from. */
     @Override
     public void close() {
         calls.close();

@@ -7,7 +7,8 @@ import io.kvraft.benchmark.UsageException;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.MergedRegions;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.common.rpc.Transport;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
 import io.kvraft.server.launch.LocalClusterConfigs;
@@ -266,7 +267,7 @@ public final class NemesisCommand implements Callable<Integer> {
             client = parent.connector().apply(new ClientConfig(endpoints, 2_000L, 8_000L, readMode, null, null));
             List<RegionInfo> regions = tilingRegions(client, REGION_MAP_WAIT);
             log.println("register keys in each of the " + regions.size() + " regions");
-            KeySpace space = KeySpace.place(regions.stream().map(r -> r.getStartKey().toByteArray())
+            KeySpace space = KeySpace.place(regions.stream().map(RegionInfo::startKey)
                     .sorted(Arrays::compareUnsigned).toList(), keysPerRegion);
             List<byte[]> keys = space.keys();
             List<byte[]> freshPrefixes = space.freshPrefixes();
@@ -672,8 +673,7 @@ public final class NemesisCommand implements Callable<Integer> {
     private static List<RegionInfo> tilingRegions(KvClient client, Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {
-            io.kvraft.common.RegionViews views = new io.kvraft.common.RegionViews();
-            views.add(client.regions().join());
+            MergedRegions views = new MergedRegions().add(client.admin().regions().join());
             if (views.covers()) {
                 return views.regions();
             }

@@ -1,9 +1,8 @@
-package io.kvraft.client;
+package io.kvraft.client.admin;
 
 import io.kvraft.common.KvException;
 import com.google.protobuf.ByteString;
 import io.kvraft.common.ErrorCode;
-import io.kvraft.common.proto.KvProto.RegionInfo;
 import com.google.protobuf.Message;
 import io.kvraft.common.proto.KvProto.MergeRequest;
 import io.kvraft.common.proto.KvProto.MergeResponse;
@@ -38,15 +37,15 @@ final class RegionAdmin {
         this.calls = calls;
     }
 
-    /** See {@link KvClient#split}. */
+    /** See {@link KvAdmin#split}. */
     CompletableFuture<List<RegionInfo>> split(int regionId, byte[] atKey) {
         SplitRequest request = SplitRequest.newBuilder().setRegionId(regionId)
                 .setSplitKey(atKey == null ? ByteString.EMPTY : ByteString.copyFrom(atKey)).build();
         return this.<SplitResponse>call(regionId, request, SplitResponse::hasError, SplitResponse::getError)
-                .thenApply(resp -> List.of(resp.getLeft(), resp.getRight()));
+                .thenApply(resp -> List.of(AdminWire.region(resp.getLeft()), AdminWire.region(resp.getRight())));
     }
 
-    /** See {@link KvClient#merge}. */
+    /** See {@link KvAdmin#merge}. */
     CompletableFuture<RegionInfo> merge(int leftId, int rightId) {
         if (leftId == rightId) {
             return CompletableFuture.failedFuture(new KvException(ErrorCode.INVALID_ARGUMENT,
@@ -58,10 +57,10 @@ final class RegionAdmin {
                 ? CompletableFuture.<MergeResponse>failedFuture(new KvException(ErrorCode.REGION_NOT_FOUND,
                         "no region " + rightId + " in the cluster"))
                 : this.<MergeResponse>call(leftId, request, MergeResponse::hasError, MergeResponse::getError))
-                .thenApply(MergeResponse::getMerged);
+                .thenApply(resp -> AdminWire.region(resp.getMerged()));
     }
 
-    /** See {@link KvClient#moveReplica}. */
+    /** See {@link KvAdmin#moveReplica}. */
     CompletableFuture<RegionInfo> moveReplica(int regionId, String from, String to) {
         for (String node : new String[]{from, to}) {
             try {
@@ -79,16 +78,16 @@ final class RegionAdmin {
         return this.<io.kvraft.common.proto.KvProto.MoveReplicaResponse>call(regionId, request,
                 io.kvraft.common.proto.KvProto.MoveReplicaResponse::hasError,
                 io.kvraft.common.proto.KvProto.MoveReplicaResponse::getError, MOVE_TIMEOUT_MS)
-                .thenApply(io.kvraft.common.proto.KvProto.MoveReplicaResponse::getRegion);
+                .thenApply(resp -> AdminWire.region(resp.getRegion()));
     }
 
-    /** See {@link KvClient#rebuildReplica}. */
+    /** See {@link KvAdmin#rebuildReplica}. */
     CompletableFuture<RegionInfo> rebuildReplica(int regionId, String node) {
         return replicaChange(regionId, node, io.kvraft.common.proto.KvProto.MoveReplicaRequest.newBuilder()
                 .setRegionId(regionId).setFrom(node).setTo(node).setRebuild(true).build());
     }
 
-    /** See {@link KvClient#addReplica}. */
+    /** See {@link KvAdmin#addReplica}. */
     CompletableFuture<RegionInfo> addReplica(int regionId, String to) {
         return replicaChange(regionId, to, io.kvraft.common.proto.KvProto.MoveReplicaRequest.newBuilder()
                 .setRegionId(regionId).setTo(to).build());
@@ -104,7 +103,7 @@ final class RegionAdmin {
         return this.<io.kvraft.common.proto.KvProto.MoveReplicaResponse>call(regionId, request,
                 io.kvraft.common.proto.KvProto.MoveReplicaResponse::hasError,
                 io.kvraft.common.proto.KvProto.MoveReplicaResponse::getError, MOVE_TIMEOUT_MS)
-                .thenApply(io.kvraft.common.proto.KvProto.MoveReplicaResponse::getRegion);
+                .thenApply(resp -> AdminWire.region(resp.getRegion()));
     }
 
     /** Sends {@code request} to the leader of region {@code regionId}, following leader hints until the deadline. */

@@ -1,4 +1,4 @@
-package io.kvraft.client;
+package io.kvraft.client.admin;
 
 import io.kvraft.client.route.Calls;
 import io.kvraft.client.route.MapLeaderCalls;
@@ -44,8 +44,8 @@ final class MapRecovery {
         this.mapLeader = mapLeader;
     }
 
-    /** See {@link KvClient#planMapRecovery}. */
-    CompletableFuture<KvClient.MapRecoveryPlan> plan() {
+    /** See {@link KvAdmin#planMapRecovery}. */
+    CompletableFuture<MapRecoveryPlan> plan() {
         List<String> first = routes.knownNodes();
         return answers(first).thenCompose(answers -> {
             // the nodes the answers name (the group's voters, the map's nodes) that the client was not told of
@@ -84,7 +84,7 @@ final class MapRecovery {
      * The plan from the answering nodes' replicas of the map's group (by host:port): refused (INVALID_ARGUMENT) when a
      * replica knows a leader, when no answering node is a voter, or when the live voters are a majority.
      */
-    static KvClient.MapRecoveryPlan plan(Map<String, MapReplicaResponse> replicas) {
+    static MapRecoveryPlan plan(Map<String, MapReplicaResponse> replicas) {
         for (Map.Entry<String, MapReplicaResponse> e : replicas.entrySet()) {
             MapReplicaResponse r = e.getValue();
             if (r.getRole().equals("LEADER") || !r.getLeader().isEmpty()) {
@@ -113,17 +113,17 @@ final class MapRecovery {
                     + " majority: they elect a leader by themselves (if none comes, see their logs)");
         }
         List<String> lost = voters.stream().filter(v -> !survivors.contains(v)).toList();
-        Map<String, MapReplicaResponse> kept = new TreeMap<>();
-        survivors.forEach(s -> kept.put(s, replicas.get(s)));
-        return new KvClient.MapRecoveryPlan(voters, survivors, lost, newest.getLastLogIndex(), kept);
+        Map<String, MapReplica> kept = new TreeMap<>();
+        survivors.forEach(s -> kept.put(s, AdminWire.mapReplica(replicas.get(s))));
+        return new MapRecoveryPlan(voters, survivors, lost, newest.getLastLogIndex(), kept);
     }
 
     private static KvException refused(String why) {
         return new KvException(ErrorCode.INVALID_ARGUMENT, "cluster map not recovered: " + why);
     }
 
-    /** See {@link KvClient#recoverMap}. */
-    CompletableFuture<ClusterResponse> recover(KvClient.MapRecoveryPlan plan) {
+    /** See {@link KvAdmin#recoverMap}. */
+    CompletableFuture<ClusterResponse> recover(MapRecoveryPlan plan) {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(calls.operationTimeoutMs());
         Map<String, CompletableFuture<RecoverMapResponse>> asked = new TreeMap<>();
         for (String node : plan.survivors()) {
@@ -160,7 +160,7 @@ final class MapRecovery {
     }
 
     /** Completes {@code done} with the map's answer once a survivor leads it and every lost voter's node is removed. */
-    private void awaitMap(KvClient.MapRecoveryPlan plan, long deadline, CompletableFuture<ClusterResponse> done) {
+    private void awaitMap(MapRecoveryPlan plan, long deadline, CompletableFuture<ClusterResponse> done) {
         mapLeader.cluster().whenComplete((c, e) -> {
             if (e == null && plan.survivors().contains(c.getMetaLeader()) && plan.lost().stream()
                     .allMatch(l -> removed(c, l))) {
