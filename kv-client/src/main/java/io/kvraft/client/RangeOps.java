@@ -5,7 +5,6 @@ import com.google.protobuf.ByteString;
 import com.google.protobuf.Message;
 import io.kvraft.common.proto.KvProto.Error;
 import io.kvraft.common.ErrorCode;
-import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.Pair;
 import io.kvraft.common.proto.KvProto.ReadMode;
 import io.kvraft.common.proto.KvProto.LockInfo;

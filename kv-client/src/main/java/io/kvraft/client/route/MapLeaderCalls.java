@@ -258,39 +258,4 @@ public final class MapLeaderCalls {
                     + timeoutMs + " ms; asked " + asked + "; last: " + lastDetail));
         }
     }
-
-    /** {@code node}'s record in the cluster map of the map leader's answer, or null when the map has none. */
-    public static io.kvraft.common.proto.KvProto.NodeRecord record(ClusterResponse c, String node) {
-        for (io.kvraft.common.proto.KvProto.NodeRecord n : c.getMap().getNodesList()) {
-            if (n.getEndpoint().equals(node)) {
-                return n;
-            }
-        }
-        return null;
-    }
-
-    /** {@code node}'s status in the map leader's answer, or null when it has none. */
-    public static io.kvraft.common.proto.KvProto.NodeStatus status(ClusterResponse c, String node) {
-        for (io.kvraft.common.proto.KvProto.NodeStatus s : c.getStatusList()) {
-            if (s.getEndpoint().equals(node)) {
-                return s;
-            }
-        }
-        return null;
-    }
-
-    /** The region replicas {@code node} holds, as the map's leader counts them (else from the regions' replicas). */
-    public static int replicas(ClusterResponse c, String node) {
-        io.kvraft.common.proto.KvProto.NodeStatus s = status(c, node);
-        if (s != null) {
-            return s.getReplicas();
-        }
-        int n = 0;
-        for (io.kvraft.common.proto.KvProto.RegionInfo r : c.getRegionsList()) {
-            if (r.getPeersList().contains(node)) {
-                n++;
-            }
-        }
-        return n;
-    }
 }
