@@ -16,7 +16,8 @@ import java.util.concurrent.CompletableFuture;
  * null or empty end is past the highest. Operations on several keys or a range are carried out region by
  * region: atomic and linearizable within a region, neither across regions (one exception:
  * {@link #compareAndPutAll}, which takes only keys of one region). Reads use the client's read mode
- * ({@code readMode} in its YAML) unless made through a {@link #withReadMode} view.
+ * ({@code readMode} in its YAML) unless made through a {@link #withReadMode} view. The cluster's admin operations
+ * (regions, splits, replica moves, the cluster map, recovery, backups) are on {@link #admin}.
  */
 public interface KvClient extends AutoCloseable {
 
