@@ -2,7 +2,7 @@ package io.kvraft.benchmark;
 
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.RegionInfo;
 
 import java.io.PrintStream;
 import java.nio.file.Path;
@@ -62,7 +62,7 @@ public final class BenchmarkRun {
         }
         List<RegionInfo> regions;
         try {
-            regions = client.regions().get(60, TimeUnit.SECONDS);
+            regions = client.admin().regions().get(60, TimeUnit.SECONDS);
         } catch (ExecutionException e) {
             throw new Preloader.PreloadException("cannot list the regions: " + KvException.unwrap(e.getCause()).getMessage());
         } catch (TimeoutException e) {

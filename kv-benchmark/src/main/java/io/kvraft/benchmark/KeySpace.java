@@ -1,6 +1,6 @@
 package io.kvraft.benchmark;
 
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.RegionInfo;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -110,7 +110,7 @@ public interface KeySpace {
         }
         List<byte[]> list = new ArrayList<>(regions.size());
         for (RegionInfo r : regions) {
-            list.add(KeyGenerator.fit(r.getStartKey().toByteArray(), keySize));
+            list.add(KeyGenerator.fit(r.startKey(), keySize));
         }
         byte[][] keys = list.toArray(new byte[0][]);
         return new KeySpace() {

@@ -4,7 +4,7 @@ import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
 import io.kvraft.client.LockHandle;
 import io.kvraft.client.SequenceAllocator;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;

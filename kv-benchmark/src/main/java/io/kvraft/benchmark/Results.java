@@ -1,7 +1,7 @@
 package io.kvraft.benchmark;
 
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramLogWriter;
 import org.HdrHistogram.Recorder;

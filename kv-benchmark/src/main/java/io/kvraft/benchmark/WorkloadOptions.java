@@ -1,7 +1,7 @@
 package io.kvraft.benchmark;
 
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.common.proto.KvProto.ReadMode;
+import io.kvraft.client.ReadMode;
 
 /**
  * Everything one measured run needs; the CLI builds it from its options and the result JSON carries
@@ -108,7 +108,7 @@ public record WorkloadOptions(
 
     /** The read mode as the client API's enum; null when the client config's is kept. */
     public ReadMode readModeValue() {
-        return readMode == null ? null : io.kvraft.client.config.ClientConfig.readModeOf(readMode);
+        return readMode == null ? null : ReadMode.of(readMode);
     }
 
     /** What the operations are: a put/get/scan mix, or one of the coordination workloads. */

@@ -2,7 +2,7 @@ package io.kvraft.benchmark;
 
 import io.kvraft.client.KvClient;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -82,7 +82,7 @@ class BenchmarkMainTest {
         }, args.toArray(String[]::new));
         assertThat(o.code()).as(o.err()).isZero();
         assertThat(seen.get(0).readMode()).isEqualTo("stale");
-        assertThat(fake.readModesAsked).containsExactly(io.kvraft.common.proto.KvProto.ReadMode.STALE);
+        assertThat(fake.readModesAsked).containsExactly(io.kvraft.client.ReadMode.STALE);
         assertThat(fake.scanLimits).isNotEmpty().allMatch(n -> n == 3);
         assertThat(o.out()).contains("client: read mode stale, batching on; workload e (put 0.05, scan 0.95),"
                 + " 3 keys per scan at most");
@@ -94,7 +94,7 @@ class BenchmarkMainTest {
         plain.addAll(List.of(quickRun()).subList(2, quickRun().length));
         Outcome p = cli(c -> fromYaml, plain.toArray(String[]::new));
         assertThat(p.code()).as(p.err()).isZero();
-        assertThat(fromYaml.readModesAsked).containsExactly(io.kvraft.common.proto.KvProto.ReadMode.LEADER_LEASE);
+        assertThat(fromYaml.readModesAsked).containsExactly(io.kvraft.client.ReadMode.LEADER_LEASE);
         assertThat(p.out()).contains("client: read mode leader_lease");
     }
 

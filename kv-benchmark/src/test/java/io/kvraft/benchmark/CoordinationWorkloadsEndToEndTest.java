@@ -3,7 +3,7 @@ package io.kvraft.benchmark;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.KvClients;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.common.proto.KvProto.LockInfo;
+import io.kvraft.client.LockInfo;
 import io.kvraft.server.launch.LocalClusterConfigs;
 import io.kvraft.server.launch.ProcessCluster;
 import org.junit.jupiter.api.AfterAll;
@@ -92,8 +92,8 @@ class CoordinationWorkloadsEndToEndTest {
         for (byte[] k : slotKeys) {
             LockInfo info = KvClient.sync(client.lockInfo(k));
             assertThat(info).as("slot key taken").isNotNull();
-            assertThat(info.getHolder().isEmpty()).as("released").isTrue();
-            assertThat(info.getToken()).as("taken again and again").isGreaterThan(1);
+            assertThat(info.free()).as("released").isTrue();
+            assertThat(info.token()).as("taken again and again").isGreaterThan(1);
         }
         assertThat(report.toString(StandardCharsets.UTF_8)).contains("acquire_benchmark_timer", "release_benchmark_timer");
     }

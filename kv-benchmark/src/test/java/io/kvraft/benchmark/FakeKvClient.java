@@ -1,11 +1,11 @@
 package io.kvraft.benchmark;
 
-import com.google.protobuf.ByteString;
 import io.kvraft.client.KeyValue;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.client.admin.KvAdmin;
+import io.kvraft.client.admin.RegionInfo;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -73,8 +73,8 @@ final class FakeKvClient implements KvClient {
         List<RegionInfo> list = new ArrayList<>();
         for (int i = 0; i < startKeys.size(); i++) {
             byte[] end = i + 1 < startKeys.size() ? startKeys.get(i + 1) : new byte[0];
-            list.add(RegionInfo.newBuilder().setId(i + 1).setStartKey(ByteString.copyFrom(startKeys.get(i)))
-                    .setEndKey(ByteString.copyFrom(end)).setLeader("127.0.0.1:1").build());
+            list.add(new RegionInfo(i + 1, startKeys.get(i), end, 0, List.of(), "127.0.0.1:1", 0, 0, "", 0, false, 0,
+                    List.of()));
         }
         regions = List.copyOf(list);
     }
@@ -265,17 +265,12 @@ final class FakeKvClient implements KvClient {
     }
 
     @Override
-    public CompletableFuture<List<io.kvraft.common.proto.KvProto.LockInfo>> locks(byte[] prefix) {
+    public CompletableFuture<List<io.kvraft.client.LockInfo>> locks(byte[] prefix) {
         throw new UnsupportedOperationException("not in the fake");
     }
 
     @Override
-    public CompletableFuture<io.kvraft.common.proto.KvProto.LockInfo> lockInfo(byte[] key) {
-        throw new UnsupportedOperationException("not in the fake");
-    }
-
-    @Override
-    public CompletableFuture<Void> restoreSystemRecord(byte[] key, io.kvraft.common.proto.KvProto.CoordRecord record) {
+    public CompletableFuture<io.kvraft.client.LockInfo> lockInfo(byte[] key) {
         throw new UnsupportedOperationException("not in the fake");
     }
 
@@ -286,22 +281,28 @@ final class FakeKvClient implements KvClient {
     }
 
     /** The modes withReadMode was asked for, in order. The view is this client itself: one map, one set of counters. */
-    final List<io.kvraft.common.proto.KvProto.ReadMode> readModesAsked = new java.util.concurrent.CopyOnWriteArrayList<>();
+    final List<io.kvraft.client.ReadMode> readModesAsked = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     @Override
-    public KvClient withReadMode(io.kvraft.common.proto.KvProto.ReadMode mode) {
+    public KvClient withReadMode(io.kvraft.client.ReadMode mode) {
         readModesAsked.add(mode);
         return this;
     }
 
     @Override
-    public io.kvraft.common.proto.KvProto.ReadMode readMode() {
-        return io.kvraft.common.proto.KvProto.ReadMode.READ_INDEX;
+    public io.kvraft.client.ReadMode readMode() {
+        return io.kvraft.client.ReadMode.READ_INDEX;
     }
 
+    /** An admin view that lists {@link #setRegions}'s regions; its other operations are not in the fake. */
     @Override
-    public CompletableFuture<List<RegionInfo>> regions() {
-        return CompletableFuture.completedFuture(regions);
+    public KvAdmin admin() {
+        return (KvAdmin) java.lang.reflect.Proxy.newProxyInstance(KvAdmin.class.getClassLoader(),
+                new Class<?>[]{KvAdmin.class}, (proxy, method, args) -> switch (method.getName()) {
+                    case "regions" -> CompletableFuture.completedFuture(regions);
+                    case "close" -> null;
+                    default -> throw new UnsupportedOperationException("not in the fake: " + method.getName());
+                });
     }
 
     @Override

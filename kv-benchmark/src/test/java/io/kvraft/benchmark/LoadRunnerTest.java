@@ -1,6 +1,6 @@
 package io.kvraft.benchmark;
 
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import org.HdrHistogram.Histogram;
 import org.junit.jupiter.api.Test;
 
@@ -206,7 +206,7 @@ class LoadRunnerTest {
     void when_aReadModeIsSet_then_theLoadRunsOnAViewInThatMode() {
         FakeKvClient fake = new FakeKvClient();
         run(shortRun().readMode("follower").build(), fake, null);
-        assertThat(fake.readModesAsked).containsExactly(io.kvraft.common.proto.KvProto.ReadMode.FOLLOWER);
+        assertThat(fake.readModesAsked).containsExactly(io.kvraft.client.ReadMode.FOLLOWER);
 
         FakeKvClient keep = new FakeKvClient();
         run(shortRun().readMode(null).build(), keep, null);

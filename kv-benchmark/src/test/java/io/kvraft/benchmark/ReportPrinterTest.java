@@ -1,6 +1,6 @@
 package io.kvraft.benchmark;
 
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import org.junit.jupiter.api.Test;
 
 import java.io.ByteArrayOutputStream;

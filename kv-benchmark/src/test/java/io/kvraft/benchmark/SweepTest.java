@@ -19,7 +19,7 @@ class SweepTest {
 
     @Test
     void threadsLadderPrintsOneRowPerStepAndThePeak() throws Exception {
-        FakeKvClient fake = new FakeKvClient(200, 0, io.kvraft.common.proto.KvProto.ErrorCode.OK);
+        FakeKvClient fake = new FakeKvClient(200, 0, io.kvraft.common.ErrorCode.OK);
         WorkloadOptions base = WorkloadOptions.builder().inflight(2).keys(200).clientId("s").seed(1).build();
         Sweep.Plan plan = new Sweep.Plan(Sweep.Kind.THREADS, List.of(1.0, 2.0, 4.0), 0.3, 0.1);
         Sweep.Result r = Sweep.run(plan, base, fake, null);

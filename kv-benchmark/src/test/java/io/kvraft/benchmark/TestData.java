@@ -1,7 +1,7 @@
 package io.kvraft.benchmark;
 
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 
 import java.util.Map;
 

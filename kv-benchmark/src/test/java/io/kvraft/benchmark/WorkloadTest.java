@@ -1,7 +1,6 @@
 package io.kvraft.benchmark;
 
-import com.google.protobuf.ByteString;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.RegionInfo;
 import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;
@@ -167,7 +166,7 @@ class WorkloadTest {
         List<RegionInfo> regions = new ArrayList<>();
         byte[][] starts = {{}, {0x40}, {(byte) 0x80, 0x01}, {(byte) 0xC0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}};
         for (byte[] s : starts) {
-            regions.add(RegionInfo.newBuilder().setStartKey(ByteString.copyFrom(s)).build());
+            regions.add(new RegionInfo(0, s, new byte[0], 0, List.of(), "", 0, 0, "", 0, false, 0, List.of()));
         }
         KeySpace keys = KeySpace.regionStart(regions, 16);
         Set<ByteBuffer> expected = new HashSet<>();

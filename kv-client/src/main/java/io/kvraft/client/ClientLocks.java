@@ -1,8 +1,9 @@
 package io.kvraft.client;
 
+import io.kvraft.client.batch.CoordAnswer;
 import io.kvraft.common.KvException;
 import com.google.protobuf.ByteString;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.LockInfo;
 import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;
@@ -210,7 +211,7 @@ final class ClientLocks {
     /** Gives one acquisition of {@code lease} up. */
     CompletableFuture<Void> release(Lease lease) {
         if (!lease.heldNow()) {
-            return failed(ErrorCode.LOCK_NOT_HELD, "lock " + RoutingKvClient.printable(lease.key.toByteArray())
+            return failed(ErrorCode.LOCK_NOT_HELD, "lock " + Keys.printable(lease.key.toByteArray())
                     + " was lost (token " + lease.token + ")");
         }
         synchronized (lease) {
@@ -224,7 +225,7 @@ final class ClientLocks {
         return client.coordOp(op, client.deadline()).thenApply(answer -> {
             if (!answer.succeeded()) {
                 lease.lose();
-                throw new KvException(ErrorCode.LOCK_NOT_HELD, "lock " + RoutingKvClient.printable(lease.key.toByteArray())
+                throw new KvException(ErrorCode.LOCK_NOT_HELD, "lock " + Keys.printable(lease.key.toByteArray())
                         + " is not held by this client under token " + lease.token);
             }
             return null;

@@ -1,8 +1,7 @@
 package io.kvraft.client;
 
+import io.kvraft.client.admin.KvAdmin;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ReadMode;
-import io.kvraft.common.proto.KvProto.RegionInfo;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -10,14 +9,15 @@ import java.util.concurrent.CompletableFuture;
 /**
  * The asynchronous API of the store. Every call routes its keys to the leaders of their regions,
  * retries retriable errors until the operation's deadline, and completes exceptionally with a
- * {@link KvException} carrying an {@link io.kvraft.common.proto.KvProto.ErrorCode} otherwise.
+ * {@link KvException} carrying an {@link io.kvraft.common.ErrorCode} otherwise.
  * Callers who want to block wrap a call in {@link #sync}: {@code byte[] v = KvClient.sync(client.get(k));}.
  *
  * <p>Keys are ordered as unsigned bytes. In a range, a null or empty start is the lowest key and a
  * null or empty end is past the highest. Operations on several keys or a range are carried out region by
  * region: atomic and linearizable within a region, neither across regions (one exception:
  * {@link #compareAndPutAll}, which takes only keys of one region). Reads use the client's read mode
- * ({@code readMode} in its YAML) unless made through a {@link #withReadMode} view.
+ * ({@code readMode} in its YAML) unless made through a {@link #withReadMode} view. The cluster's admin operations
+ * (regions, splits, replica moves, the cluster map, recovery, backups) are on {@link #admin}.
  */
 public interface KvClient extends AutoCloseable {
 
@@ -166,252 +166,20 @@ public interface KvClient extends AutoCloseable {
      * The locks whose keys start with {@code prefix} (null or empty: all), free ones included (they keep their
      * last fencing token), as each region's leader sees them now: holder, token, count and lease left.
      */
-    CompletableFuture<List<io.kvraft.common.proto.KvProto.LockInfo>> locks(byte[] prefix);
+    CompletableFuture<List<LockInfo>> locks(byte[] prefix);
 
     /** The lock {@code key} as its region's leader sees it now, or null when it was never taken. */
-    CompletableFuture<io.kvraft.common.proto.KvProto.LockInfo> lockInfo(byte[] key);
+    CompletableFuture<LockInfo> lockInfo(byte[] key);
 
-    // ---- restore ----------------------------------------------------------------------------------
-
-    /**
-     * For restoring a backup (see {@code Restore}): moves the sequence and lock counters of {@code key} forward to
-     * those of {@code record}, the key's system record as a backup holds it, never back: the sequence's next number
-     * becomes the larger of both, and the lock's fencing tokens carry on above the record's. Nothing else is taken:
-     * a lock held in the backup is not restored (its lease was on the old leaders' clocks), and a lock held now
-     * stays held by its holder under its token. Routed and batched like writes; retried when its outcome is unknown,
-     * since applying it again changes nothing. Fails with INVALID_ARGUMENT for an empty or oversized key, or a
-     * counter of 2^63 or more.
-     */
-    CompletableFuture<Void> restoreSystemRecord(byte[] key, io.kvraft.common.proto.KvProto.CoordRecord record);
+    // ---- admin ----------------------------------------------------------------------------------
 
     /**
-     * The cluster's regions as one server sees them now: range, epoch, peers, a replica move's learners, leader, term,
-     * applied index.
+     * The admin view of this client (regions, splits and merges, replica moves, the cluster map and its nodes, forced
+     * recovery, backups): it shares the client's connections and routes; closing it closes the client.
      */
-    CompletableFuture<List<RegionInfo>> regions();
+    KvAdmin admin();
 
-    /**
-     * Every region as the cluster map knows it, asked of any one server: the map's record of the regions with the
-     * nodes' reports over it (once per {@code placement.intervalMs}, so up to that old) from the map's leader, named by
-     * the answer's {@code map_leader}; or, when that leader does not answer, the asked server's own copy of the record
-     * ({@code from_copy}: leaders only of the regions it holds). Fails with the server's error (NO_LEADER, UNAVAILABLE)
-     * when neither covers the whole key space, or UNAVAILABLE from servers that predate such lookups.
-     */
-    default CompletableFuture<io.kvraft.common.proto.KvProto.RegionsResponse> mapRegions() {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
-                "this client cannot ask the cluster map"));
-    }
-
-    /**
-     * Captures the region holding {@code key} for a backup: its leader freezes the region's data at a log entry
-     * it proposes now (so the capture holds every write acknowledged before this call) and keeps it as a session
-     * to read with {@link RegionCapture#page}. Retried like a read until the operation's deadline.
-     */
-    default CompletableFuture<RegionCapture> captureRegion(byte[] key) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
-                "this client cannot take backups"));
-    }
-
-    /**
-     * Splits region {@code regionId} at {@code atKey} (null or empty: about its middle key), on its leader: the
-     * region keeps the keys below the split key and a new region, on the same nodes, takes the rest; both get a new
-     * epoch, and no data moves. Returns the two regions as they are right after the split (the new one still
-     * electing its leader). Fails with INVALID_ARGUMENT when the key is not strictly inside the region (or it has
-     * too few keys to split at its middle), REGION_NOT_FOUND for an unknown region, BUSY while a split of the
-     * region is under way, STALE_EPOCH when the region changed before the split applied.
-     */
-    default CompletableFuture<List<RegionInfo>> split(int regionId, byte[] atKey) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
-                "this client cannot split regions"));
-    }
-
-    /**
-     * Merges region {@code rightId} into region {@code leftId}, on the left region's leader: the left region must end
-     * where the right one starts, on the same nodes. The left region takes the union of both ranges with a new epoch;
-     * the right one's group is stopped and its files removed on every node, and its id is never used again. No data
-     * moves. Returns the merged region. A merge happens whole or not at all: one that cannot finish (a replica of the
-     * right region that does not get its final data in time, a leader change, a node crash) is rolled back, and the
-     * call fails with the reason. Fails with INVALID_ARGUMENT for regions that are not adjacent (or the same),
-     * REGION_NOT_FOUND for an unknown region, BUSY while either region is in another merge, STALE_EPOCH when a
-     * region changed before the merge applied, UNAVAILABLE when the merge was rolled back.
-     */
-    default CompletableFuture<RegionInfo> merge(int leftId, int rightId) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
-                "this client cannot merge regions"));
-    }
-
-    /**
-     * Moves region {@code regionId}'s replica on node {@code from} to node {@code to} (host:port of cluster nodes), on
-     * the region's leader, by jraft's steps: {@code to} joins as a learner and catches up from a snapshot and the log,
-     * then one configuration change makes it a voter and takes {@code from} out, and {@code from} drops its replica.
-     * Returns the region as it is after the move. Fails with INVALID_ARGUMENT when {@code from} holds no replica of it,
-     * {@code to} holds one already or is not a node of the cluster, REGION_NOT_FOUND for an unknown region, BUSY while
-     * the region splits, merges or moves another replica, UNAVAILABLE when the move would leave the region without a
-     * majority or {@code to} did not catch up in time (then nothing changed), or when the leader changed during the
-     * configuration change (then its outcome is unknown: {@link #regions} shows the replicas). Fails with NO_LEADER
-     * or NOT_LEADER (and the nodes it asked, in the message) when no leader of the region takes it within
-     * {@code operationTimeoutMs}: a region that lost a majority of its replicas has none. The move itself may take up
-     * to 10 minutes (a large region's snapshot).
-     */
-    default CompletableFuture<RegionInfo> moveReplica(int regionId, String from, String to) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
-                "this client cannot move replicas"));
-    }
-
-    /**
-     * Rebuilds region {@code regionId}'s replica on {@code node}, a voter of the region whose node lost its data (a
-     * wiped disk started again at the same address): that voter is taken out of the region's configuration, then it
-     * joins again by the steps of {@link #moveReplica}. Refused with INVALID_ARGUMENT when {@code node} is no voter of
-     * the region or still holds a replica of it, UNAVAILABLE when the others are not a majority on their own.
-     */
-    default CompletableFuture<RegionInfo> rebuildReplica(int regionId, String node) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
-                "this client cannot rebuild replicas"));
-    }
-
-    /**
-     * Adds a replica of region {@code regionId} on node {@code to} by the steps of {@link #moveReplica}, dropping none:
-     * for a region left with fewer replicas than {@code replication.factor}.
-     */
-    default CompletableFuture<RegionInfo> addReplica(int regionId, String to) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
-                "this client cannot add replicas"));
-    }
-
-    /**
-     * A forced recovery of a region, as {@link #planRecovery} found it.
-     *
-     * @param confVer   the conf version of the survivors' configuration
-     * @param voters    the region's voters in it, sorted
-     * @param survivors the voters whose node is live and holds a replica of it at that conf version, sorted: fewer
-     *                  than a majority of the voters; they become the region's voters
-     * @param lost      the other voters, each on a node the cluster map lists as removed
-     * @param applied   the highest applied index among the survivors: writes acknowledged after it may be lost
-     * @param replicas  each survivor's replica as its node reported it
-     */
-    record RecoveryPlan(int regionId, long confVer, List<String> voters, List<String> survivors, List<String> lost,
-                        long applied, java.util.Map<String, RegionInfo> replicas) {
-    }
-
-    /**
-     * Checks whether region {@code regionId} can be recovered by force, and how: its replicas on the live nodes (asked
-     * directly) must know no leader, be fewer than a majority of its voters, and its other voters must be on nodes the
-     * cluster map lists as removed ({@code node remove NODE --force}). Changes nothing. Fails with INVALID_ARGUMENT
-     * naming the reason otherwise, REGION_NOT_FOUND when no live node holds a replica of it.
-     */
-    default CompletableFuture<RecoveryPlan> planRecovery(int regionId) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
-                "this client cannot recover regions"));
-    }
-
-    /**
-     * What {@link #surveyRecovery} found over every region of the cluster map.
-     *
-     * @param plans    a plan for each region that lost a majority of its voters and can be recovered now
-     * @param refused  each region that lost its majority but cannot be recovered now, by id, with why (as
-     *                 {@link #planRecovery} would refuse it: a lost voter's node not removed yet, no live replica)
-     * @param whole    how many regions need nothing: a replica knows a leader, or a majority of the voters is live
-     */
-    record RecoverySurvey(List<RecoveryPlan> plans, java.util.Map<Integer, KvException> refused, int whole) {
-    }
-
-    /**
-     * {@link #planRecovery} for every region of the cluster map at once, from one answer of each live node. Changes
-     * nothing. Fails with UNAVAILABLE when a live node does not list its regions (its replicas could make a region
-     * whole).
-     */
-    default CompletableFuture<RecoverySurvey> surveyRecovery() {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
-                "this client cannot recover regions"));
-    }
-
-    /**
-     * Recovers a region by force, as {@code plan} says: each survivor takes the survivors as the region's voters
-     * (jraft's resetPeers), they elect a leader among themselves, and the cluster map's placement then adds replicas
-     * until the region has {@code replication.factor} again. Writes that reached only the lost replicas are gone,
-     * acknowledged ones among them. Completes with the new leader's view of the region once one leads voters without
-     * the lost ones (placement may have added one already) (within
-     * {@code operationTimeoutMs}); each survivor checks the plan's conditions again and refuses, nothing changed, when
-     * one no longer holds (INVALID_ARGUMENT).
-     */
-    default CompletableFuture<RegionInfo> recoverRegion(RecoveryPlan plan) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
-                "this client cannot recover regions"));
-    }
-
-    /**
-     * A forced recovery of the cluster map's own group, as {@link #planMapRecovery} found it.
-     *
-     * @param voters       the group's voters, sorted, as the surviving voter with the longest log has them
-     * @param survivors    the voters whose node answered, sorted: fewer than a majority; they become the voters
-     * @param lost         the other voters: their nodes are marked removed in the map once a survivor leads it
-     * @param lastLogIndex the longest survivor log's last index: map changes after it may be lost
-     * @param replicas     each survivor's replica of the group as its node answered
-     */
-    record MapRecoveryPlan(List<String> voters, List<String> survivors, List<String> lost, long lastLogIndex,
-                           java.util.Map<String, io.kvraft.common.proto.KvProto.MapReplicaResponse> replicas) {
-    }
-
-    /**
-     * Checks whether the cluster map's own group can be recovered by force, and how: every node this client can reach
-     * (its servers, the nodes their answers name) is asked for its replica of the group, which needs no leader. Refused
-     * (INVALID_ARGUMENT, naming the reason) while a replica knows a leader, when no answering node is a voter, or
-     * while the live voters are a majority; UNAVAILABLE when no node answers. Changes nothing.
-     */
-    default CompletableFuture<MapRecoveryPlan> planMapRecovery() {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
-                "this client cannot recover the cluster map"));
-    }
-
-    /**
-     * Recovers the cluster map's group by force, as {@code plan} says: each survivor takes the survivors as the group's
-     * voters (jraft's resetPeers), they elect a leader among themselves, and that leader marks every lost voter's node
-     * REMOVED before anything else (so a node that comes back with its old copy is refused and stops); placement then
-     * adds voters on the live nodes. Map changes only the lost voters had are gone. Completes with the map's answer
-     * ({@link #cluster}) once a survivor leads and the lost nodes are removed (within {@code operationTimeoutMs}). Each
-     * survivor checks the plan's conditions again and refuses, nothing changed, when one no longer holds. Regions that
-     * lost their majority with those nodes are recovered after it ({@link #surveyRecovery}).
-     */
-    default CompletableFuture<io.kvraft.common.proto.KvProto.ClusterResponse> recoverMap(MapRecoveryPlan plan) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
-                "this client cannot recover the cluster map"));
-    }
-
-    /** Each reachable node's store id (the random id of its data directory), by host:port. */
-    default CompletableFuture<java.util.Map<String, String>> storeIds() {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
-                "this client cannot list store ids"));
-    }
-
-    /**
-     * The cluster map as its leader (the leader of the {@code kv-meta} Raft group) holds it: the cluster id, the
-     * replication factor and each node's state (UP, DRAINING, REMOVED); with that leader's view of each node (live, its
-     * replicas and leaders, disk use), the map group's voters and learners, the replica moves in progress and the
-     * regions. Asked of the configured servers and the route table's nodes in turn, following NOT_LEADER hints and
-     * retrying while no node knows a leader, until the operation's deadline (see {@link ClusterAdmin}). Fails with
-     * UNAVAILABLE or NO_LEADER, naming the nodes asked, when no map leader answered in time (e.g. servers without a
-     * cluster map).
-     */
-    default CompletableFuture<io.kvraft.common.proto.KvProto.ClusterResponse> cluster() {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
-                "this client cannot read the cluster map"));
-    }
-
-    /**
-     * Sets node {@code endpoint}'s state in the cluster map, on the map's leader (found as {@link #cluster} finds it):
-     * DRAINING moves its replicas (and its map voter) to the other nodes and gives it no new ones; UP undoes a drain;
-     * REMOVED takes it out for good, and a node that starts with its data directory is refused. Completes with the map
-     * after the change (at once, unchanged, when the node has that state already). Fails with INVALID_ARGUMENT, nothing
-     * changed, for an endpoint that is not host:port or not a node of the cluster, a removed node, a drain or remove that
-     * would leave fewer UP nodes than the replication factor, or a remove while the node still holds replicas or a map
-     * voter, unless {@code force} and the node is down (its replicas are then rebuilt on the other nodes).
-     */
-    default CompletableFuture<io.kvraft.common.proto.KvProto.NodeStateResponse> nodeState(
-            String endpoint, io.kvraft.common.proto.KvProto.NodeState state, boolean force) {
-        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
-                "this client cannot change node states"));
-    }
-
+    /** Closes the client; a read-mode view or the admin view closes the client it was made from. */
     @Override
     void close();
 }

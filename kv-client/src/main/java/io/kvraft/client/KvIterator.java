@@ -1,11 +1,11 @@
 package io.kvraft.client;
 
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ReadMode;
 
 import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * The pairs of a key range, fetched lazily one page at a time: the range is never held whole, in the
@@ -17,26 +17,29 @@ import java.util.NoSuchElementException;
  */
 public final class KvIterator implements Iterator<KeyValue> {
 
-    private final RangeOps ranges;
+    /** Reads one page of a range (as {@link RangeOps#page}, in the iterator's read mode). */
+    @FunctionalInterface
+    interface Pages {
+        CompletableFuture<RangeOps.Page> page(byte[] start, byte[] end, int limit, boolean reverse, long deadlineNanos);
+    }
+
+    private final Pages pages;
     private final int pageSize;
     private final boolean reverse;
-    private final ReadMode mode;
     private final long pageTimeoutMs;
     private byte[] start;
     private byte[] end;
     private boolean exhausted;
     private List<KeyValue> page = List.of();
     private int next;
-    private long pages;
+    private long fetched;
 
-    KvIterator(RangeOps ranges, byte[] start, byte[] end, int pageSize, boolean reverse, ReadMode mode,
-               long pageTimeoutMs) {
-        this.ranges = ranges;
+    KvIterator(Pages pages, byte[] start, byte[] end, int pageSize, boolean reverse, long pageTimeoutMs) {
+        this.pages = pages;
         this.start = start;
         this.end = end;
         this.pageSize = pageSize;
         this.reverse = reverse;
-        this.mode = mode;
         this.pageTimeoutMs = pageTimeoutMs;
         this.exhausted = end.length > 0 && java.util.Arrays.compareUnsigned(start, end) >= 0;
     }
@@ -59,18 +62,18 @@ public final class KvIterator implements Iterator<KeyValue> {
 
     /** Pages fetched so far (a page may be empty where a region's part of the range holds no key). */
     public long pages() {
-        return pages;
+        return fetched;
     }
 
     private void fetch() {
         long deadline = System.nanoTime() + pageTimeoutMs * 1_000_000L;
         RangeOps.Page p;
         try {
-            p = ranges.page(start, end, pageSize, reverse, false, mode, deadline).join();
+            p = pages.page(start, end, pageSize, reverse, deadline).join();
         } catch (RuntimeException e) {
             throw KvException.unwrap(e);
         }
-        pages++;
+        fetched++;
         page = p.pairs();
         next = 0;
         if (p.resumeKey() == null) {

@@ -60,7 +60,7 @@ public final class LockHandle implements AutoCloseable {
         synchronized (lease) {
             if (unlocked) {
                 return CompletableFuture.failedFuture(new KvException(
-                        io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT, "lock handle already unlocked"));
+                        io.kvraft.common.ErrorCode.INVALID_ARGUMENT, "lock handle already unlocked"));
             }
             unlocked = true;
         }
@@ -84,6 +84,6 @@ public final class LockHandle implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "LockHandle{" + RoutingKvClient.printable(key()) + ", token " + lease.token + (isHeld() ? ", held}" : "}");
+        return "LockHandle{" + Keys.printable(key()) + ", token " + lease.token + (isHeld() ? ", held}" : "}");
     }
 }

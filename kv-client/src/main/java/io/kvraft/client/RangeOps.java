@@ -3,10 +3,8 @@ package io.kvraft.client;
 import io.kvraft.common.KvException;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.Message;
-import io.kvraft.common.proto.KvProto.BackupOpenRequest;
-import io.kvraft.common.proto.KvProto.BackupOpenResponse;
 import io.kvraft.common.proto.KvProto.Error;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.Pair;
 import io.kvraft.common.proto.KvProto.ReadMode;
 import io.kvraft.common.proto.KvProto.LockInfo;
@@ -16,7 +14,9 @@ import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;
 import io.kvraft.common.proto.KvProto.WriteRequest;
 import io.kvraft.common.proto.KvProto.WriteResponse;
-import io.kvraft.client.route.RetryPolicy;
+import io.kvraft.client.route.Calls;
+import io.kvraft.client.route.RegionCall;
+import io.kvraft.client.route.Routes;
 import io.kvraft.client.route.RouteTable.Route;
 
 import java.util.ArrayList;
@@ -26,7 +26,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
 
 /**
- * Operations on key ranges, composed region by region: a scan page, a whole scan, a range delete. Each
+ * Operations on key ranges, composed region by region: a scan page, a whole scan, a range delete, the locks of a
+ * range. Each
  * step asks the route table afresh for the region holding its cursor and clips the range to that
  * region, so a region that splits or moves mid-way costs a retry, never a missed or repeated key. Across
  * regions nothing is atomic or one snapshot.
@@ -37,12 +38,18 @@ final class RangeOps {
     record Page(List<KeyValue> pairs, byte[] resumeKey) {
     }
 
-    private static final byte[] NONE = new byte[0];
+    private final Routes routes;
+    private final Calls calls;
 
-    private final RoutingKvClient client;
+    RangeOps(Routes routes, Calls calls) {
+        this.routes = routes;
+        this.calls = calls;
+    }
 
-    RangeOps(RoutingKvClient client) {
-        this.client = client;
+    private <R extends Message> RegionCall<R> call(byte[] cursor, boolean before, boolean idempotent, ReadMode mode,
+                                                   long deadlineNanos, Function<Route, Message> request,
+                                                   Function<R, Error> errorOf) {
+        return new RegionCall<>(routes, calls, cursor, before, idempotent, mode, deadlineNanos, request, errorOf);
     }
 
     /**
@@ -52,19 +59,19 @@ final class RangeOps {
      */
     CompletableFuture<Page> page(byte[] start, byte[] end, int limit, boolean reverse, boolean keysOnly, ReadMode mode,
                                  long deadlineNanos) {
-        Attempt<ScanResponse> attempt = new Attempt<>(reverse ? end : start, reverse, true, mode, deadlineNanos, route -> {
+        RegionCall<ScanResponse> attempt = call(reverse ? end : start, reverse, true, mode, deadlineNanos, route -> {
             KeyRangeBytes part = clip(start, end, route);
             return ScanRequest.newBuilder().setRegionId(route.regionId()).setRegionEpoch(route.epoch()).setRegionConfVer(route.confVer())
                     .setStartKey(ByteString.copyFrom(part.start)).setEndKey(ByteString.copyFrom(part.end))
                     .setLimit(limit).setReverse(reverse).setKeysOnly(keysOnly).setMode(mode).build();
         }, ScanResponse::getError);
         return attempt.run().thenApply(answer -> {
-            ScanResponse resp = answer.response;
+            ScanResponse resp = answer.response();
             List<KeyValue> pairs = new ArrayList<>(resp.getPairsCount());
             for (Pair p : resp.getPairsList()) {
                 pairs.add(new KeyValue(p.getKey().toByteArray(), keysOnly ? null : p.getValue().toByteArray()));
             }
-            return new Page(pairs, resume(start, end, reverse, answer.route, resp.getMore(), pairs));
+            return new Page(pairs, resume(start, end, reverse, answer.route(), resp.getMore(), pairs));
         });
     }
 
@@ -72,7 +79,7 @@ final class RangeOps {
     private static byte[] resume(byte[] start, byte[] end, boolean reverse, Route route, boolean more, List<KeyValue> pairs) {
         if (more && !pairs.isEmpty()) {
             byte[] last = pairs.get(pairs.size() - 1).key();
-            return reverse ? last : successor(last);
+            return reverse ? last : Keys.successor(last);
         }
         if (reverse) {
             byte[] regionStart = route.startKey();
@@ -108,15 +115,15 @@ final class RangeOps {
     }
 
     private CompletableFuture<Void> locksFrom(byte[] start, byte[] end, long deadlineNanos, List<LockInfo> out) {
-        Attempt<ScanResponse> attempt = new Attempt<>(start, false, true, ReadMode.READ_INDEX, deadlineNanos, route -> {
+        RegionCall<ScanResponse> attempt = call(start, false, true, ReadMode.READ_INDEX, deadlineNanos, route -> {
             KeyRangeBytes part = clip(start, end, route);
             return ScanRequest.newBuilder().setRegionId(route.regionId()).setRegionEpoch(route.epoch()).setRegionConfVer(route.confVer())
                     .setStartKey(ByteString.copyFrom(part.start)).setEndKey(ByteString.copyFrom(part.end))
                     .setLimit(LOCK_PAGE).setLocks(true).setMode(ReadMode.READ_INDEX).build();
         }, ScanResponse::getError);
         return attempt.run().thenCompose(answer -> {
-            List<KeyValue> keys = new ArrayList<>(answer.response.getPairsCount());
-            for (Pair p : answer.response.getPairsList()) {
+            List<KeyValue> keys = new ArrayList<>(answer.response().getPairsCount());
+            for (Pair p : answer.response().getPairsList()) {
                 keys.add(new KeyValue(p.getKey().toByteArray(), null));
                 if (p.getValue().isEmpty()) {
                     continue; // a key never locked
@@ -124,10 +131,10 @@ final class RangeOps {
                 try {
                     out.add(LockInfo.parseFrom(p.getValue()));
                 } catch (com.google.protobuf.InvalidProtocolBufferException e) {
-                    throw new KvException(ErrorCode.INTERNAL, "undecodable lock of " + RoutingKvClient.printable(p.getKey().toByteArray()));
+                    throw new KvException(ErrorCode.INTERNAL, "undecodable lock of " + Keys.printable(p.getKey().toByteArray()));
                 }
             }
-            byte[] next = resume(start, end, false, answer.route, answer.response.getMore(), keys);
+            byte[] next = resume(start, end, false, answer.route(), answer.response().getMore(), keys);
             return next == null ? CompletableFuture.completedFuture(null) : locksFrom(next, end, deadlineNanos, out);
         });
     }
@@ -136,7 +143,7 @@ final class RangeOps {
 
     /** One DELETE_RANGE per region [start, end) touches, one region after the other. */
     CompletableFuture<Void> deleteRange(byte[] start, byte[] end, long deadlineNanos) {
-        Attempt<WriteResponse> attempt = new Attempt<>(start, false, false, null, deadlineNanos, route -> {
+        RegionCall<WriteResponse> attempt = call(start, false, false, null, deadlineNanos, route -> {
             KeyRangeBytes part = clip(start, end, route);
             return WriteRequest.newBuilder().setRegionId(route.regionId()).setRegionEpoch(route.epoch()).setRegionConfVer(route.confVer())
                     .addOps(WriteOp.newBuilder().setType(WriteOpType.DELETE_RANGE)
@@ -144,21 +151,8 @@ final class RangeOps {
                     .build();
         }, WriteResponse::getError);
         return attempt.run().thenCompose(answer -> {
-            byte[] next = resume(start, end, false, answer.route, false, List.of());
+            byte[] next = resume(start, end, false, answer.route(), false, List.of());
             return next == null ? CompletableFuture.completedFuture(null) : deleteRange(next, end, deadlineNanos);
-        });
-    }
-
-    /** Opens a backup session on the leader of the region holding {@code key}, retried as a read is. */
-    CompletableFuture<RegionCapture> capture(byte[] key, long deadlineNanos, long operationTimeoutMs) {
-        Attempt<BackupOpenResponse> attempt = new Attempt<>(key, false, true, null, deadlineNanos, route ->
-                BackupOpenRequest.newBuilder().setRegionId(route.regionId()).setRegionEpoch(route.epoch()).build(),
-                BackupOpenResponse::getError);
-        return attempt.run().thenApply(answer -> {
-            BackupOpenResponse r = answer.response;
-            return new RegionCapture(client.transport(), client.requestTimeoutMs(), operationTimeoutMs,
-                    answer.target, r.getSessionId(), answer.route.regionId(), r.getStartKey().toByteArray(),
-                    r.getEndKey().toByteArray(), r.getEpoch(), r.getAppliedIndex(), r.getTerm(), r.getStoreId());
         });
     }
 
@@ -179,81 +173,5 @@ final class RangeOps {
     }
 
     private record KeyRangeBytes(byte[] start, byte[] end) {
-    }
-
-    /** The smallest key above {@code key}. */
-    static byte[] successor(byte[] key) {
-        return Arrays.copyOf(key, key.length + 1);
-    }
-
-    private record Answer<R>(Route route, String target, R response) {
-    }
-
-    /**
-     * One request to the region holding {@code cursor} (or, when {@code before}, the keys just below it; an
-     * empty cursor is then +inf), rebuilt from the current route on every try and retried by error code until
-     * the deadline, as single-key operations are. A write whose outcome is unknown is not retried.
-     */
-    private final class Attempt<R extends Message> {
-        private final byte[] cursor;
-        private final boolean before;
-        private final boolean idempotent;
-        private final ReadMode mode;
-        private final long deadlineNanos;
-        private final Function<Route, Message> request;
-        private final Function<R, Error> errorOf;
-        private final CompletableFuture<Answer<R>> result = new CompletableFuture<>();
-        private int attempts;
-
-        Attempt(byte[] cursor, boolean before, boolean idempotent, ReadMode mode, long deadlineNanos,
-                Function<Route, Message> request, Function<R, Error> errorOf) {
-            this.cursor = cursor;
-            this.before = before;
-            this.idempotent = idempotent;
-            this.mode = mode;
-            this.deadlineNanos = deadlineNanos;
-            this.request = request;
-            this.errorOf = errorOf;
-        }
-
-        CompletableFuture<Answer<R>> run() {
-            send();
-            return result;
-        }
-
-        private void send() {
-            Route route = before ? client.routes().lookupBefore(cursor) : client.routes().lookup(cursor);
-            if (route == null) {
-                retry(null, "", client.localError(ErrorCode.REGION_NOT_FOUND, "no region holds the range in the route table"),
-                        true);
-                return;
-            }
-            String target = RoutingKvClient.target(route, mode);
-            long timeoutMs = Math.max(1, Math.min(client.requestTimeoutMs(), (deadlineNanos - System.nanoTime()) / 1_000_000L));
-            client.transport().<R>call(target, request.apply(route), timeoutMs).whenComplete((resp, err) -> {
-                Error error = err != null ? client.transportError(err) : errorOf.apply(resp);
-                if (err == null && error.getCode() == ErrorCode.OK) {
-                    result.complete(new Answer<>(route, target, resp));
-                } else {
-                    retry(route, target, error, err != null && KvException.unwrap(err).unsent());
-                }
-            });
-        }
-
-        private void retry(Route route, String target, Error error, boolean unsent) {
-            attempts++;
-            long delay = client.retryDelay(route, target, error, attempts, unsent || idempotent, deadlineNanos);
-            if (delay == RetryPolicy.NO_RETRY) {
-                result.completeExceptionally(new KvException(error.getCode(), error.getDetail(), error.getLeaderHint()));
-            } else if (RetryPolicy.refreshesRoute(error.getCode())) {
-                client.refreshRoutes().whenComplete((v, e) -> client.later(this::send, delay));
-            } else {
-                client.later(this::send, delay);
-            }
-        }
-    }
-
-    static byte[] orEmpty(byte[] b) {
-        return b == null ? NONE : b;
     }
 }

@@ -28,7 +28,7 @@ public final class SequenceAllocator {
      */
     public SequenceAllocator(KvClient client, byte[] seqKey, long blockSize) {
         if (blockSize < 1 || blockSize > RoutingKvClient.MAX_SEQUENCE_STEP) {
-            throw new KvException(io.kvraft.common.proto.KvProto.ErrorCode.INVALID_ARGUMENT,
+            throw new KvException(io.kvraft.common.ErrorCode.INVALID_ARGUMENT,
                     "blockSize must be 1 to " + RoutingKvClient.MAX_SEQUENCE_STEP + ", got " + blockSize);
         }
         this.client = client;

@@ -20,4 +20,9 @@ public final class Errors {
     public static Error of(ErrorCode code, String detail) {
         return of(code, "", detail);
     }
+
+    /** A call that failed before any answer (a timeout, a lost connection), as a wire error: its code and message. */
+    public static Error of(KvException failure) {
+        return of(failure.code().toWire(), "", failure.getMessage());
+    }
 }

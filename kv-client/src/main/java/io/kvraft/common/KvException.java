@@ -1,8 +1,8 @@
 package io.kvraft.common;
 
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto;
 
-/** A failed operation: the wire error code, and the leader hint when the server knew one. */
+/** A failed operation: its {@link ErrorCode}, and the leader hint when the server knew one. */
 public final class KvException extends RuntimeException {
 
     private final ErrorCode code;
@@ -32,6 +32,11 @@ public final class KvException extends RuntimeException {
         this.leaderHint = leaderHint == null ? "" : leaderHint;
         this.unsent = unsent;
         this.permanent = permanent;
+    }
+
+    /** The failure a wire error reports: its code, detail and leader hint. */
+    public static KvException fromWire(KvProto.Error error) {
+        return new KvException(ErrorCode.fromWire(error.getCode()), error.getDetail(), error.getLeaderHint());
     }
 
     /**

@@ -1,8 +1,9 @@
 package io.kvraft.client;
 
+import io.kvraft.client.batch.CoordAnswer;
 import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.CoordResult;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.LockInfo;
 import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;

@@ -94,7 +94,7 @@ final class RegionLeaderCalls implements MetaService.Mover {
                         || code == ErrorCode.STALE_EPOCH,
                 searchMs)).thenApply(resp -> {
                     if (resp.getSucceededCount() == 0 || !resp.getSucceeded(0) || resp.getCoordCount() == 0) {
-                        throw new KvException(ErrorCode.INTERNAL, "sequence " + key.toStringUtf8() + " is used up");
+                        throw new KvException(io.kvraft.common.ErrorCode.INTERNAL, "sequence " + key.toStringUtf8() + " is used up");
                     }
                     return resp.getCoord(0).getStart();
                 });
@@ -113,7 +113,7 @@ final class RegionLeaderCalls implements MetaService.Mover {
                 return CompletableFuture.completedFuture(r);
             }
         }
-        return CompletableFuture.failedFuture(new KvException(ErrorCode.REGION_NOT_FOUND,
+        return CompletableFuture.failedFuture(new KvException(io.kvraft.common.ErrorCode.REGION_NOT_FOUND,
                 "node " + host.endpoint() + " knows no region holding " + key.toStringUtf8()));
     }
 
@@ -160,7 +160,7 @@ final class RegionLeaderCalls implements MetaService.Mover {
     private <R extends Message> void attempt(Try<R> t, String hint) {
         RegionInfo region = known(t.regionId());
         if (region == null) {
-            t.result().completeExceptionally(new KvException(ErrorCode.REGION_NOT_FOUND, "no region " + t.regionId()
+            t.result().completeExceptionally(new KvException(io.kvraft.common.ErrorCode.REGION_NOT_FOUND, "no region " + t.regionId()
                     + " known to node " + host.endpoint()));
             return;
         }
@@ -168,7 +168,7 @@ final class RegionLeaderCalls implements MetaService.Mover {
         long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(t.deadline() - System.nanoTime()));
         transport.<R>call(target, t.build().apply(region), left).whenComplete((resp, err) -> {
             Error error = err == null ? t.errorOf().apply(resp) : null;
-            ErrorCode code = err != null ? KvException.unwrap(err).code() : error.getCode();
+            ErrorCode code = err != null ? KvException.unwrap(err).code().toWire() : error.getCode();
             if (code == ErrorCode.OK) {
                 t.result().complete(resp);
                 return;
@@ -182,7 +182,7 @@ final class RegionLeaderCalls implements MetaService.Mover {
             };
             if (!retry || System.nanoTime() - t.searchEnd() > 0) {
                 String detail = err != null ? KvException.unwrap(err).getMessage() : error.getDetail();
-                t.result().completeExceptionally(new KvException(code, detail + (t.asked().size() < 2 ? ""
+                t.result().completeExceptionally(new KvException(io.kvraft.common.ErrorCode.fromWire(code), detail + (t.asked().size() < 2 ? ""
                         : " (asked " + String.join(", ", t.asked().subList(Math.max(0, t.asked().size() - 6),
                         t.asked().size())) + ")"), next));
                 return;
@@ -190,7 +190,7 @@ final class RegionLeaderCalls implements MetaService.Mover {
             try {
                 timer.schedule(() -> attempt(t, next), next.isEmpty() ? RETRY_PAUSE_MS : 0, TimeUnit.MILLISECONDS);
             } catch (RejectedExecutionException closed) {
-                t.result().completeExceptionally(new KvException(ErrorCode.SHUTTING_DOWN, "node " + host.endpoint()
+                t.result().completeExceptionally(new KvException(io.kvraft.common.ErrorCode.SHUTTING_DOWN, "node " + host.endpoint()
                         + " is closing"));
             }
         });

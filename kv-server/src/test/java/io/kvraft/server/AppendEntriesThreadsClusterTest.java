@@ -1,7 +1,7 @@
 package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -30,7 +30,7 @@ class AppendEntriesThreadsClusterTest {
     void when_writesGoToEveryRegion_then_everyReplicaAppliesThem(int threads) throws Exception {
         try (InProcessCluster c = start(threads)) {
             KvClient client = c.client();
-            List<RegionInfo> regions = client.regions().join();
+            List<RegionInfo> regions = client.admin().regions().join();
             long[] before = new long[REGIONS + 1];
             for (int r = 1; r <= REGIONS; r++) {
                 before[r] = applied(c, r).stream().mapToLong(Long::longValue).max().orElseThrow();
@@ -66,7 +66,7 @@ class AppendEntriesThreadsClusterTest {
     void when_aNodeRestartsInTheSameJvm_then_everyRegionReplicatesToIt(int threads) throws Exception {
         try (InProcessCluster c = start(threads)) {
             KvClient client = c.client();
-            List<RegionInfo> regions = client.regions().join();
+            List<RegionInfo> regions = client.admin().regions().join();
             writeEveryRegion(client, regions, "before");
             awaitReplicasEqual(c);
 

@@ -1,6 +1,8 @@
 package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
+import io.kvraft.client.admin.MapRegions;
+import io.kvraft.client.admin.MergedRegions;
 import io.kvraft.client.cli.KvCtl;
 import io.kvraft.client.config.ClientConfig;
 import io.kvraft.common.proto.KvProto.ErrorCode;
@@ -97,6 +99,18 @@ class ClusterRouteLookupTest {
         }
     }
 
+    /** As above, for the client's answer: every region once, tiling the key space, on its three nodes, led by one. */
+    private static void assertEveryRegion(InProcessCluster cluster, MapRegions resp, int regions) {
+        List<io.kvraft.client.admin.RegionInfo> listed = resp.regions();
+        assertThat(listed).extracting(io.kvraft.client.admin.RegionInfo::id).doesNotHaveDuplicates().hasSize(regions);
+        assertThat(new MergedRegions().add(listed).covers()).as("the answer tiles the key space: %s", listed).isTrue();
+        for (io.kvraft.client.admin.RegionInfo r : listed) {
+            assertThat(r.peers()).as("region %d's peers", r.id()).hasSize(3)
+                    .containsExactlyInAnyOrderElementsOf(cluster.hostsOf(r.id()));
+            assertThat(r.leader()).as("region %d's leader", r.id()).isNotEmpty().isIn(r.peers());
+        }
+    }
+
     @Test
     void when_aNodeHoldingSomeRegionsIsAskedForTheClusterMapsRoutes_then_itAnswersEveryRegion_andAClientOfThatNodeRoutesEveryKey()
             throws Exception {
@@ -156,12 +170,12 @@ class ClusterRouteLookupTest {
             // a client that knows only this node routes every key, and sees the map's regions
             KvClient client = cluster.client(ClientConfig.of(List.of(node)));
             putAndReadAll(client, 1);
-            RegionsResponse fromClient = sync(client.mapRegions());
+            MapRegions fromClient = sync(client.admin().mapRegions());
             assertEveryRegion(cluster, fromClient, REGIONS);
 
             // a split: the client's routes go stale and are looked up again; the map follows within a report
-            List<RegionInfo> halves = sync(client.split(held.get(0), new byte[0]));
-            int child = halves.get(1).getId();
+            List<io.kvraft.client.admin.RegionInfo> halves = sync(client.admin().split(held.get(0), new byte[0]));
+            int child = halves.get(1).id();
             await().atMost(60, SECONDS).until(() -> cluster.hostsOf(child).size() == 3 && cluster.allRegionsLed());
             putAndReadAll(client, 2);
             await().atMost(30, SECONDS).until(() -> {
@@ -177,14 +191,14 @@ class ClusterRouteLookupTest {
                 await().atMost(30, SECONDS).until(() -> copy.meta().group().map().getRegionsCount() == REGIONS + 1);
                 List<RegionInfo> record = copy.meta().group().map().getRegionsList();
                 assertThat(record).filteredOn(r -> r.getId() == held.get(0) || r.getId() == child)
-                        .extracting(RegionInfo::getEpoch).containsOnly(halves.get(0).getEpoch());
+                        .extracting(RegionInfo::getEpoch).containsOnly(halves.get(0).epoch());
                 assertThat(record).allSatisfy(r -> {
                     assertThat(r.getLeader()).isEmpty();
                     assertThat(r.getPeersList()).containsExactlyInAnyOrderElementsOf(cluster.hostsOf(r.getId()));
                 });
             }
             assertThat(after.getRegionsList()).filteredOn(r -> r.getId() == held.get(0)).singleElement()
-                    .extracting(RegionInfo::getEpoch).isEqualTo(halves.get(0).getEpoch());
+                    .extracting(RegionInfo::getEpoch).isEqualTo(halves.get(0).epoch());
 
             // the CLI, given only this node
             StringWriter out = new StringWriter();
@@ -256,7 +270,7 @@ class ClusterRouteLookupTest {
 
             // a client that knows only that node routes every key whose region has a majority left
             KvClient client = cluster.client(ClientConfig.of(List.of(node)));
-            assertThat(sync(client.mapRegions()).getRegionsCount()).isEqualTo(REGIONS);
+            assertThat(sync(client.admin().mapRegions()).regions()).hasSize(REGIONS);
             int written = 0;
             for (int i = 0; i < KEYS; i++) {
                 java.util.Set<String> live = new java.util.HashSet<>(hosts.get(cluster.regionOf(key(i))));

@@ -2,7 +2,7 @@ package io.kvraft.server;
 
 import io.kvraft.client.KeyValue;
 import io.kvraft.client.KvClient;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.RegionInfo;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -50,13 +50,13 @@ class ClusterTest {
     static List<byte[]> keyPerRegion(List<RegionInfo> regions, String suffix) {
         List<byte[]> keys = new ArrayList<>();
         for (RegionInfo r : regions) {
-            byte[] start = r.getStartKey().isEmpty() ? new byte[] {0} : r.getStartKey().toByteArray();
+            byte[] start = r.startKey().length == 0 ? new byte[] {0} : r.startKey();
             byte[] s = suffix.getBytes();
             byte[] k = Arrays.copyOf(start, start.length + s.length);
             System.arraycopy(s, 0, k, start.length, s.length);
-            byte[] end = r.getEndKey().toByteArray();
+            byte[] end = r.endKey();
             if (end.length > 0 && Arrays.compareUnsigned(k, end) >= 0) {
-                throw new IllegalStateException("key for region " + r.getId() + " falls past its end key");
+                throw new IllegalStateException("key for region " + r.id() + " falls past its end key");
             }
             keys.add(k);
         }
@@ -73,7 +73,7 @@ class ClusterTest {
     void when_operationsTouchEveryRegion_then_allSucceed() {
         cluster.awaitBalanced(120);
         KvClient c = cluster.client();
-        List<RegionInfo> regions = c.regions().join();
+        List<RegionInfo> regions = c.admin().regions().join();
         assertThat(regions).hasSize(24);
         List<byte[]> keys = keyPerRegion(regions, "k");
 
@@ -114,7 +114,7 @@ class ClusterTest {
     void when_aLeaderStops_then_writesAndReadsGoOnThroughTheOthers() {
         cluster.awaitBalanced(120);
         KvClient c = cluster.client();
-        List<byte[]> keys = keyPerRegion(c.regions().join(), "x");
+        List<byte[]> keys = keyPerRegion(c.admin().regions().join(), "x");
         for (byte[] k : keys) {
             IdempotentWrites.put(c, k, "before".getBytes()).join();
         }
@@ -134,7 +134,7 @@ class ClusterTest {
     void when_aStoppedNodeRestarts_then_itCatchesUpAndServesTheLatestValues() throws Exception {
         cluster.awaitBalanced(120);
         KvClient c = cluster.client();
-        List<byte[]> keys = keyPerRegion(c.regions().join(), "r");
+        List<byte[]> keys = keyPerRegion(c.admin().regions().join(), "r");
         cluster.stopNode(2);
         await().atMost(30, SECONDS).until(cluster::allRegionsLed);
         for (int round = 0; round < 3; round++) {

@@ -86,7 +86,7 @@ class ConfVersionClusterTest {
             sync(client.put(key("a"), "1".getBytes(StandardCharsets.US_ASCII)));
             long epoch = state(cluster, 0).getEpoch();
 
-            sync(client.moveReplica(1, nodes.get(2), nodes.get(3)));
+            sync(client.admin().moveReplica(1, nodes.get(2), nodes.get(3)));
             List<String> after = List.of(nodes.get(0), nodes.get(1), nodes.get(3));
             await().atMost(60, SECONDS).until(() -> recorded(cluster, List.of(0, 1, 3), after, v1));
             long v2 = state(cluster, 0).getConfVer();
@@ -129,16 +129,16 @@ class ConfVersionClusterTest {
             KvClient client = cluster.client();
             sync(client.put(key("a"), "1".getBytes(StandardCharsets.US_ASCII)));
 
-            sync(client.moveReplica(1, nodes.get(2), nodes.get(3)));
+            sync(client.admin().moveReplica(1, nodes.get(2), nodes.get(3)));
             List<String> second = List.of(nodes.get(0), nodes.get(1), nodes.get(3));
             await().atMost(60, SECONDS).until(() -> recorded(cluster, List.of(0, 1, 3), second, 1));
-            sync(client.moveReplica(1, nodes.get(1), nodes.get(2)));
+            sync(client.admin().moveReplica(1, nodes.get(1), nodes.get(2)));
             List<String> third = List.of(nodes.get(0), nodes.get(2), nodes.get(3));
             await().atMost(60, SECONDS).until(() -> recorded(cluster, List.of(0, 2, 3), third, 2));
             await().atMost(60, SECONDS).until(() -> state(cluster, 1) == null); // dropped there, having recorded second
             long v3 = state(cluster, 0).getConfVer();
 
-            sync(client.moveReplica(1, nodes.get(3), nodes.get(1))); // back onto a node it was dropped from
+            sync(client.admin().moveReplica(1, nodes.get(3), nodes.get(1))); // back onto a node it was dropped from
             await().atMost(60, SECONDS).until(() -> recorded(cluster, List.of(0, 1, 2), first, v3));
             long v4 = state(cluster, 0).getConfVer();
             assertThat(v4).isEqualTo(v3 + 1);

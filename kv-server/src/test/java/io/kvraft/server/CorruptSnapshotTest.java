@@ -1,7 +1,7 @@
 package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.server.RaftTestSupport.LogCapture;
 import io.kvraft.server.store.MemoryStore;
 import io.kvraft.server.store.RocksStore;
@@ -45,13 +45,13 @@ class CorruptSnapshotTest {
              LogCapture log = LogCapture.of("io.kvraft.server")) {
             cluster.awaitBalanced(120);
             KvClient c = cluster.client();
-            List<RegionInfo> regions = c.regions().join();
+            List<RegionInfo> regions = c.admin().regions().join();
             List<byte[]> keys = new ArrayList<>();
             for (String suffix : List.of("a", "b", "c", "d")) {
                 keys.addAll(ClusterTest.keyPerRegion(regions, suffix));
             }
             RegionInfo target = regions.get(REGION - 1);
-            assertThat(target.getId()).isEqualTo(REGION);
+            assertThat(target.id()).isEqualTo(REGION);
             List<byte[]> regionKeys = keys.stream().filter(k -> inRegion(target, k)).toList();
             assertThat(regionKeys).hasSize(4);
 
@@ -72,7 +72,7 @@ class CorruptSnapshotTest {
             // the node comes back sends a snapshot that holds it (a follower lagging by a heartbeat would send
             // round 2, which the watcher below could not tell from the refused local data)
             await().atMost(30, SECONDS).until(() -> regions.stream().allMatch(r ->
-                    appliedIndex(cluster.node(0), r.getId()) == appliedIndex(cluster.node(1), r.getId())));
+                    appliedIndex(cluster.node(0), r.id()) == appliedIndex(cluster.node(1), r.id())));
             // the leaders snapshot again, so the region can only come back by a snapshot install
             snapshotAllRegions(cluster.node(0));
             snapshotAllRegions(cluster.node(1));
@@ -153,7 +153,7 @@ class CorruptSnapshotTest {
     }
 
     private static boolean inRegion(RegionInfo r, byte[] k) {
-        return new io.kvraft.server.store.KeyRange(r.getStartKey().toByteArray(), r.getEndKey().toByteArray()).contains(k);
+        return new io.kvraft.server.store.KeyRange(r.startKey(), r.endKey()).contains(k);
     }
 
     private static byte[] value(String round, byte[] k) {

@@ -3,7 +3,7 @@ package io.kvraft.server;
 import com.alipay.sofa.jraft.entity.PeerId;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.server.region.Region;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Timeout;
@@ -57,7 +57,7 @@ class LeaderMoveWritesTest {
         cluster = InProcessCluster.start(3, 4, dir, engine);
         cluster.awaitBalanced(120);
         KvClient client = cluster.client();
-        List<RegionInfo> regions = client.regions().join();
+        List<RegionInfo> regions = client.admin().regions().join();
         List<byte[]> keys = new ArrayList<>();
         for (int i = 0; i < 8; i++) {
             keys.addAll(ClusterTest.keyPerRegion(regions, "move-" + i));
@@ -98,7 +98,7 @@ class LeaderMoveWritesTest {
         int moves = 0;
         try {
             for (int round = 0; round < 12 && errors.isEmpty(); round++) {
-                int region = regions.get(round % regions.size()).getId();
+                int region = regions.get(round % regions.size()).id();
                 int from = cluster.leaderOf(region);
                 long before = cluster.term(region);
                 long progress = sum(acked);
@@ -142,8 +142,8 @@ class LeaderMoveWritesTest {
         // several requests in flight per region, so puts queue on the leader behind the held one
         KvClient client = cluster.client(new io.kvraft.client.config.ClientConfig(cluster.endpoints(), null, null, null,
                 new io.kvraft.client.config.ClientConfig.Batching(true, 1, null, 64, null, null), null));
-        RegionInfo region = client.regions().join().get(0);
-        int id = region.getId();
+        RegionInfo region = client.admin().regions().join().get(0);
+        int id = region.id();
         int from = cluster.leaderOf(id);
         List<byte[]> keys = new ArrayList<>();
         for (int i = 0; i < 40; i++) {

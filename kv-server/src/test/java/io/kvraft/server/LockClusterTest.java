@@ -5,9 +5,10 @@ import com.google.protobuf.ByteString;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
 import io.kvraft.client.LockHandle;
+import io.kvraft.client.LockInfo;
 import io.kvraft.client.cli.KvCtl;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.LockInfo;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;
 import io.kvraft.common.proto.KvProto.WriteRequest;
@@ -71,18 +72,18 @@ class LockClusterTest {
         assertThat(sync(bob.tryLock(key, 30_000, 0))).isNull();
 
         LockInfo info = sync(bob.lockInfo(key));
-        assertThat(info.getToken()).isEqualTo(a.token());
-        assertThat(info.getCount()).isEqualTo(1);
-        assertThat(info.getLeaseLeftMs()).isBetween(1L, 30_000L);
-        assertThat(sync(bob.locks(bytes("lock/excl")))).extracting(LockInfo::getHolder).containsExactly(info.getHolder());
+        assertThat(info.token()).isEqualTo(a.token());
+        assertThat(info.count()).isEqualTo(1);
+        assertThat(info.leaseLeftMs()).isBetween(1L, 30_000L);
+        assertThat(sync(bob.locks(bytes("lock/excl")))).extracting(LockInfo::holder).containsExactly(info.holder());
 
         sync(a.unlock());
         assertThat(a.isHeld()).isFalse();
         LockHandle b = sync(bob.tryLock(key, 30_000, 0));
         assertThat(b.token()).isGreaterThan(a.token());
-        assertThat(sync(alice.lockInfo(key)).getHolder()).isNotEqualTo(info.getHolder());
+        assertThat(sync(alice.lockInfo(key)).holder()).isNotEqualTo(info.holder());
         b.close();
-        assertThat(sync(alice.lockInfo(key)).getHolder()).isEmpty();
+        assertThat(sync(alice.lockInfo(key)).holder()).isEmpty();
     }
 
     @Test
@@ -91,7 +92,7 @@ class LockClusterTest {
         LockHandle first = sync(alice.lock(key, 30_000));
         LockHandle second = sync(alice.tryLock(key, 30_000, 0));
         assertThat(second.token()).isEqualTo(first.token());
-        assertThat(sync(bob.lockInfo(key)).getCount()).isEqualTo(2);
+        assertThat(sync(bob.lockInfo(key)).count()).isEqualTo(2);
 
         sync(first.unlock());
         assertThat(second.isHeld()).isTrue();
@@ -138,7 +139,7 @@ class LockClusterTest {
         LockInfo info = sync(bob.lockInfo(key));
         // an operator frees it under alice's name; bob takes it
         WriteResponse freed = send(key, WriteOp.newBuilder().setType(WriteOpType.LOCK_RELEASE).setKey(ByteString.copyFrom(key))
-                .setHolder(info.getHolder()).setToken(a.token()).build());
+                .setHolder(ByteString.copyFrom(info.holder())).setToken(a.token()).build());
         assertThat(freed.getSucceeded(0)).isTrue();
         LockHandle b = sync(bob.tryLock(key, 30_000, 0));
         assertThat(b).isNotNull();
@@ -155,13 +156,13 @@ class LockClusterTest {
     void when_everyHandleIsGivenUpButTheServersStillCountTheLock_then_theWatchdogStopsAndTheLeaseRunsOut() {
         byte[] key = bytes("lock/given-up");
         LockHandle a = sync(alice.tryLock(key, 1000, 0));
-        ByteString holder = sync(bob.lockInfo(key)).getHolder();
+        ByteString holder = ByteString.copyFrom(sync(bob.lockInfo(key)).holder());
         // as when an earlier unlock's outcome was unknown: the servers count one acquisition more than the client
         WriteResponse again = send(key, WriteOp.newBuilder().setType(WriteOpType.LOCK_ACQUIRE).setKey(ByteString.copyFrom(key))
                 .setHolder(holder).setLeaseMs(1000).build());
         assertThat(again.getCoord(0).getLock().getCount()).isEqualTo(2);
         sync(a.unlock());
-        assertThat(sync(bob.lockInfo(key)).getCount()).as("still counted once on the servers").isEqualTo(1);
+        assertThat(sync(bob.lockInfo(key)).count()).as("still counted once on the servers").isEqualTo(1);
 
         LockHandle b = sync(bob.tryLock(key, 30_000, 60_000));
         assertThat(b).as("alice's watchdog must not renew a lock she gave up").isNotNull();
@@ -176,7 +177,7 @@ class LockClusterTest {
         WriteResponse refused = send(key, WriteOp.newBuilder().setType(WriteOpType.LOCK_RELEASE).setKey(ByteString.copyFrom(key))
                 .setHolder(ByteString.copyFromUtf8("mallory")).setToken(a.token()).build());
         assertThat(refused.getSucceeded(0)).isFalse();
-        assertThat(sync(bob.lockInfo(key)).getCount()).isEqualTo(1);
+        assertThat(sync(bob.lockInfo(key)).count()).isEqualTo(1);
         assertThat(a.isHeld()).isTrue();
         a.close();
     }
@@ -235,7 +236,7 @@ class LockClusterTest {
                 WriteOp.newBuilder().setType(WriteOpType.LOCK_RELEASE).setKey(ByteString.copyFrom(key))
                         .setHolder(ByteString.copyFromUtf8("h")).build());
         for (WriteOp op : wire) {
-            assertThat(send(key, op).getError().getCode()).as("%s", op).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+            assertThat(send(key, op).getError().getCode()).as("%s", op).isEqualTo(KvProto.ErrorCode.INVALID_ARGUMENT);
         }
         assertThat(sync(alice.lockInfo(key))).as("nothing was taken").isNull();
     }
@@ -244,7 +245,7 @@ class LockClusterTest {
     void when_theCliListsAndShowsLocks_then_itPrintsHolderTokenAndTimeLeft() {
         byte[] key = bytes("lock/cli");
         LockHandle a = sync(alice.tryLock(key, 60_000, 0));
-        String holder = sync(bob.lockInfo(key)).getHolder().toStringUtf8();
+        String holder = new String(sync(bob.lockInfo(key)).holder(), java.nio.charset.StandardCharsets.UTF_8);
 
         Run list = cli("lock", "list", "--prefix", "lock/cl");
         assertThat(list.code).as(list.err).isZero();

@@ -1,10 +1,11 @@
 package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
-import io.kvraft.common.proto.KvProto.ClusterResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.NodeRecord;
-import io.kvraft.common.proto.KvProto.NodeState;
+import io.kvraft.client.admin.ClusterInfo;
+import io.kvraft.client.admin.MapRecoveryPlan;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
+import io.kvraft.client.admin.NodeState;
 import io.kvraft.common.proto.KvProto.RecoverMapRequest;
 import io.kvraft.common.proto.KvProto.RecoverMapResponse;
 import io.kvraft.common.rpc.Transport;
@@ -83,7 +84,7 @@ class MapRecoveryClusterTest {
             }
 
             // a map with a leader is not recovered: by the plan, the CLI, nor by a voter asked directly
-            assertRefused(() -> sync(client.planMapRecovery()), ErrorCode.INVALID_ARGUMENT, "has a leader");
+            assertRefused(() -> sync(client.admin().planMapRecovery()), ErrorCode.INVALID_ARGUMENT, "has a leader");
             RecoveryTests.Run led = cli(cluster, "recover-map", "--yes");
             assertThat(led.code()).isEqualTo(1);
             assertThat(led.err()).startsWith("error: INVALID_ARGUMENT").contains("has a leader");
@@ -100,13 +101,13 @@ class MapRecoveryClusterTest {
             // asked directly: a majority of the voters, or voters without the node asked, are refused
             RecoverMapResponse majority = raw.<RecoverMapResponse>call(kept, RecoverMapRequest.newBuilder()
                     .addVoters(kept).addVoters(lost.get(0)).build(), 5000).join();
-            assertThat(majority.getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+            assertThat(majority.getError().getCode()).isEqualTo(KvProto.ErrorCode.INVALID_ARGUMENT);
             assertThat(majority.getError().getDetail()).contains("a majority");
             RecoverMapResponse other = raw.<RecoverMapResponse>call(kept, RecoverMapRequest.newBuilder()
                     .addVoters(lost.get(0)).build(), 5000).join();
             assertThat(other.getError().getDetail()).contains("do not name this node");
 
-            KvClient.MapRecoveryPlan plan = sync(client.planMapRecovery());
+            MapRecoveryPlan plan = sync(client.admin().planMapRecovery());
             assertThat(plan.survivors()).containsExactly(kept);
             assertThat(plan.lost()).containsExactlyInAnyOrderElementsOf(lost);
             assertThat(plan.lastLogIndex()).isPositive();
@@ -119,8 +120,8 @@ class MapRecoveryClusterTest {
             RecoveryTests.Run done = cli(cluster, "recover-map", "--yes");
             assertThat(done.code()).as(done.out() + done.err()).isZero();
             assertThat(done.out()).contains("cluster map recovered: leader " + kept + ", voters " + kept + ";");
-            ClusterResponse after = sync(client.cluster());
-            assertThat(after.getMetaLeader()).isEqualTo(kept);
+            ClusterInfo after = sync(client.admin().cluster());
+            assertThat(after.mapLeader()).isEqualTo(kept);
             for (String l : lost) {
                 assertThat(state(after, l)).as(l).isEqualTo(NodeState.REMOVED);
             }
@@ -128,7 +129,7 @@ class MapRecoveryClusterTest {
 
             // every region lost two of its three voters with them: all are recovered from the survivor, every write
             // kept (once the survivor's replicas know their leaders are gone: until then a region counts as whole)
-            await().atMost(60, SECONDS).ignoreExceptions().until(() -> sync(client.surveyRecovery()).plans().size(),
+            await().atMost(60, SECONDS).ignoreExceptions().until(() -> sync(client.admin().surveyRecovery()).plans().size(),
                     n -> n == REGIONS);
             RecoveryTests.Run regions = cli(cluster, "recover-region", "--all", "--yes");
             assertThat(regions.code()).as(regions.out() + regions.err()).isZero();
@@ -167,12 +168,12 @@ class MapRecoveryClusterTest {
                 assertThat(sync(client.get(SpreadKeys.key(i)))).as("key %d", i).isEqualTo(value(i));
             }
             // and the map is led normally now: a second recovery is refused
-            assertRefused(() -> sync(client.planMapRecovery()), ErrorCode.INVALID_ARGUMENT, "has a leader");
+            assertRefused(() -> sync(client.admin().planMapRecovery()), ErrorCode.INVALID_ARGUMENT, "has a leader");
         }
     }
 
-    private static NodeState state(ClusterResponse c, String endpoint) {
-        return c.getMap().getNodesList().stream().filter(n -> n.getEndpoint().equals(endpoint))
-                .map(NodeRecord::getState).findFirst().orElse(null);
+    private static NodeState state(ClusterInfo c, String endpoint) {
+        ClusterInfo.Node n = c.node(endpoint);
+        return n == null ? null : n.state();
     }
 }

@@ -1,6 +1,5 @@
 package io.kvraft.server;
 
-import io.kvraft.client.ClusterAdmin;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.proto.KvProto.ClusterMap;
 import io.kvraft.common.proto.KvProto.ClusterRequest;
@@ -162,10 +161,10 @@ class MembershipClusterTest {
     private static String mapAnswer(InProcessCluster cluster) {
         try (KvClient c = cluster.client()) {
             StringBuilder b = new StringBuilder("the cluster map's route answer:\n");
-            for (io.kvraft.common.proto.KvProto.RegionInfo r : c.mapRegions().get(10, SECONDS).getRegionsList()) {
-                b.append("  region ").append(r.getId()).append(" epoch ").append(r.getEpoch()).append(" conf ")
-                        .append(r.getConfVer()).append(" term ").append(r.getTerm()).append(" leader ")
-                        .append(r.getLeader()).append(" peers ").append(r.getPeersList()).append('\n');
+            for (io.kvraft.client.admin.RegionInfo r : c.admin().mapRegions().get(10, SECONDS).regions()) {
+                b.append("  region ").append(r.id()).append(" epoch ").append(r.epoch()).append(" conf ")
+                        .append(r.confVer()).append(" term ").append(r.term()).append(" leader ")
+                        .append(r.leader()).append(" peers ").append(r.peers()).append('\n');
             }
             return b.toString();
         } catch (Exception e) {
@@ -308,9 +307,9 @@ class MembershipClusterTest {
                 putAll(client);
                 // by hand, on a healthy replica: refused, nothing changes
                 String third = cluster.endpoints().get(2);
-                assertThatThrownBy(() -> sync(client.rebuildReplica(1, third)))
+                assertThatThrownBy(() -> sync(client.admin().rebuildReplica(1, third)))
                         .hasMessageContaining("INVALID_ARGUMENT").hasMessageContaining("nothing to rebuild");
-                assertThatThrownBy(() -> sync(client.addReplica(1, third)))
+                assertThatThrownBy(() -> sync(client.admin().addReplica(1, third)))
                         .hasMessageContaining("INVALID_ARGUMENT").hasMessageContaining("already");
                 String storeIdBefore = cluster.node(2).meta().clusterId();
                 cluster.stopNode(2);
@@ -320,11 +319,11 @@ class MembershipClusterTest {
                 await().atMost(60, SECONDS).until(() -> wiped.meta().registered());
                 assertThat(wiped.meta().clusterId()).isEqualTo(storeIdBefore);
                 // the map lists it in regions it does not hold yet, and says so (each waits 10 s before its rebuild)
-                await().atMost(30, SECONDS).until(() -> ClusterAdmin.status(sync(client.cluster()), third).getMissing() > 0);
+                await().atMost(30, SECONDS).until(() -> sync(client.admin().cluster()).node(third).status().missing() > 0);
                 await().atMost(180, SECONDS).until(() -> wiped.host().regions().size() == REGIONS
                         && threeReplicasEach(cluster));
-                await().atMost(30, SECONDS).until(() -> sync(client.cluster()).getStatusList().stream()
-                        .allMatch(st -> st.getMissing() == 0));
+                await().atMost(30, SECONDS).until(() -> sync(client.admin().cluster()).nodes().stream()
+                        .allMatch(n -> n.status() == null || n.status().missing() == 0));
                 await().atMost(60, SECONDS).untilAsserted(() -> {
                     for (int i = 0; i < KEYS; i++) {
                         assertThat(wiped.store().get(key(i))).as("key %d on the rebuilt node", i).isEqualTo(value(i));

@@ -2,8 +2,8 @@ package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.config.ServerConfig.MergeConfig;
 import io.kvraft.server.config.ServerConfig.SplitConfig;
@@ -66,19 +66,19 @@ class MergeClusterTest {
             putAll(client, 2000, 0);
             byte[] seq = "k01500-seq".getBytes(StandardCharsets.US_ASCII);
             byte[] lockKey = "k01500-lock".getBytes(StandardCharsets.US_ASCII);
-            List<RegionInfo> halves = sync(client.split(1, key(1000)));
-            int right = halves.get(1).getId();
+            List<RegionInfo> halves = sync(client.admin().split(1, key(1000)));
+            int right = halves.get(1).id();
             awaitSameRegionMaps(cluster, 2);
             io.kvraft.client.SequenceRange before = sync(client.getSequence(seq, 100));
             io.kvraft.client.LockHandle held = sync(client.tryLock(lockKey, 60_000, 0));
             assertThat(held).isNotNull();
             putAll(client, 2000, 1);
 
-            RegionInfo merged = sync(client.merge(1, right));
-            assertThat(merged.getId()).isEqualTo(1);
-            assertThat(merged.getStartKey().isEmpty()).isTrue();
-            assertThat(merged.getEndKey().isEmpty()).isTrue();
-            assertThat(merged.getEpoch()).isGreaterThan(halves.get(1).getEpoch() + 1);
+            RegionInfo merged = sync(client.admin().merge(1, right));
+            assertThat(merged.id()).isEqualTo(1);
+            assertThat(merged.startKey().length == 0).isTrue();
+            assertThat(merged.endKey().length == 0).isTrue();
+            assertThat(merged.epoch()).isGreaterThan(halves.get(1).epoch() + 1);
             awaitSameRegionMaps(cluster, 1);
             for (int i = 0; i < 3; i++) {
                 KvServer node = cluster.node(i);
@@ -90,7 +90,7 @@ class MergeClusterTest {
             assertAll(client, 2000, 1);
             // the sequence and the lock of the merged-in range came along
             assertThat(sync(client.getSequence(seq, 100)).start()).isGreaterThanOrEqualTo(before.end());
-            assertThat(sync(client.lockInfo(lockKey)).getToken()).isEqualTo(held.token());
+            assertThat(sync(client.lockInfo(lockKey)).token()).isEqualTo(held.token());
             putAll(client, 2000, 2);
             held.close(); // before the restart: its renewals would fail while every node is down
 
@@ -101,7 +101,7 @@ class MergeClusterTest {
                 cluster.startNode(i);
             }
             awaitSameRegionMaps(cluster, 1);
-            assertThat(cluster.node(0).host().region(1).epoch()).isEqualTo(merged.getEpoch());
+            assertThat(cluster.node(0).host().region(1).epoch()).isEqualTo(merged.epoch());
             KvClient fresh = cluster.client();
             assertAll(fresh, 2000, 2);
             putAll(fresh, 2000, 3);
@@ -114,15 +114,15 @@ class MergeClusterTest {
             throws Exception {
         try (InProcessCluster cluster = start(dir, "rocksdb", MergeConfig.DEFAULT)) {
             KvClient client = cluster.client();
-            int right = sync(client.split(1, key(2000))).get(1).getId();
+            int right = sync(client.admin().split(1, key(2000))).get(1).id();
             awaitSameRegionMaps(cluster, 2);
             try (RegionChanges.Writers writers = new RegionChanges.Writers(client, 4, 4000)) {
                 writers.awaitMore(500);
-                sync(client.merge(1, right));
+                sync(client.admin().merge(1, right));
                 awaitSameRegionMaps(cluster, 1);
-                int again = sync(client.split(1, key(3000))).get(1).getId();
+                int again = sync(client.admin().split(1, key(3000))).get(1).id();
                 awaitSameRegionMaps(cluster, 2);
-                sync(client.merge(1, again));
+                sync(client.admin().merge(1, again));
                 awaitSameRegionMaps(cluster, 1);
                 writers.awaitMore(500);
                 writers.stopAndCheck();
@@ -138,12 +138,12 @@ class MergeClusterTest {
         try (InProcessCluster cluster = start(dir, engine, new MergeConfig(false, null, null, 200, 1500))) {
             KvClient client = cluster.client();
             putAll(client, 1000, 0);
-            int right = sync(client.split(1, key(500))).get(1).getId();
+            int right = sync(client.admin().split(1, key(500))).get(1).id();
             awaitSameRegionMaps(cluster, 2);
             cluster.stopNode(2);
 
             // rolled back by this call, or (when a leader moved meanwhile) by the new leader after merge.timeoutMs
-            assertThatThrownBy(() -> sync(client.merge(1, right)))
+            assertThatThrownBy(() -> sync(client.admin().merge(1, right)))
                     .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.UNAVAILABLE))
                     .hasMessageContaining("did not hold its final data");
             for (int i = 0; i < 2; i++) {
@@ -156,8 +156,8 @@ class MergeClusterTest {
 
             cluster.startNode(2);
             awaitSameRegionMaps(cluster, 2);
-            RegionInfo merged = sync(client.merge(1, right));
-            assertThat(merged.getEndKey().isEmpty()).isTrue();
+            RegionInfo merged = sync(client.admin().merge(1, right));
+            assertThat(merged.endKey().length == 0).isTrue();
             awaitSameRegionMaps(cluster, 1);
             await().atMost(60, SECONDS).untilAsserted(() -> {
                 for (int i = 0; i < 1000; i++) {
@@ -175,7 +175,7 @@ class MergeClusterTest {
             KvClient client = cluster.client();
             putAll(client, 300, 0);
             // the splits race the automatic merges: whatever is split is merged back, down to one region
-            int a = sync(client.split(1, key(100))).get(1).getId();
+            int a = sync(client.admin().split(1, key(100))).get(1).id();
             await().atMost(120, SECONDS).untilAsserted(() -> {
                 for (int i = 0; i < 3; i++) {
                     assertThat(cluster.node(i).host().regions()).hasSize(1);
@@ -191,23 +191,23 @@ class MergeClusterTest {
         try (InProcessCluster cluster = start(dir, "memory", MergeConfig.DEFAULT)) {
             KvClient client = cluster.client();
             putAll(client, 30, 0);
-            int mid = sync(client.split(1, key(10))).get(1).getId();
+            int mid = sync(client.admin().split(1, key(10))).get(1).id();
             awaitSameRegionMaps(cluster, 2);
-            int last = sync(client.split(mid, key(20))).get(1).getId();
+            int last = sync(client.admin().split(mid, key(20))).get(1).id();
             awaitSameRegionMaps(cluster, 3);
             Map<String, String> before = regionMap(cluster.node(0));
 
-            assertThatThrownBy(() -> sync(client.merge(1, last))) // not adjacent
+            assertThatThrownBy(() -> sync(client.admin().merge(1, last))) // not adjacent
                     .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT))
                     .hasMessageContaining("not adjacent");
-            assertThatThrownBy(() -> sync(client.merge(mid, 1))) // the wrong way round
+            assertThatThrownBy(() -> sync(client.admin().merge(mid, 1))) // the wrong way round
                     .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT))
                     .hasMessageContaining("merge 1 " + mid);
-            assertThatThrownBy(() -> sync(client.merge(1, 1)))
+            assertThatThrownBy(() -> sync(client.admin().merge(1, 1)))
                     .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT));
-            assertThatThrownBy(() -> sync(client.merge(1, 4242)))
+            assertThatThrownBy(() -> sync(client.admin().merge(1, 4242)))
                     .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.REGION_NOT_FOUND));
-            assertThatThrownBy(() -> sync(client.merge(4242, 1)))
+            assertThatThrownBy(() -> sync(client.admin().merge(4242, 1)))
                     .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.REGION_NOT_FOUND));
 
             assertThat(regionMap(cluster.node(0))).isEqualTo(before);

@@ -2,8 +2,8 @@ package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.config.ServerConfig.ReplicationConfig;
 import io.kvraft.server.config.ServerConfig.SplitConfig;
@@ -101,9 +101,9 @@ class PlacementClusterTest {
             putAll(client, 1);
             assertAll(client, 1);
 
-            List<RegionInfo> listed = sync(client.regions());
-            assertThat(listed).extracting(RegionInfo::getId).containsExactlyInAnyOrder(1, 2, 3, 4, 5, 6, 7, 8, 9, 10);
-            assertThat(listed).allSatisfy(r -> assertThat(r.getPeersList()).hasSize(3));
+            List<RegionInfo> listed = sync(client.admin().regions());
+            assertThat(listed).extracting(RegionInfo::id).containsExactlyInAnyOrder(1, 2, 3, 4, 5, 6, 7, 8, 9, 10);
+            assertThat(listed).allSatisfy(r -> assertThat(r.peers()).hasSize(3));
 
             cluster.awaitBalanced(90); // 2 leaders per node: the balancer asks peers for their own counts
         }
@@ -116,23 +116,23 @@ class PlacementClusterTest {
             putAll(client, 1);
             Set<String> parentHosts = cluster.hostsOf(1);
 
-            List<RegionInfo> halves = sync(client.split(1, new byte[0]));
+            List<RegionInfo> halves = sync(client.admin().split(1, new byte[0]));
 
-            int child = halves.get(1).getId();
+            int child = halves.get(1).id();
             await().atMost(60, SECONDS).until(() -> cluster.hostsOf(child).size() == 3 && cluster.allRegionsLed());
             assertThat(cluster.hostsOf(child)).isEqualTo(parentHosts);
-            assertThat(halves.get(1).getPeersList()).containsExactlyInAnyOrderElementsOf(parentHosts);
+            assertThat(halves.get(1).peers()).containsExactlyInAnyOrderElementsOf(parentHosts);
             assertPlacement(cluster, REGIONS + 1);
             putAll(client, 2);
             assertAll(client, 2);
 
             // regions 1 (now cut at the split) and its child share their nodes: they merge back
-            RegionInfo merged = sync(client.merge(1, child));
-            assertThat(merged.getPeersList()).containsExactlyInAnyOrderElementsOf(parentHosts);
+            RegionInfo merged = sync(client.admin().merge(1, child));
+            assertThat(merged.peers()).containsExactlyInAnyOrderElementsOf(parentHosts);
             await().atMost(60, SECONDS).until(() -> cluster.hostsOf(child).isEmpty());
             // regions 1 and 2 are on nodes 1-3 and 2-4: refused, and nothing changes
             Set<String> before = cluster.hostsOf(2);
-            assertThatThrownBy(() -> sync(client.merge(1, 2)))
+            assertThatThrownBy(() -> sync(client.admin().merge(1, 2)))
                     .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code())
                             .isIn(ErrorCode.INVALID_ARGUMENT, ErrorCode.REGION_NOT_FOUND))
                     .hasMessageContaining("only regions on the same peers merge");

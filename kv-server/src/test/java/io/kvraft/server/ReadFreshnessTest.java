@@ -4,7 +4,7 @@ import com.alipay.sofa.jraft.entity.PeerId;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.server.region.Region;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.io.TempDir;
@@ -60,7 +60,7 @@ class ReadFreshnessTest {
         cluster.awaitBalanced(120);
         KvClient writer = cluster.client();
         KvClient reader = cluster.client(new ClientConfig(cluster.endpoints(), null, null, readMode, null));
-        List<RegionInfo> regions = writer.regions().join();
+        List<RegionInfo> regions = writer.admin().regions().join();
         List<byte[]> keys = new ArrayList<>(ClusterTest.keyPerRegion(regions, "fresh"));
         int n = keys.size();
         AtomicLongArray acked = new AtomicLongArray(n); // highest value acknowledged per key

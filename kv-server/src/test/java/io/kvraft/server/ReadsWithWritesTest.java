@@ -4,7 +4,7 @@ import com.google.protobuf.ByteString;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.config.ClientConfig;
 import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;
 import io.kvraft.common.proto.KvProto.WriteRequest;
@@ -60,18 +60,18 @@ class ReadsWithWritesTest {
         cluster = InProcessCluster.start(3, 4, dir, "memory", RaftConfig.LOG_SHARED,
                 c -> c.withBalance(new BalanceConfig(false, null, null)));
         KvClient client = cluster.client();
-        RegionInfo region = client.regions().join().get(1);
+        RegionInfo region = client.admin().regions().join().get(1);
         ByteString before = key(region, "before");
         ByteString same = key(region, "same");
         ByteString absent = key(region, "absent");
         client.put(before.toByteArray(), bytes("acked")).get(30, SECONDS);
 
-        WriteRequest req = WriteRequest.newBuilder().setRegionId(region.getId()).setRegionEpoch(region.getEpoch())
+        WriteRequest req = WriteRequest.newBuilder().setRegionId(region.id()).setRegionEpoch(region.epoch())
                 .addOps(WriteOp.newBuilder().setType(WriteOpType.PUT).setKey(same).setValue(ByteString.copyFromUtf8("mine")))
                 .addReadKeys(before).addReadKeys(same).addReadKeys(absent).build();
         WriteResponse resp;
         try (Transport transport = new Transport()) {
-            String leader = cluster.endpoints().get(cluster.leaderOf(region.getId()));
+            String leader = cluster.endpoints().get(cluster.leaderOf(region.id()));
             resp = transport.<WriteResponse>call(leader, req, 10_000).join();
         }
 
@@ -105,8 +105,8 @@ class ReadsWithWritesTest {
     void when_getsQueueBehindAWriteBatch_then_theyRideOnTheNextEntryAndTakeNoReadIndexRound() throws Exception {
         startGated();
         KvClient client = cluster.client(ClientConfig.of(cluster.endpoints())); // batching and readsWithWrites on
-        RegionInfo region = client.regions().join().get(2);
-        int id = region.getId();
+        RegionInfo region = client.admin().regions().join().get(2);
+        int id = region.id();
         byte[] held = key(region, "held").toByteArray();
         byte[] beside = key(region, "beside").toByteArray();
         byte[] never = key(region, "never").toByteArray();
@@ -149,8 +149,8 @@ class ReadsWithWritesTest {
     void when_aWriteBatchIsInFlight_then_aGetWaitsForItInTheClient_andThenLeavesOnItsOwn() throws Exception {
         startGated();
         KvClient client = cluster.client(ClientConfig.of(cluster.endpoints()));
-        RegionInfo region = client.regions().join().get(3);
-        int id = region.getId();
+        RegionInfo region = client.admin().regions().join().get(3);
+        int id = region.id();
         byte[] held = key(region, "held").toByteArray();
         client.put(held, bytes("v0")).get(30, SECONDS);
         int leader = cluster.leaderOf(id);

@@ -1,7 +1,7 @@
 package io.kvraft.server;
 
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.server.region.Region;
 
 import java.util.ArrayList;

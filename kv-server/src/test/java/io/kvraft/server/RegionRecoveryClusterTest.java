@@ -1,11 +1,15 @@
 package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.NodeState;
+import io.kvraft.client.admin.ClusterInfo;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
+import io.kvraft.client.admin.NodeState;
+import io.kvraft.client.admin.RecoveryPlan;
+import io.kvraft.client.admin.RecoverySurvey;
 import io.kvraft.common.proto.KvProto.RecoverRegionRequest;
 import io.kvraft.common.proto.KvProto.RecoverRegionResponse;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.common.rpc.Transport;
 import io.kvraft.server.config.ServerConfig.PlacementConfig;
 import io.kvraft.server.config.ServerConfig.ReplicationConfig;
@@ -105,11 +109,11 @@ class RegionRecoveryClusterTest {
             }
             Region kept = cluster.node(survivor).host().region(id);
             // the map's leader has heard from every node (a plan asks the nodes it lists as live)
-            await().atMost(30, SECONDS).until(() -> sync(client.cluster()).getStatusList().stream()
-                    .filter(io.kvraft.common.proto.KvProto.NodeStatus::getLive).count() == nodes.size());
+            await().atMost(30, SECONDS).until(() -> sync(client.admin().cluster()).nodes().stream()
+                    .filter(ClusterInfo.Node::live).count() == nodes.size());
 
             // a region with a leader is not recovered: by the plan, the CLI, nor by a survivor asked directly
-            RecoveryTests.assertRefusedOnceAnswered(() -> sync(client.planRecovery(id)), ErrorCode.INVALID_ARGUMENT,
+            RecoveryTests.assertRefusedOnceAnswered(() -> sync(client.admin().planRecovery(id)), ErrorCode.INVALID_ARGUMENT,
                     "has a leader");
             RecoveryTests.Run led = cli(cluster, "recover-region", String.valueOf(id), "--yes");
             assertThat(led.code()).isEqualTo(1);
@@ -118,7 +122,7 @@ class RegionRecoveryClusterTest {
             RecoverRegionResponse direct = raw.<RecoverRegionResponse>call(nodes.get(survivor), RecoverRegionRequest
                     .newBuilder().setRegionId(id).addVoters(nodes.get(survivor)).setConfVer(kept.confVer()).build(),
                     5000).join();
-            assertThat(direct.getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+            assertThat(direct.getError().getCode()).isEqualTo(KvProto.ErrorCode.INVALID_ARGUMENT);
             assertThat(kept.peers()).hasSize(3);
 
             for (int i : lost) {
@@ -127,12 +131,12 @@ class RegionRecoveryClusterTest {
             await().atMost(30, SECONDS).until(() -> !kept.isLeader() && kept.leaderHint().isEmpty());
             // the lost voters are not removed yet: they might come back with their copies
             // (a plan is UNAVAILABLE while the map's leader, new if it was on a stopped node, lists no node as live)
-            RecoveryTests.assertRefusedOnceAnswered(() -> sync(client.planRecovery(id)), ErrorCode.INVALID_ARGUMENT,
+            RecoveryTests.assertRefusedOnceAnswered(() -> sync(client.admin().planRecovery(id)), ErrorCode.INVALID_ARGUMENT,
                     "not removed");
             // (UNAVAILABLE while the map still takes the stopped nodes as live: they do not answer)
-            await().atMost(30, SECONDS).ignoreExceptions().until(() -> sync(client.surveyRecovery()).refused()
+            await().atMost(30, SECONDS).ignoreExceptions().until(() -> sync(client.admin().surveyRecovery()).refused()
                     .keySet(), ids -> ids.containsAll(broken));
-            KvClient.RecoverySurvey early = sync(client.surveyRecovery());
+            RecoverySurvey early = sync(client.admin().surveyRecovery());
             assertThat(early.plans()).isEmpty();
             assertThat(early.whole()).isEqualTo(REGIONS - broken.size());
             early.refused().values().forEach(e -> assertThat(e.getMessage()).contains("not removed"));
@@ -145,10 +149,10 @@ class RegionRecoveryClusterTest {
             for (int i : lost) {
                 String node = nodes.get(i);
                 await().atMost(60, SECONDS).ignoreExceptions()
-                        .until(() -> sync(client.nodeState(node, NodeState.REMOVED, true)) != null);
+                        .until(() -> sync(client.admin().nodeState(node, NodeState.REMOVED, true)) != null);
             }
 
-            KvClient.RecoveryPlan plan = sync(client.planRecovery(id));
+            RecoveryPlan plan = sync(client.admin().planRecovery(id));
             assertThat(plan.survivors()).containsExactly(nodes.get(survivor));
             assertThat(plan.lost()).containsExactlyInAnyOrder(nodes.get(lost.get(0)), nodes.get(lost.get(1)));
             assertThat(plan.applied()).isPositive();
@@ -173,8 +177,8 @@ class RegionRecoveryClusterTest {
             assertThat(kept.peers()).contains(nodes.get(survivor)).doesNotContainAnyElementsOf(lostNodes);
             // the others at once: --all plans them, --all --yes recovers them side by side
             List<Integer> others = broken.stream().filter(r -> r != id).toList();
-            await().atMost(30, SECONDS).until(() -> sync(client.surveyRecovery()).plans().stream()
-                    .map(KvClient.RecoveryPlan::regionId).sorted().toList(), others::equals);
+            await().atMost(30, SECONDS).until(() -> sync(client.admin().surveyRecovery()).plans().stream()
+                    .map(RecoveryPlan::regionId).sorted().toList(), others::equals);
             RecoveryTests.Run survey = cli(cluster, "recover-region", "--all");
             assertThat(survey.code()).as(survey.out() + survey.err()).isZero();
             assertThat(survey.out()).contains((REGIONS - others.size()) + " regions have a leader or a live majority; "
@@ -202,7 +206,7 @@ class RegionRecoveryClusterTest {
                 assertThat(sync(client.get(SpreadKeys.key(i)))).as("key %d", i).isEqualTo(value(i));
             }
             // and it is led normally now: a second recovery is refused
-            RecoveryTests.assertRefusedOnceAnswered(() -> sync(client.planRecovery(id)), ErrorCode.INVALID_ARGUMENT,
+            RecoveryTests.assertRefusedOnceAnswered(() -> sync(client.admin().planRecovery(id)), ErrorCode.INVALID_ARGUMENT,
                     "has a leader");
         }
     }
@@ -244,13 +248,13 @@ class RegionRecoveryClusterTest {
             for (int i : lost) {
                 String node = nodes.get(i);
                 await().atMost(60, SECONDS).ignoreExceptions()
-                        .until(() -> sync(client.nodeState(node, NodeState.REMOVED, true)) != null);
+                        .until(() -> sync(client.admin().nodeState(node, NodeState.REMOVED, true)) != null);
             }
-            KvClient.RecoveryPlan plan = await().atMost(60, SECONDS).ignoreExceptions()
-                    .until(() -> sync(client.planRecovery(1)), p -> p != null);
+            RecoveryPlan plan = await().atMost(60, SECONDS).ignoreExceptions()
+                    .until(() -> sync(client.admin().planRecovery(1)), p -> p != null);
             assertThat(plan.survivors()).isEqualTo(survivors);
-            RegionInfo led = sync(client.recoverRegion(plan));
-            assertThat(led.getPeersList()).containsExactlyInAnyOrderElementsOf(survivors);
+            RegionInfo led = sync(client.admin().recoverRegion(plan));
+            assertThat(led.peers()).containsExactlyInAnyOrderElementsOf(survivors);
 
             // both survivors list the new voters, the one that follows too (jraft does not tell it)
             for (String s : survivors) {

@@ -2,8 +2,8 @@ package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.config.ServerConfig.ReplicationConfig;
 import io.kvraft.server.config.ServerConfig.SplitConfig;
@@ -113,7 +113,7 @@ class ReplicaMoveClusterTest {
 
             RegionInfo moved;
             try {
-                moved = sync(client.moveReplica(1, nodes.get(1), nodes.get(3)));
+                moved = sync(client.admin().moveReplica(1, nodes.get(1), nodes.get(3)));
             } finally {
                 stop.set(true);
                 writer.join(60_000);
@@ -122,7 +122,7 @@ class ReplicaMoveClusterTest {
             assertThat(writeFailure.get()).as("a write during the move failed").isNull();
             assertThat(acked).as("writes acknowledged during the move").isNotEmpty();
             Set<String> now = Set.of(nodes.get(0), nodes.get(2), nodes.get(3));
-            assertThat(moved.getPeersList()).containsExactlyInAnyOrderElementsOf(now);
+            assertThat(moved.peers()).containsExactlyInAnyOrderElementsOf(now);
             await().atMost(60, SECONDS).until(() -> cluster.hostsOf(1).equals(new java.util.TreeSet<>(now)));
             assertThat(cluster.dataDir(1).resolve("raft").resolve("region-1")).as("node 1's files of region 1")
                     .doesNotExist();
@@ -156,10 +156,10 @@ class ReplicaMoveClusterTest {
             putKeys(client);
             cluster.stopNode(1); // a node whose disk died: its replicas are rebuilt elsewhere
 
-            RegionInfo moved = sync(client.moveReplica(1, nodes.get(1), nodes.get(3)));
+            RegionInfo moved = sync(client.admin().moveReplica(1, nodes.get(1), nodes.get(3)));
 
             Set<String> now = Set.of(nodes.get(0), nodes.get(2), nodes.get(3));
-            assertThat(moved.getPeersList()).containsExactlyInAnyOrderElementsOf(now);
+            assertThat(moved.peers()).containsExactlyInAnyOrderElementsOf(now);
             cluster.startNode(1); // back with a replica of region 1 that the region no longer counts
             Path files = cluster.dataDir(1).resolve("raft").resolve("region-1");
             // dropped: unlisted first, then its group stopped and its files removed
@@ -193,10 +193,10 @@ class ReplicaMoveClusterTest {
             KvServer target = cluster.node(3);
             Thread stopping = new Thread(() -> cluster.stopNode(3), "stop-node-3");
             try {
-                java.util.concurrent.CompletableFuture<RegionInfo> move = client.moveReplica(1, from, nodes.get(3));
+                java.util.concurrent.CompletableFuture<RegionInfo> move = client.admin().moveReplica(1, from, nodes.get(3));
                 await().atMost(60, SECONDS).untilTrue(held); // a learner now, and behind
                 // the leader's move thread is busy with that move: a second one is answered at once, not queued there
-                java.util.concurrent.CompletableFuture<RegionInfo> second = client.moveReplica(1, from, nodes.get(3));
+                java.util.concurrent.CompletableFuture<RegionInfo> second = client.admin().moveReplica(1, from, nodes.get(3));
                 await().atMost(30, SECONDS).until(second::isDone);
                 assertThatThrownBy(() -> sync(second))
                         .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.BUSY))
@@ -249,11 +249,11 @@ class ReplicaMoveClusterTest {
             io.kvraft.server.region.Region onA = cluster.node(a).host().region(1);
             com.alipay.sofa.jraft.entity.PeerId learner = com.alipay.sofa.jraft.entity.PeerId.parsePeer(nodes.get(3));
             try {
-                java.util.concurrent.CompletableFuture<RegionInfo> move = client.moveReplica(1, from, nodes.get(3));
+                java.util.concurrent.CompletableFuture<RegionInfo> move = client.admin().moveReplica(1, from, nodes.get(3));
                 await().atMost(60, SECONDS).untilTrue(held); // a learner now, and behind
                 // the mover's own learner is no stray, however long its move takes
                 await().during(4, SECONDS).atMost(30, SECONDS).until(() -> onA.node().listLearners().contains(learner));
-                assertThat(regionOne(client).getLearnersList()).as("regions lists the learner").containsExactly(nodes.get(3));
+                assertThat(regionOne(client).learners()).as("regions lists the learner").containsExactly(nodes.get(3));
 
                 assertThat(onA.node().transferLeadershipTo(com.alipay.sofa.jraft.entity.PeerId.parsePeer(nodes.get(b)))
                         .isOk()).isTrue();
@@ -268,7 +268,7 @@ class ReplicaMoveClusterTest {
                     io.kvraft.server.region.Region led = cluster.node(cluster.leaderOf(1)).host().region(1);
                     assertThat(led.learners()).as("the old leader's learner, taken out").isEmpty();
                     assertThat(cluster.node(3).host().region(1)).as("the learner's replica, dropped").isNull();
-                    assertThat(regionOne(client).getLearnersList()).isEmpty();
+                    assertThat(regionOne(client).learners()).isEmpty();
                 });
             } finally {
                 release.countDown();
@@ -294,7 +294,7 @@ class ReplicaMoveClusterTest {
             KvClient client = cluster.client(new io.kvraft.client.config.ClientConfig(List.of(nodes.get(0), nodes.get(3)),
                     1_000L, 5_000L, null, null, null));
 
-            assertThatThrownBy(() -> sync(client.moveReplica(1, nodes.get(1), nodes.get(3))))
+            assertThatThrownBy(() -> sync(client.admin().moveReplica(1, nodes.get(1), nodes.get(3))))
                     .isInstanceOfSatisfying(KvException.class,
                             e -> assertThat(e.code()).isIn(ErrorCode.NO_LEADER, ErrorCode.NOT_LEADER, ErrorCode.UNAVAILABLE))
                     .hasMessageContaining("tries");
@@ -323,7 +323,7 @@ class ReplicaMoveClusterTest {
 
     /** Region 1 as {@code regions} lists it (its leader's answer). */
     private static RegionInfo regionOne(KvClient client) {
-        return client.regions().join().stream().filter(r -> r.getId() == 1).findFirst().orElseThrow();
+        return client.admin().regions().join().stream().filter(r -> r.id() == 1).findFirst().orElseThrow();
     }
 
     /** A store whose applies and snapshot loads of region 1 wait until {@code release}; {@code held} once one does. */
@@ -378,7 +378,7 @@ class ReplicaMoveClusterTest {
     }
 
     private static void assertRefused(KvClient client, int region, String from, String to, ErrorCode code, String words) {
-        assertThatThrownBy(() -> sync(client.moveReplica(region, from, to)))
+        assertThatThrownBy(() -> sync(client.admin().moveReplica(region, from, to)))
                 .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(code))
                 .hasMessageContaining(words);
     }

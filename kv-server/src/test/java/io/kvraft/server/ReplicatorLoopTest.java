@@ -3,7 +3,7 @@ package io.kvraft.server;
 import com.alipay.sofa.jraft.Status;
 import com.alipay.sofa.jraft.entity.PeerId;
 import io.kvraft.client.KvClient;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.server.RaftTestSupport.LogCapture;
 import io.kvraft.server.config.ServerConfig.BalanceConfig;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
@@ -58,7 +58,7 @@ class ReplicatorLoopTest {
             int a = region(cluster.node(0), regionId).isLeader() ? 0 : 1;
             int b = 1 - a;
             Region onA = region(cluster.node(a), regionId);
-            RegionInfo info = client.regions().join().stream().filter(r -> r.getId() == regionId).findFirst().orElseThrow();
+            RegionInfo info = client.admin().regions().join().stream().filter(r -> r.id() == regionId).findFirst().orElseThrow();
             List<byte[]> keys = keysIn(info, 20);
 
             putAll(client, keys, "round-1");

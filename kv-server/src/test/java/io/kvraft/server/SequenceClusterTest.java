@@ -8,7 +8,8 @@ import io.kvraft.client.SequenceAllocator;
 import io.kvraft.client.SequenceRange;
 import io.kvraft.client.cli.KvCtl;
 import io.kvraft.common.proto.KvProto.CoordRecord;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;
 import io.kvraft.common.proto.KvProto.WriteRequest;
@@ -246,7 +247,7 @@ class SequenceClusterTest {
                             .setStep(-1L)) // 2^64 - 1 on the wire
                     .build();
             WriteResponse resp = transport.<WriteResponse>call(leader, req, 5000).join();
-            assertThat(resp.getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+            assertThat(resp.getError().getCode()).isEqualTo(KvProto.ErrorCode.INVALID_ARGUMENT);
         }
         assertThat(sync(client.getLatestSequence(key))).isZero();
     }

@@ -1,7 +1,7 @@
 package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.server.RaftTestSupport.LogCapture;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -49,7 +49,7 @@ class SnapshotInstallTest {
              LogCapture log = LogCapture.of("io.kvraft.server")) {
             cluster.awaitBalanced(120);
             KvClient c = cluster.client();
-            List<RegionInfo> regions = c.regions().join();
+            List<RegionInfo> regions = c.admin().regions().join();
             List<byte[]> keys = new ArrayList<>();
             for (String suffix : List.of("a", "b", "c")) {
                 keys.addAll(ClusterTest.keyPerRegion(regions, suffix));

@@ -3,7 +3,7 @@ package io.kvraft.server;
 import com.google.protobuf.ByteString;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;
 import io.kvraft.common.proto.KvProto.WriteRequest;
@@ -65,9 +65,9 @@ class SplitApplyRangeTest {
         KvClient client = cluster.client();
         transport = new Transport();
         // the last region: the split's new region id comes from a sequence in the first one, which must not be held
-        RegionInfo region = client.regions().join().stream().filter(r -> r.getEndKey().isEmpty()).findFirst().orElseThrow();
-        int id = region.getId();
-        byte[] start = region.getStartKey().toByteArray();
+        RegionInfo region = client.admin().regions().join().stream().filter(r -> r.endKey().length == 0).findFirst().orElseThrow();
+        int id = region.id();
+        byte[] start = region.startKey();
         byte[] kept = key(start, 0x01);
         byte[] splitAt = key(start, 0x80);
         byte[] givenAway = key(start, 0xc0);
@@ -83,13 +83,13 @@ class SplitApplyRangeTest {
             CompletableFuture<Void> held = client.put(kept, "v1".getBytes(StandardCharsets.UTF_8));
             await().atMost(60, SECONDS).until(() -> gate.held.getCount() == 0); // the leader applies nothing more
             long logged = onLeader.node().getLastLogIndex();
-            split = client.split(id, splitAt);
+            split = client.admin().split(id, splitAt);
             await().atMost(60, SECONDS).until(() -> onLeader.node().getLastLogIndex() > logged); // the split's entry
             assertThat(onLeader.range().contains(givenAway)).as("the leader has not applied the split").isTrue();
             // a write for a key the split gives away, at the region's epoch as the leader still has it: it passes
             // the leader's checks and is logged behind the split
             late = transport.call(cluster.endpoints().get(from), WriteRequest.newBuilder().setRegionId(id)
-                    .setRegionEpoch(region.getEpoch()).addOps(WriteOp.newBuilder().setType(WriteOpType.PUT)
+                    .setRegionEpoch(region.epoch()).addOps(WriteOp.newBuilder().setType(WriteOpType.PUT)
                             .setKey(ByteString.copyFrom(givenAway)).setValue(ByteString.copyFromUtf8("late")))
                     .build(), 60_000);
             await().atMost(60, SECONDS).until(() -> onLeader.node().getLastLogIndex() > logged + 1);

@@ -2,8 +2,8 @@ package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.config.ServerConfig.SplitConfig;
 import io.kvraft.server.host.RegionCatalog;
@@ -63,21 +63,21 @@ class SplitClusterTest {
             KvClient client = cluster.client(); // its routes go stale with every split: it must find its way alone
             putAll(client, 2000, 0);
 
-            List<RegionInfo> halves = sync(client.split(1, key(1000)));
+            List<RegionInfo> halves = sync(client.admin().split(1, key(1000)));
             assertThat(halves).hasSize(2);
-            assertThat(halves.get(0).getId()).isEqualTo(1);
-            assertThat(halves.get(0).getEndKey().toByteArray()).isEqualTo(key(1000));
-            assertThat(halves.get(0).getEpoch()).isEqualTo(2);
-            assertThat(halves.get(1).getId()).isGreaterThanOrEqualTo(65_537);
-            assertThat(halves.get(1).getStartKey().toByteArray()).isEqualTo(key(1000));
-            assertThat(halves.get(1).getEndKey().isEmpty()).isTrue();
-            assertThat(halves.get(1).getEpoch()).isEqualTo(2);
+            assertThat(halves.get(0).id()).isEqualTo(1);
+            assertThat(halves.get(0).endKey()).isEqualTo(key(1000));
+            assertThat(halves.get(0).epoch()).isEqualTo(2);
+            assertThat(halves.get(1).id()).isGreaterThanOrEqualTo(65_537);
+            assertThat(halves.get(1).startKey()).isEqualTo(key(1000));
+            assertThat(halves.get(1).endKey().length == 0).isTrue();
+            assertThat(halves.get(1).epoch()).isEqualTo(2);
             awaitSameRegionMaps(cluster, 2);
             assertAll(client, 2000, 0);
 
-            List<RegionInfo> quarters = sync(client.split(halves.get(1).getId(), null)); // at about its middle key
-            assertThat(quarters.get(1).getId()).isNotIn(1, halves.get(1).getId());
-            assertThat(quarters.get(0).getEpoch()).isEqualTo(3);
+            List<RegionInfo> quarters = sync(client.admin().split(halves.get(1).id(), null)); // at about its middle key
+            assertThat(quarters.get(1).id()).isNotIn(1, halves.get(1).id());
+            assertThat(quarters.get(0).epoch()).isEqualTo(3);
             awaitSameRegionMaps(cluster, 3);
             putAll(client, 2000, 1);
             assertAll(client, 2000, 1);
@@ -89,7 +89,7 @@ class SplitClusterTest {
                 cluster.startNode(i);
             }
             awaitSameRegionMaps(cluster, 3);
-            assertThat(regionMap(cluster.node(0)).values()).anyMatch(v -> v.startsWith(halves.get(1).getId() + " epoch 3"));
+            assertThat(regionMap(cluster.node(0)).values()).anyMatch(v -> v.startsWith(halves.get(1).id() + " epoch 3"));
             KvClient fresh = cluster.client();
             assertAll(fresh, 2000, 1);
             putAll(fresh, 2000, 2);
@@ -109,7 +109,7 @@ class SplitClusterTest {
         try (InProcessCluster cluster = start(dir, engine, MANUAL)) {
             KvClient client = cluster.client();
             putAll(client, 1000, 0);
-            int child = sync(client.split(1, key(500))).get(1).getId();
+            int child = sync(client.admin().split(1, key(500))).get(1).id();
             awaitSameRegionMaps(cluster, 2);
             cluster.stopNode(2);
             // as if it had stopped before making the group: listed in its catalog, no files of the group
@@ -142,7 +142,7 @@ class SplitClusterTest {
             KvClient client = cluster.client();
             putAll(client, 1000, 0);
             cluster.stopNode(2);
-            List<RegionInfo> halves = sync(client.split(1, key(500)));
+            List<RegionInfo> halves = sync(client.admin().split(1, key(500)));
             putAll(client, 1000, 1);
             // two snapshots on the live nodes: the parent's log no longer holds the split, so the lagging node gets it
             // from a snapshot of the parent taken after it, and the child's data from a snapshot of the child
@@ -153,7 +153,7 @@ class SplitClusterTest {
             }
             cluster.startNode(2);
             awaitSameRegionMaps(cluster, 2);
-            assertThat(cluster.node(2).host().catalog().get(halves.get(1).getId())).isNotNull();
+            assertThat(cluster.node(2).host().catalog().get(halves.get(1).id())).isNotNull();
             // the lagging node's own store ends with the latest data of both halves
             await().atMost(60, SECONDS).untilAsserted(() -> {
                 for (int i = 0; i < 1000; i++) {
@@ -171,9 +171,9 @@ class SplitClusterTest {
             KvClient client = cluster.client();
             try (RegionChanges.Writers writers = new RegionChanges.Writers(client, 4, 4000)) {
                 writers.awaitMore(500);
-                int right = sync(client.split(1, key(2000))).get(1).getId();
-                sync(client.split(1, key(1000)));
-                sync(client.split(right, key(3000)));
+                int right = sync(client.admin().split(1, key(2000))).get(1).id();
+                sync(client.admin().split(1, key(1000)));
+                sync(client.admin().split(right, key(3000)));
                 awaitSameRegionMaps(cluster, 4);
                 writers.awaitMore(500);
                 writers.stopAndCheck();
@@ -187,7 +187,7 @@ class SplitClusterTest {
             throws Exception {
         try (InProcessCluster cluster = start(dir, "memory", MANUAL)) {
             KvClient client = cluster.client();
-            int child = sync(client.split(1, key(1000))).get(1).getId();
+            int child = sync(client.admin().split(1, key(1000))).get(1).id();
             awaitSameRegionMaps(cluster, 2);
             cluster.leaderOf(child);
             int configured = cluster.node(0).config().raft().electionTimeoutMs();
@@ -217,7 +217,7 @@ class SplitClusterTest {
             io.kvraft.client.LockHandle held = sync(client.tryLock(lockKey, 60_000, 0));
             assertThat(held).isNotNull();
             // both keys go to the new region ("l..." and "s..." are above "b")
-            int child = sync(client.split(1, "b".getBytes(StandardCharsets.US_ASCII))).get(1).getId();
+            int child = sync(client.admin().split(1, "b".getBytes(StandardCharsets.US_ASCII))).get(1).id();
             awaitSameRegionMaps(cluster, 2);
             assertThat(cluster.regionOf(seq)).isEqualTo(child);
 
@@ -226,9 +226,9 @@ class SplitClusterTest {
             // the lock came along with its holder and token: another holder is refused, the holder's release works
             KvClient other = cluster.client(); // closed with the cluster
             assertThat(sync(other.tryLock(lockKey, 60_000, 0))).isNull();
-            assertThat(sync(client.lockInfo(lockKey)).getToken()).isEqualTo(held.token());
+            assertThat(sync(client.lockInfo(lockKey)).token()).isEqualTo(held.token());
             held.close();
-            await().atMost(30, SECONDS).until(() -> sync(client.lockInfo(lockKey)).getHolder().isEmpty());
+            await().atMost(30, SECONDS).until(() -> sync(client.lockInfo(lockKey)).free());
         }
     }
 
@@ -266,24 +266,24 @@ class SplitClusterTest {
         try (InProcessCluster cluster = start(dir, "memory", MANUAL)) {
             KvClient client = cluster.client();
             putAll(client, 10, 0);
-            int right = sync(client.split(1, key(5))).get(1).getId();
+            int right = sync(client.admin().split(1, key(5))).get(1).id();
             awaitSameRegionMaps(cluster, 2);
             Map<String, String> before = regionMap(cluster.node(0));
 
-            assertThatThrownBy(() -> sync(client.split(right, key(5)))) // its own start
+            assertThatThrownBy(() -> sync(client.admin().split(right, key(5)))) // its own start
                     .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT))
                     .hasMessageContaining("not strictly inside");
-            assertThatThrownBy(() -> sync(client.split(1, key(7)))) // in the other region
+            assertThatThrownBy(() -> sync(client.admin().split(1, key(7)))) // in the other region
                     .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT));
-            assertThatThrownBy(() -> sync(client.split(4242, null)))
+            assertThatThrownBy(() -> sync(client.admin().split(4242, null)))
                     .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.REGION_NOT_FOUND));
-            assertThatThrownBy(() -> sync(client.split(1, new byte[cluster.node(0).config().limits().maxKeyBytes() + 1])))
+            assertThatThrownBy(() -> sync(client.admin().split(1, new byte[cluster.node(0).config().limits().maxKeyBytes() + 1])))
                     .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT));
             sync(client.deleteRange(key(0), key(5)));
             // the middle key is looked up on the leader, which may be new and not have applied the delete yet
             await().atMost(30, SECONDS).until(() -> java.util.stream.IntStream.range(0, 3)
                     .allMatch(n -> cluster.node(n).store().approximateCount(cluster.node(n).host().region(1).range()) == 0));
-            assertThatThrownBy(() -> sync(client.split(1, null))) // no keys left to find a middle in
+            assertThatThrownBy(() -> sync(client.admin().split(1, null))) // no keys left to find a middle in
                     .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT))
                     .hasMessageContaining("too few keys");
 

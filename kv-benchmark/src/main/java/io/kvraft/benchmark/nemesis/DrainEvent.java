@@ -1,15 +1,12 @@
 package io.kvraft.benchmark.nemesis;
 
-import io.kvraft.client.ClusterAdmin;
 import io.kvraft.client.KvClient;
+import io.kvraft.client.admin.ClusterInfo;
+import io.kvraft.client.admin.KvAdmin;
+import io.kvraft.client.admin.MergedRegions;
+import io.kvraft.client.admin.NodeState;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ClusterResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.NodeRecord;
-import io.kvraft.common.proto.KvProto.NodeState;
-import io.kvraft.common.proto.KvProto.NodeStateResponse;
-import io.kvraft.common.proto.KvProto.NodeStatus;
-import io.kvraft.common.RegionViews;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -60,22 +57,22 @@ final class DrainEvent {
         }
     }
 
-    /** What the event needs of a client: {@link KvClient#cluster()} and {@link KvClient#nodeState}. */
+    /** What the event needs of a client: {@link KvAdmin#cluster()} and {@link KvAdmin#nodeState}. */
     interface Admin {
-        CompletableFuture<ClusterResponse> cluster();
+        CompletableFuture<ClusterInfo> cluster();
 
-        CompletableFuture<NodeStateResponse> nodeState(String endpoint, NodeState state);
+        CompletableFuture<ClusterInfo> nodeState(String endpoint, NodeState state);
 
         static Admin of(KvClient client) {
             return new Admin() {
                 @Override
-                public CompletableFuture<ClusterResponse> cluster() {
-                    return client.cluster();
+                public CompletableFuture<ClusterInfo> cluster() {
+                    return client.admin().cluster();
                 }
 
                 @Override
-                public CompletableFuture<NodeStateResponse> nodeState(String endpoint, NodeState state) {
-                    return client.nodeState(endpoint, state, false);
+                public CompletableFuture<ClusterInfo> nodeState(String endpoint, NodeState state) {
+                    return client.admin().nodeState(endpoint, state, false);
                 }
             };
         }
@@ -137,7 +134,7 @@ final class DrainEvent {
     String run() throws InterruptedException {
         String leftover = undrainAll();
         String pre = leftover.isEmpty() ? "" : leftover + "; ";
-        ClusterResponse map;
+        ClusterInfo map;
         try {
             map = SplitEvent.await(admin.cluster());
         } catch (KvException e) {
@@ -146,12 +143,11 @@ final class DrainEvent {
         }
         List<String> candidates = new ArrayList<>();
         int up = 0;
-        for (NodeRecord n : map.getMap().getNodesList()) {
-            if (n.getState() == NodeState.UP) {
+        for (ClusterInfo.Node n : map.nodes()) {
+            if (n.state() == NodeState.UP) {
                 up++;
-                NodeStatus s = ClusterAdmin.status(map, n.getEndpoint());
-                if (s != null && s.getLive()) {
-                    candidates.add(n.getEndpoint());
+                if (n.live()) {
+                    candidates.add(n.endpoint());
                 }
             }
         }
@@ -161,11 +157,10 @@ final class DrainEvent {
             return pre + "drain: no node is UP and live in the cluster map (" + up + " UP), nothing asked";
         }
         String node = candidates.get(rnd.nextInt(candidates.size()));
-        int before = ClusterAdmin.replicas(map, node);
-        NodeStatus st = ClusterAdmin.status(map, node);
-        String what = "drain " + name(node) + " (" + before + " replicas, " + (st == null ? 0 : st.getLeaders())
-                + " leaders; " + up + " of " + map.getMap().getNodesCount() + " nodes UP, factor "
-                + map.getMap().getFactor() + ")";
+        int before = map.replicas(node);
+        ClusterInfo.Status st = map.node(node).status();
+        String what = "drain " + name(node) + " (" + before + " replicas, " + (st == null ? 0 : st.leaders())
+                + " leaders; " + up + " of " + map.nodes().size() + " nodes UP, factor " + map.factor() + ")";
         long start = nanoClock.getAsLong();
         try {
             SplitEvent.await(admin.nodeState(node, NodeState.DRAINING));
@@ -188,8 +183,8 @@ final class DrainEvent {
             }
             pause.pause(Math.min(POLL_MS, Math.max(1, TimeUnit.NANOSECONDS.toMillis(left))));
             try {
-                ClusterResponse c = SplitEvent.await(admin.cluster());
-                after = ClusterAdmin.replicas(c, node);
+                ClusterInfo c = SplitEvent.await(admin.cluster());
+                after = c.replicas(node);
                 lastError = null;
                 if (drained(c, node)) {
                     drained = true;
@@ -260,15 +255,13 @@ final class DrainEvent {
      * Whether {@code node} holds no region replica: its own report says none, and by a view of the regions that covers
      * the key space none names it (right after the map's leader changed it has not heard from every node yet).
      */
-    static boolean drained(ClusterResponse c, String node) {
-        RegionViews views = new RegionViews();
-        views.add(c.getRegionsList());
-        NodeStatus s = ClusterAdmin.status(c, node);
-        return views.covers() && (s == null || s.getReplicas() == 0)
-                && views.regions().stream().noneMatch(r -> r.getPeersList().contains(node));
+    static boolean drained(ClusterInfo c, String node) {
+        MergedRegions views = new MergedRegions().add(c.regions());
+        ClusterInfo.Node n = c.node(node);
+        ClusterInfo.Status s = n == null ? null : n.status();
+        return views.covers() && (s == null || s.replicas() == 0)
+                && views.regions().stream().noneMatch(r -> r.peers().contains(node));
     }
-
-
 
     /** Drains asked so far, by outcome. */
     Map<Outcome, Integer> counts() {

@@ -1,6 +1,6 @@
 package io.kvraft.benchmark.nemesis;
 
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 
 import java.util.ArrayList;
 import java.util.EnumMap;

@@ -1,11 +1,9 @@
 package io.kvraft.benchmark.nemesis;
 
-import io.kvraft.client.ClusterAdmin;
+import io.kvraft.client.admin.ClusterInfo;
+import io.kvraft.client.admin.NodeState;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ClusterResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.NodeRecord;
-import io.kvraft.common.proto.KvProto.NodeState;
 
 import java.util.List;
 import java.util.Locale;
@@ -116,8 +114,8 @@ final class JoinEvent {
         while (!joined && elapsedMs(start) < startMs) {
             pause.pause(DrainEvent.POLL_MS);
             try {
-                NodeRecord r = ClusterAdmin.record(SplitEvent.await(admin.cluster()), endpoint);
-                joined = r != null && r.getState() == NodeState.UP && !r.getNodeId().isEmpty();
+                ClusterInfo.Node r = SplitEvent.await(admin.cluster()).node(endpoint);
+                joined = r != null && r.state() == NodeState.UP && !r.nodeId().isEmpty();
             } catch (KvException e) {
                 lastError = e.getMessage();
             }
@@ -137,7 +135,7 @@ final class JoinEvent {
         while (replicas == 0 && elapsedMs(holdStart) < holdMs) {
             pause.pause(Math.min(DrainEvent.POLL_MS, Math.max(1, holdMs - elapsedMs(holdStart))));
             try {
-                replicas = ClusterAdmin.replicas(SplitEvent.await(admin.cluster()), endpoint);
+                replicas = SplitEvent.await(admin.cluster()).replicas(endpoint);
             } catch (KvException e) {
                 lastError = e.getMessage();
             }
@@ -176,8 +174,8 @@ final class JoinEvent {
         String lastError = null;
         do {
             try {
-                ClusterResponse c = SplitEvent.await(admin.cluster());
-                after = ClusterAdmin.replicas(c, endpoint);
+                ClusterInfo c = SplitEvent.await(admin.cluster());
+                after = c.replicas(endpoint);
                 before = before < 0 ? after : before;
                 drained = DrainEvent.drained(c, endpoint);
                 lastError = null;

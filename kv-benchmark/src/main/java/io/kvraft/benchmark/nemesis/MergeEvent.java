@@ -2,8 +2,8 @@ package io.kvraft.benchmark.nemesis;
 
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.client.admin.RegionInfo;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -46,7 +46,10 @@ final class MergeEvent {
         }
     }
 
-    /** What the event needs of a client: {@link KvClient#regions()} and {@link KvClient#merge}. */
+    /**
+     * What the event needs of a client: {@link io.kvraft.client.admin.KvAdmin#regions()} and
+     * {@link io.kvraft.client.admin.KvAdmin#merge}.
+     */
     interface Admin {
         CompletableFuture<List<RegionInfo>> regions();
 
@@ -56,12 +59,12 @@ final class MergeEvent {
             return new Admin() {
                 @Override
                 public CompletableFuture<List<RegionInfo>> regions() {
-                    return client.regions();
+                    return client.admin().regions();
                 }
 
                 @Override
                 public CompletableFuture<RegionInfo> merge(int leftId, int rightId) {
-                    return client.merge(leftId, rightId);
+                    return client.admin().merge(leftId, rightId);
                 }
             };
         }
@@ -103,17 +106,17 @@ final class MergeEvent {
         RegionInfo[] pair = pairs.get(rnd.nextInt(pairs.size()));
         RegionInfo left = pair[0];
         RegionInfo right = pair[1];
-        String what = "merge region " + right.getId() + " " + SplitEvent.range(right) + " (epoch " + right.getEpoch()
-                + ", " + SplitEvent.keysIn(keys, right).size() + " register keys) into region " + left.getId() + " "
-                + SplitEvent.range(left) + " (epoch " + left.getEpoch() + ", " + SplitEvent.keysIn(keys, left).size()
+        String what = "merge region " + right.id() + " " + SplitEvent.range(right) + " (epoch " + right.epoch()
+                + ", " + SplitEvent.keysIn(keys, right).size() + " register keys) into region " + left.id() + " "
+                + SplitEvent.range(left) + " (epoch " + left.epoch() + ", " + SplitEvent.keysIn(keys, left).size()
                 + " register keys)";
         Attempt a;
         try {
-            RegionInfo merged = SplitEvent.await(admin.merge(left.getId(), right.getId()));
-            a = new Attempt(left.getId(), right.getId(), Outcome.DONE, ErrorCode.OK,
-                    "now region " + merged.getId() + " " + SplitEvent.range(merged) + ", epoch " + merged.getEpoch());
+            RegionInfo merged = SplitEvent.await(admin.merge(left.id(), right.id()));
+            a = new Attempt(left.id(), right.id(), Outcome.DONE, ErrorCode.OK,
+                    "now region " + merged.id() + " " + SplitEvent.range(merged) + ", epoch " + merged.epoch());
         } catch (KvException e) {
-            a = new Attempt(left.getId(), right.getId(), Outcome.of(e), e.code(), e.getMessage());
+            a = new Attempt(left.id(), right.id(), Outcome.of(e), e.code(), e.getMessage());
         }
         attempts.add(a);
         return what + ": " + a.outcome().name().toLowerCase(Locale.ROOT).replace('_', ' ')
@@ -129,7 +132,7 @@ final class MergeEvent {
         int fewest = Integer.MAX_VALUE;
         for (RegionInfo l : regions) {
             for (RegionInfo r : regions) {
-                if (l.getEndKey().isEmpty() || l.getId() == r.getId() || !l.getEndKey().equals(r.getStartKey())) {
+                if (l.endKey().length == 0 || l.id() == r.id() || !Arrays.equals(l.endKey(), r.startKey())) {
                     continue;
                 }
                 int smaller = Math.min(SplitEvent.keysIn(keys, l).size(), SplitEvent.keysIn(keys, r).size());

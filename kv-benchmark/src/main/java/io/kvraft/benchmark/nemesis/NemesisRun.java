@@ -6,7 +6,8 @@ import io.kvraft.benchmark.DurationConverter;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.config.ClientConfig;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.MergedRegions;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.common.rpc.Transport;
 import io.kvraft.server.launch.LocalClusterConfigs;
 import io.kvraft.server.launch.ProcessCluster;
@@ -86,7 +87,7 @@ final class NemesisRun {
             List<Path> clockFiles = startCluster();
             List<RegionInfo> regions = tilingRegions(client, REGION_MAP_WAIT);
             log.println("register keys in each of the " + regions.size() + " regions");
-            KeySpace space = KeySpace.place(regions.stream().map(r -> r.getStartKey().toByteArray())
+            KeySpace space = KeySpace.place(regions.stream().map(RegionInfo::startKey)
                     .sorted(Arrays::compareUnsigned).toList(), cmd.keysPerRegion);
             List<byte[]> keys = space.keys();
             List<byte[]> freshPrefixes = space.freshPrefixes();
@@ -170,7 +171,7 @@ final class NemesisRun {
             replaces = new ReplaceEvent(DrainEvent.Admin.of(client), node -> {
                 RegionMapCheck.NodeView v = RegionMapCheck.fetch(t, List.of(node)).get(0);
                 if (v.regions() == null) {
-                    throw new KvException(io.kvraft.common.proto.KvProto.ErrorCode.UNAVAILABLE, v.error());
+                    throw new KvException(io.kvraft.common.ErrorCode.UNAVAILABLE, v.error());
                 }
                 return v.regions();
             }, NodeProcesses.of(cluster), endpoints, drainHoldMs, new Random(s + 4));
@@ -357,8 +358,7 @@ final class NemesisRun {
     private static List<RegionInfo> tilingRegions(KvClient client, Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {
-            io.kvraft.common.RegionViews views = new io.kvraft.common.RegionViews();
-            views.add(client.regions().join());
+            MergedRegions views = new MergedRegions().add(client.admin().regions().join());
             if (views.covers()) {
                 return views.regions();
             }

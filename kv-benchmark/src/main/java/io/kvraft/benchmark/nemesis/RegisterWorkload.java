@@ -311,7 +311,7 @@ final class RegisterWorkload {
     }
 
     /** An answer saying the client's route was out of date (a region split or moved): the request was not applied. */
-    static boolean isRouteError(io.kvraft.common.proto.KvProto.ErrorCode code) {
+    static boolean isRouteError(io.kvraft.common.ErrorCode code) {
         return switch (code) {
             case KEY_OUT_OF_RANGE, STALE_EPOCH, REGION_NOT_FOUND -> true;
             default -> false;
@@ -352,11 +352,11 @@ final class RegisterWorkload {
         } catch (ExecutionException e) {
             return new Outcome<>(null, KvException.unwrap(e.getCause()));
         } catch (TimeoutException e) {
-            return new Outcome<>(null, new KvException(io.kvraft.common.proto.KvProto.ErrorCode.TIMEOUT,
+            return new Outcome<>(null, new KvException(io.kvraft.common.ErrorCode.TIMEOUT,
                     "no completion within " + HARD_CAP_SECONDS + " s"));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return new Outcome<>(null, new KvException(io.kvraft.common.proto.KvProto.ErrorCode.TIMEOUT, "interrupted"));
+            return new Outcome<>(null, new KvException(io.kvraft.common.ErrorCode.TIMEOUT, "interrupted"));
         }
     }
 

@@ -1,15 +1,12 @@
 package io.kvraft.benchmark.nemesis;
 
+import io.kvraft.client.admin.ClusterInfo;
+import io.kvraft.client.admin.MergedRegions;
+import io.kvraft.client.admin.NodeState;
+import io.kvraft.client.admin.RegionInfo;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ClusterResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.NodeRecord;
-import io.kvraft.common.proto.KvProto.NodeState;
-import io.kvraft.common.proto.KvProto.NodeStatus;
-import io.kvraft.common.proto.KvProto.RegionInfo;
-import io.kvraft.common.proto.KvProto.ReplicaMove;
-import io.kvraft.client.ClusterAdmin;
-import io.kvraft.common.RegionViews;
+import io.kvraft.common.proto.KvProto;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -60,7 +57,7 @@ final class ReplaceEvent {
     /** A node's own list of the regions it holds (its RegionsRequest answer); a {@link KvException} when it fails. */
     @FunctionalInterface
     interface OwnRegions {
-        List<RegionInfo> of(String node);
+        List<KvProto.RegionInfo> of(String node);
     }
 
     /** How long the new process may take to join the map before the replace counts as failed. */
@@ -101,7 +98,7 @@ final class ReplaceEvent {
 
     /** Replaces a node if the cluster can afford it; returns what it did, on one line. */
     String run() throws InterruptedException {
-        ClusterResponse map;
+        ClusterInfo map;
         try {
             map = SplitEvent.await(admin.cluster());
         } catch (KvException e) {
@@ -111,9 +108,8 @@ final class ReplaceEvent {
         String why = unaffordable(map);
         List<String> candidates = new ArrayList<>();
         for (String n : nodes) {
-            NodeRecord r = ClusterAdmin.record(map, n);
-            NodeStatus s = ClusterAdmin.status(map, n);
-            if (r != null && r.getState() == NodeState.UP && s != null && s.getLive() && processes.running(index(n))) {
+            ClusterInfo.Node r = map.node(n);
+            if (r != null && r.state() == NodeState.UP && r.live() && processes.running(index(n))) {
                 candidates.add(n);
             }
         }
@@ -126,8 +122,8 @@ final class ReplaceEvent {
         }
         String node = candidates.get(rnd.nextInt(candidates.size()));
         int i = index(node);
-        String oldId = ClusterAdmin.record(map, node).getNodeId();
-        int before = ClusterAdmin.replicas(map, node);
+        String oldId = map.node(node).nodeId();
+        int before = map.replicas(node);
         String what = "replace node " + (i + 1) + " (" + node + ", " + before + " replicas): kill -9, data wiped,"
                 + " started empty";
         processes.kill(i);
@@ -140,8 +136,8 @@ final class ReplaceEvent {
         while (!joined && elapsedMs(start) < startMs) {
             pause.pause(DrainEvent.POLL_MS);
             try {
-                NodeRecord r = ClusterAdmin.record(SplitEvent.await(admin.cluster()), node);
-                joined = r != null && !r.getNodeId().isEmpty() && !r.getNodeId().equals(oldId);
+                ClusterInfo.Node r = SplitEvent.await(admin.cluster()).node(node);
+                joined = r != null && !r.nodeId().isEmpty() && !r.nodeId().equals(oldId);
             } catch (KvException e) {
                 lastError = e.getMessage(); // the map's leader may be the node just killed; look again
             }
@@ -160,8 +156,8 @@ final class ReplaceEvent {
         while (elapsedMs(holdStart) < holdMs) {
             pause.pause(Math.min(DrainEvent.POLL_MS, Math.max(1, holdMs - elapsedMs(holdStart))));
             try {
-                ClusterResponse c = SplitEvent.await(admin.cluster());
-                List<RegionInfo> held = own.of(node);
+                ClusterInfo c = SplitEvent.await(admin.cluster());
+                List<KvProto.RegionInfo> held = own.of(node);
                 left = progress(c, node, held);
                 if (rebuilt(c, node, held)) {
                     rebuilt = true;
@@ -185,43 +181,42 @@ final class ReplaceEvent {
      * space, each with at least the factor's replicas, each on a node the map's leader sees live; no rebuild or add
      * under way; every UP node live.
      */
-    static String unaffordable(ClusterResponse c) {
-        RegionViews views = new RegionViews();
-        views.add(c.getRegionsList());
+    static String unaffordable(ClusterInfo c) {
+        MergedRegions views = new MergedRegions().add(c.regions());
         if (!views.covers()) {
             return "the map's regions do not cover the key space yet";
         }
-        int factor = c.getMap().getFactor();
+        int factor = c.factor();
         for (RegionInfo r : views.regions()) {
-            if (r.getPeersCount() < factor) {
-                return "region " + r.getId() + " has " + r.getPeersCount() + " of " + factor + " replicas";
+            if (r.peers().size() < factor) {
+                return "region " + r.id() + " has " + r.peers().size() + " of " + factor + " replicas";
             }
-            for (String p : r.getPeersList()) {
-                NodeStatus s = ClusterAdmin.status(c, p);
-                if (s == null || !s.getLive()) {
-                    return "region " + r.getId() + "'s replica on " + p + " is not live";
+            for (String p : r.peers()) {
+                ClusterInfo.Node n = c.node(p);
+                if (n == null || !n.live()) {
+                    return "region " + r.id() + "'s replica on " + p + " is not live";
                 }
             }
         }
-        for (ReplicaMove m : c.getMovesList()) {
-            if (m.getReason().equals("rebuild") || m.getReason().equals("add")) {
-                return "region " + m.getRegionId() + " is being given a replica (" + m.getReason() + ")";
+        for (ClusterInfo.Move m : c.moves()) {
+            if (m.reason().equals("rebuild") || m.reason().equals("add")) {
+                return "region " + m.regionId() + " is being given a replica (" + m.reason() + ")";
             }
         }
-        for (NodeRecord n : c.getMap().getNodesList()) {
-            if (n.getState() != NodeState.UP) {
+        for (ClusterInfo.Node n : c.nodes()) {
+            if (n.state() != NodeState.UP) {
                 continue;
             }
-            NodeStatus s = ClusterAdmin.status(c, n.getEndpoint());
-            if (s == null || !s.getLive()) {
-                return "node " + n.getEndpoint() + " is UP and not live";
+            ClusterInfo.Status s = n.status();
+            if (s == null || !s.live()) {
+                return "node " + n.endpoint() + " is UP and not live";
             }
             // a node replaced before lacks replicas the map lists on it until every rebuild is done (a few at a time,
             // with pauses that show no move): wiping a second node then would take two of a region's three copies,
             // which no store survives. The map's replica count is its voters' list, the same before and after the
             // wipe; the map's leader counts the listed regions the node's own reports lack
-            if (s.getMissing() > 0) {
-                return "node " + n.getEndpoint() + " lacks " + s.getMissing() + " of the " + s.getReplicas()
+            if (s.missing() > 0) {
+                return "node " + n.endpoint() + " lacks " + s.missing() + " of the " + s.replicas()
                         + " replicas the map lists on it (a rebuild is under way)";
             }
         }
@@ -233,7 +228,7 @@ final class ReplaceEvent {
      * replicas on live nodes), and the node's own list ({@code held}) has every region the map lists on it, at least
      * one. Right after the restart the map still lists it everywhere and it holds nothing.
      */
-    static boolean rebuilt(ClusterResponse c, String node, List<RegionInfo> held) {
+    static boolean rebuilt(ClusterInfo c, String node, List<KvProto.RegionInfo> held) {
         if (unaffordable(c) != null) {
             return false;
         }
@@ -242,11 +237,11 @@ final class ReplaceEvent {
     }
 
     /** The regions the map lists a replica of on {@code node}. */
-    private static List<Integer> listedOn(ClusterResponse c, String node) {
-        return c.getRegionsList().stream().filter(r -> r.getPeersList().contains(node)).map(RegionInfo::getId).toList();
+    private static List<Integer> listedOn(ClusterInfo c, String node) {
+        return c.regions().stream().filter(r -> r.peers().contains(node)).map(RegionInfo::id).toList();
     }
 
-    private static java.util.Set<Integer> ids(List<RegionInfo> regions) {
+    private static java.util.Set<Integer> ids(List<KvProto.RegionInfo> regions) {
         java.util.Set<Integer> ids = new java.util.HashSet<>();
         regions.forEach(r -> ids.add(r.getId()));
         return ids;
@@ -255,10 +250,10 @@ final class ReplaceEvent {
     /**
      * How far the rebuild is: {@code it holds 3 of the 17 regions the map lists on it, 2 regions short of replicas}.
      */
-    static String progress(ClusterResponse c, String node, List<RegionInfo> held) {
+    static String progress(ClusterInfo c, String node, List<KvProto.RegionInfo> held) {
         java.util.Set<Integer> mine = ids(held);
         List<Integer> listed = listedOn(c, node);
-        long lacking = c.getRegionsList().stream().filter(r -> r.getPeersCount() < c.getMap().getFactor()).count();
+        long lacking = c.regions().stream().filter(r -> r.peers().size() < c.factor()).count();
         return "it holds " + listed.stream().filter(mine::contains).count() + " of the " + listed.size()
                 + " regions the map lists on it, " + lacking + " regions short of replicas";
     }

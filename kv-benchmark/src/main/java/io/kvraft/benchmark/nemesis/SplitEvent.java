@@ -2,8 +2,8 @@ package io.kvraft.benchmark.nemesis;
 
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.client.admin.RegionInfo;
 
 import java.util.Arrays;
 import java.util.List;
@@ -44,7 +44,10 @@ final class SplitEvent {
         }
     }
 
-    /** What the event needs of a client: {@link KvClient#regions()} and {@link KvClient#split}. */
+    /**
+     * What the event needs of a client: {@link io.kvraft.client.admin.KvAdmin#regions()} and
+     * {@link io.kvraft.client.admin.KvAdmin#split}.
+     */
     interface Admin {
         CompletableFuture<List<RegionInfo>> regions();
 
@@ -54,12 +57,12 @@ final class SplitEvent {
             return new Admin() {
                 @Override
                 public CompletableFuture<List<RegionInfo>> regions() {
-                    return client.regions();
+                    return client.admin().regions();
                 }
 
                 @Override
                 public CompletableFuture<List<RegionInfo>> split(int regionId, byte[] atKey) {
-                    return client.split(regionId, atKey);
+                    return client.admin().split(regionId, atKey);
                 }
             };
         }
@@ -112,16 +115,16 @@ final class SplitEvent {
             return "split: no region in the list holds a register key, nothing asked";
         }
         byte[] at = inside.size() >= 2 ? inside.get(1 + rnd.nextInt(inside.size() - 1)) : null;
-        String what = "split region " + region.getId() + " " + range(region) + " (epoch " + region.getEpoch() + ", "
+        String what = "split region " + region.id() + " " + range(region) + " (epoch " + region.epoch() + ", "
                 + inside.size() + " register keys) at " + (at == null ? "its middle" : printable(at));
         Attempt a;
         try {
-            List<RegionInfo> halves = await(admin.split(region.getId(), at));
+            List<RegionInfo> halves = await(admin.split(region.id(), at));
             RegionInfo right = halves.get(halves.size() - 1);
-            a = new Attempt(region.getId(), at, Outcome.DONE, ErrorCode.OK,
-                    "new region " + right.getId() + " " + range(right) + ", epoch " + right.getEpoch());
+            a = new Attempt(region.id(), at, Outcome.DONE, ErrorCode.OK,
+                    "new region " + right.id() + " " + range(right) + ", epoch " + right.epoch());
         } catch (KvException e) {
-            a = new Attempt(region.getId(), at, Outcome.of(e), e.code(), e.getMessage());
+            a = new Attempt(region.id(), at, Outcome.of(e), e.code(), e.getMessage());
         }
         attempts.add(a);
         return what + ": " + a.outcome().name().toLowerCase(Locale.ROOT)
@@ -151,16 +154,16 @@ final class SplitEvent {
 
     /** The keys of {@code keys} that region {@code r} holds, in their order. */
     static List<byte[]> keysIn(List<byte[]> keys, RegionInfo r) {
-        byte[] start = r.getStartKey().toByteArray();
-        byte[] end = r.getEndKey().toByteArray();
+        byte[] start = r.startKey();
+        byte[] end = r.endKey();
         return keys.stream().filter(k -> Arrays.compareUnsigned(k, start) >= 0
                 && (end.length == 0 || Arrays.compareUnsigned(k, end) < 0)).toList();
     }
 
     private static RegionInfo holding(List<RegionInfo> regions, byte[] key) {
         for (RegionInfo r : regions) {
-            byte[] end = r.getEndKey().toByteArray();
-            if (Arrays.compareUnsigned(key, r.getStartKey().toByteArray()) >= 0
+            byte[] end = r.endKey();
+            if (Arrays.compareUnsigned(key, r.startKey()) >= 0
                     && (end.length == 0 || Arrays.compareUnsigned(key, end) < 0)) {
                 return r;
             }
@@ -169,8 +172,8 @@ final class SplitEvent {
     }
 
     static String range(RegionInfo r) {
-        return "[" + printable(r.getStartKey().toByteArray()) + ", "
-                + (r.getEndKey().isEmpty() ? "+inf" : printable(r.getEndKey().toByteArray())) + ")";
+        return "[" + printable(r.startKey()) + ", "
+                + (r.endKey().length == 0 ? "+inf" : printable(r.endKey())) + ")";
     }
 
     /** A key for humans: printable ASCII as is, other bytes as \xNN; the empty key as "". */

@@ -1,14 +1,10 @@
 package io.kvraft.benchmark.nemesis;
 
+import io.kvraft.client.admin.ClusterInfo;
+import io.kvraft.client.admin.NodeState;
+import io.kvraft.client.admin.RegionInfo;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ClusterMap;
-import io.kvraft.common.proto.KvProto.ClusterResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.NodeRecord;
-import io.kvraft.common.proto.KvProto.NodeState;
-import io.kvraft.common.proto.KvProto.NodeStateResponse;
-import io.kvraft.common.proto.KvProto.NodeStatus;
-import io.kvraft.common.proto.KvProto.RegionInfo;
 import org.HdrHistogram.Histogram;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -40,6 +36,19 @@ class DrainEventTest {
 
     private static final List<String> NODES = List.of("10.0.0.1:7001", "10.0.0.2:7001", "10.0.0.3:7001", "10.0.0.4:7001");
 
+    /** One region over the whole key space, on {@code peers}. */
+    static RegionInfo wholeKeySpace(List<String> peers, String leader) {
+        return new RegionInfo(1, new byte[0], new byte[0], 1, peers, leader, 0, 0, "", 0, false, 0, List.of());
+    }
+
+    /** A map of {@code nodes} and {@code regions}, led by the first node, with nothing else. */
+    static ClusterInfo cluster(List<ClusterInfo.Node> nodes, List<RegionInfo> regions) {
+        return new ClusterInfo("c", 3, 1, nodes, NODES.get(0), List.of(), List.of(), List.of(), 0, regions);
+    }
+
+    /** What a state change answers; the event does not read it. */
+    static final ClusterInfo CHANGED = cluster(List.of(), List.of());
+
     /**
      * A cluster map of four nodes, factor 3: node states, which nodes are live, replicas and leaders per node. While a
      * node is DRAINING each look at the map finds {@code movesPerLook} more of its replicas moved to the other nodes.
@@ -64,7 +73,7 @@ class DrainEventTest {
         }
 
         @Override
-        public CompletableFuture<ClusterResponse> cluster() {
+        public CompletableFuture<ClusterInfo> cluster() {
             looks++;
             if (mapDown != null) {
                 return CompletableFuture.failedFuture(mapDown);
@@ -74,31 +83,29 @@ class DrainEventTest {
                     replicas.put(n, Math.max(0, replicas.get(n) - movesPerLook));
                 }
             });
-            ClusterMap.Builder map = ClusterMap.newBuilder().setClusterId("c").setFactor(3).setVersion(looks);
-            ClusterResponse.Builder c = ClusterResponse.newBuilder().setMetaLeader(NODES.get(0));
+            List<ClusterInfo.Node> nodes = new ArrayList<>();
             List<String> holders = new ArrayList<>();
             for (String n : NODES) {
-                map.addNodes(NodeRecord.newBuilder().setEndpoint(n).setNodeId("id-" + n).setState(states.get(n)));
-                c.addStatus(NodeStatus.newBuilder().setEndpoint(n).setLive(live.contains(n))
-                        .setReplicas(replicas.get(n)).setLeaders(replicas.get(n) / 3));
+                nodes.add(new ClusterInfo.Node(n, "id-" + n, states.get(n), 0, 0, new ClusterInfo.Status(live.contains(n),
+                        replicas.get(n), replicas.get(n) / 3, 0, 0, false, 0)));
                 if (replicas.get(n) > 0) {
                     holders.add(n);
                 }
             }
             // one region over the whole key space, on every node that still holds replicas
-            c.addRegions(RegionInfo.newBuilder().setId(1).setEpoch(1).addAllPeers(holders).setLeader(NODES.get(0)));
-            return CompletableFuture.completedFuture(c.setMap(map).build());
+            return CompletableFuture.completedFuture(new ClusterInfo("c", 3, looks, nodes, NODES.get(0), List.of(),
+                    List.of(), List.of(), 0, List.of(wholeKeySpace(holders, NODES.get(0)))));
         }
 
         @Override
-        public CompletableFuture<NodeStateResponse> nodeState(String endpoint, NodeState state) {
+        public CompletableFuture<ClusterInfo> nodeState(String endpoint, NodeState state) {
             asked.add(state + " " + endpoint);
             KvException e = answers.pollFirst();
             if (e != null) {
                 return CompletableFuture.failedFuture(e);
             }
             states.put(endpoint, state);
-            return CompletableFuture.completedFuture(NodeStateResponse.getDefaultInstance());
+            return CompletableFuture.completedFuture(CHANGED);
         }
     }
 
@@ -281,7 +288,7 @@ class DrainEventTest {
     void when_aLookAtTheMapFailsWhileDraining_then_itLooksAgain() throws Exception {
         FakeAdmin admin = new FakeAdmin() {
             @Override
-            public CompletableFuture<ClusterResponse> cluster() {
+            public CompletableFuture<ClusterInfo> cluster() {
                 if (looks == 1) { // the second look: the map's leader is moving
                     looks++;
                     return CompletableFuture.failedFuture(new KvException(ErrorCode.NO_LEADER, "electing"));
@@ -296,15 +303,16 @@ class DrainEventTest {
 
     @Test
     void when_theRegionsDoNotCoverTheKeySpace_then_aNodeReportingNoneIsNotDrainedYet() {
-        ClusterResponse noRegions = ClusterResponse.newBuilder()
-                .addStatus(NodeStatus.newBuilder().setEndpoint(NODES.get(1)).setLive(true).setReplicas(0)).build();
+        List<ClusterInfo.Node> reportsNone = List.of(new ClusterInfo.Node(NODES.get(1), "id", NodeState.DRAINING, 0, 0,
+                new ClusterInfo.Status(true, 0, 0, 0, 0, false, 0)));
+        ClusterInfo noRegions = cluster(reportsNone, List.of());
         assertThat(DrainEvent.drained(noRegions, NODES.get(1))).isFalse();
-        ClusterResponse named = noRegions.toBuilder()
-                .addRegions(RegionInfo.newBuilder().setId(1).addPeers(NODES.get(1))).build();
+        ClusterInfo named = cluster(reportsNone, List.of(wholeKeySpace(List.of(NODES.get(1)), "")));
         assertThat(DrainEvent.drained(named, NODES.get(1))).isFalse();
-        assertThat(io.kvraft.client.ClusterAdmin.replicas(named.toBuilder().clearStatus().build(), NODES.get(1))).isEqualTo(1);
-        ClusterResponse gone = noRegions.toBuilder().addRegions(RegionInfo.newBuilder().setId(1).addPeers(NODES.get(0)))
-                .build();
+        ClusterInfo noStatus = cluster(List.of(new ClusterInfo.Node(NODES.get(1), "id", NodeState.DRAINING, 0, 0, null)),
+                named.regions());
+        assertThat(noStatus.replicas(NODES.get(1))).isEqualTo(1);
+        ClusterInfo gone = cluster(reportsNone, List.of(wholeKeySpace(List.of(NODES.get(0)), "")));
         assertThat(DrainEvent.drained(gone, NODES.get(1))).isTrue();
     }
 

@@ -1,14 +1,9 @@
 package io.kvraft.benchmark.nemesis;
 
+import io.kvraft.client.admin.ClusterInfo;
+import io.kvraft.client.admin.NodeState;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ClusterMap;
-import io.kvraft.common.proto.KvProto.ClusterResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.NodeRecord;
-import io.kvraft.common.proto.KvProto.NodeState;
-import io.kvraft.common.proto.KvProto.NodeStateResponse;
-import io.kvraft.common.proto.KvProto.NodeStatus;
-import io.kvraft.common.proto.KvProto.RegionInfo;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -50,7 +45,7 @@ class JoinEventTest {
         int looksSinceStart;
 
         @Override
-        public CompletableFuture<ClusterResponse> cluster() {
+        public CompletableFuture<ClusterInfo> cluster() {
             if (processes.running && state == null && ++looksSinceStart >= joinAfterLooks) {
                 state = NodeState.UP;
             } else if (state == NodeState.UP) {
@@ -58,32 +53,32 @@ class JoinEventTest {
             } else if (state == NodeState.DRAINING) {
                 replicas = Math.max(0, replicas - movesPerLook);
             }
-            ClusterMap.Builder m = ClusterMap.newBuilder().setClusterId("c").setFactor(3);
-            ClusterResponse.Builder c = ClusterResponse.newBuilder();
+            List<ClusterInfo.Node> nodes = new ArrayList<>();
             for (String n : FIRST) {
-                m.addNodes(NodeRecord.newBuilder().setEndpoint(n).setNodeId("id-" + n).setState(NodeState.UP));
-                c.addStatus(NodeStatus.newBuilder().setEndpoint(n).setLive(true).setReplicas(24));
+                nodes.add(new ClusterInfo.Node(n, "id-" + n, NodeState.UP, 0, 0,
+                        new ClusterInfo.Status(true, 24, 0, 0, 0, false, 0)));
             }
-            RegionInfo.Builder r = RegionInfo.newBuilder().setId(1).setEpoch(1).addAllPeers(FIRST);
+            List<String> peers = new ArrayList<>(FIRST);
             if (state != null) {
-                m.addNodes(NodeRecord.newBuilder().setEndpoint(SPARE).setNodeId("spare").setState(state));
-                c.addStatus(NodeStatus.newBuilder().setEndpoint(SPARE).setLive(processes.running).setReplicas(replicas));
+                nodes.add(new ClusterInfo.Node(SPARE, "spare", state, 0, 0,
+                        new ClusterInfo.Status(processes.running, replicas, 0, 0, 0, false, 0)));
                 if (replicas > 0) {
-                    r.addPeers(SPARE);
+                    peers.add(SPARE);
                 }
             }
-            return CompletableFuture.completedFuture(c.setMap(m).addRegions(r).build());
+            return CompletableFuture.completedFuture(DrainEventTest.cluster(nodes,
+                    List.of(DrainEventTest.wholeKeySpace(peers, ""))));
         }
 
         @Override
-        public CompletableFuture<NodeStateResponse> nodeState(String endpoint, NodeState to) {
+        public CompletableFuture<ClusterInfo> nodeState(String endpoint, NodeState to) {
             asked.add(to + " " + endpoint);
             KvException e = answers.pollFirst();
             if (e != null) {
                 return CompletableFuture.failedFuture(e);
             }
             state = to;
-            return CompletableFuture.completedFuture(NodeStateResponse.getDefaultInstance());
+            return CompletableFuture.completedFuture(DrainEventTest.CHANGED);
         }
     }
 

@@ -1,9 +1,8 @@
 package io.kvraft.benchmark.nemesis;
 
-import com.google.protobuf.ByteString;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.client.admin.RegionInfo;
 import org.HdrHistogram.Histogram;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -35,8 +34,7 @@ class MergeEventTest {
     }
 
     private static RegionInfo region(int id, String start, String end) {
-        return RegionInfo.newBuilder().setId(id).setStartKey(ByteString.copyFrom(b(start)))
-                .setEndKey(ByteString.copyFrom(b(end))).setEpoch(1).build();
+        return new RegionInfo(id, b(start), b(end), 1, List.of(), "", 0, 0, "", 0, false, 0, List.of());
     }
 
     /** Regions 1 [, c) with keys a, b; 2 [c, m) with c..f; 3 [m, ) with the single key x; listed out of order. */
@@ -61,7 +59,8 @@ class MergeEventTest {
         }
 
         void done() {
-            answers.add(() -> CompletableFuture.completedFuture(region(2, "c", "").toBuilder().setEpoch(2).build()));
+            answers.add(() -> CompletableFuture.completedFuture(new RegionInfo(2, b("c"), b(""), 2, List.of(), "", 0, 0, "", 0, false,
+                    0, List.of())));
         }
 
         void fail(ErrorCode code, String message, boolean unsent) {

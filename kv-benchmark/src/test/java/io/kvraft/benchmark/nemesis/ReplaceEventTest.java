@@ -1,19 +1,15 @@
 package io.kvraft.benchmark.nemesis;
 
-import com.google.protobuf.ByteString;
+import io.kvraft.client.admin.ClusterInfo;
+import io.kvraft.client.admin.NodeState;
+import io.kvraft.client.admin.RegionInfo;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ClusterMap;
-import io.kvraft.common.proto.KvProto.ClusterResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.NodeRecord;
-import io.kvraft.common.proto.KvProto.NodeState;
-import io.kvraft.common.proto.KvProto.NodeStateResponse;
-import io.kvraft.common.proto.KvProto.NodeStatus;
-import io.kvraft.common.proto.KvProto.RegionInfo;
-import io.kvraft.common.proto.KvProto.ReplicaMove;
+import io.kvraft.common.proto.KvProto;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedList;
 import java.util.List;
@@ -40,7 +36,7 @@ class ReplaceEventTest {
         final int[] replicas = {2, 2, 2};
         final int[] missing = {0, 0, 0};
         final List<List<String>> peers = new ArrayList<>(List.of(NODES, NODES));
-        final List<ReplicaMove> moves = new ArrayList<>();
+        final List<ClusterInfo.Move> moves = new ArrayList<>();
         boolean gap;
 
         Map3 id(int i, String id) {
@@ -63,36 +59,34 @@ class ReplaceEventTest {
             return this;
         }
 
-        ClusterResponse build() {
-            ClusterMap.Builder m = ClusterMap.newBuilder().setClusterId("c").setFactor(3);
-            ClusterResponse.Builder c = ClusterResponse.newBuilder();
+        ClusterInfo build() {
+            List<ClusterInfo.Node> nodes = new ArrayList<>();
             for (int i = 0; i < 3; i++) {
-                m.addNodes(NodeRecord.newBuilder().setEndpoint(NODES.get(i)).setNodeId(ids[i]).setState(NodeState.UP));
-                c.addStatus(NodeStatus.newBuilder().setEndpoint(NODES.get(i)).setLive(live[i]).setReplicas(replicas[i])
-                        .setMissing(missing[i]));
+                nodes.add(new ClusterInfo.Node(NODES.get(i), ids[i], NodeState.UP, 0, 0,
+                        new ClusterInfo.Status(live[i], replicas[i], 0, 0, 0, false, missing[i])));
             }
             // two regions: [, m) and [m, +inf), or [n, +inf) with a gap before it
-            c.addRegions(RegionInfo.newBuilder().setId(1).setEpoch(1).setEndKey(ByteString.copyFromUtf8("m"))
-                    .addAllPeers(peers.get(0)));
-            c.addRegions(RegionInfo.newBuilder().setId(2).setEpoch(1).setStartKey(ByteString.copyFromUtf8(gap ? "n" : "m"))
-                    .addAllPeers(peers.get(1)));
-            return c.setMap(m).addAllMoves(moves).build();
+            List<RegionInfo> regions = List.of(
+                    new RegionInfo(1, new byte[0], "m".getBytes(StandardCharsets.UTF_8), 1, peers.get(0), "", 0, 0, "", 0, false, 0, List.of()),
+                    new RegionInfo(2, (gap ? "n" : "m").getBytes(StandardCharsets.UTF_8), new byte[0], 1, peers.get(1), "", 0, 0, "", 0, false, 0,
+                            List.of()));
+            return new ClusterInfo("c", 3, 0, nodes, "", List.of(), List.of(), moves, 0, regions);
         }
     }
 
     /** Answers the first look with {@code first}, the later ones with {@code later} in turn, the last one repeated. */
     static class ScriptedAdmin implements DrainEvent.Admin {
-        final ClusterResponse first;
-        final LinkedList<ClusterResponse> later = new LinkedList<>();
+        final ClusterInfo first;
+        final LinkedList<ClusterInfo> later = new LinkedList<>();
         int looks;
 
-        ScriptedAdmin(ClusterResponse first, ClusterResponse... later) {
+        ScriptedAdmin(ClusterInfo first, ClusterInfo... later) {
             this.first = first;
             this.later.addAll(List.of(later));
         }
 
         @Override
-        public CompletableFuture<ClusterResponse> cluster() {
+        public CompletableFuture<ClusterInfo> cluster() {
             if (looks++ == 0) {
                 return CompletableFuture.completedFuture(first);
             }
@@ -100,7 +94,7 @@ class ReplaceEventTest {
         }
 
         @Override
-        public CompletableFuture<NodeStateResponse> nodeState(String endpoint, NodeState state) {
+        public CompletableFuture<ClusterInfo> nodeState(String endpoint, NodeState state) {
             throw new AssertionError("a replace changes no node state");
         }
     }
@@ -115,13 +109,13 @@ class ReplaceEventTest {
         }
 
         @Override
-        public List<RegionInfo> of(String node) {
+        public List<KvProto.RegionInfo> of(String node) {
             List<Integer> ids = held.isEmpty() ? List.of() : held.size() > 1 ? held.removeFirst() : held.getFirst();
-            return ids.stream().map(id -> RegionInfo.newBuilder().setId(id).build()).toList();
+            return ids.stream().map(id -> KvProto.RegionInfo.newBuilder().setId(id).build()).toList();
         }
     }
 
-    private static List<RegionInfo> regions(Integer... ids) {
+    private static List<KvProto.RegionInfo> regions(Integer... ids) {
         return new ScriptedOwn(List.of(ids)).of("any");
     }
 
@@ -183,8 +177,7 @@ class ReplaceEventTest {
         down.live[2] = false;
         assertThat(ReplaceEvent.unaffordable(down.build())).isEqualTo("region 1's replica on 10.0.0.3:7001 is not live");
         Map3 rebuilding = new Map3();
-        rebuilding.moves.add(ReplicaMove.newBuilder().setRegionId(2).setFrom(NODES.get(1)).setTo(NODES.get(1))
-                .setReason("rebuild").build());
+        rebuilding.moves.add(new ClusterInfo.Move(2, NODES.get(1), NODES.get(1), "rebuild", 0));
         assertThat(ReplaceEvent.unaffordable(rebuilding.build())).isEqualTo("region 2 is being given a replica (rebuild)");
         assertThat(ReplaceEvent.unaffordable(new Map3().missing(1, 1).build()))
                 .as("a node replaced before, one of its replicas not rebuilt yet, no move running at this moment")
@@ -238,7 +231,7 @@ class ReplaceEventTest {
     @Test
     void when_theHoldPassesBeforeTheRebuild_then_itCountsAsPartly_andTheNextIsSkippedWhileARegionIsShort()
             throws Exception {
-        ClusterResponse shortOne = new Map3().id(0, "a2").id(1, "b2").id(2, "c2").replicas(0, 0).replicas(1, 0)
+        ClusterInfo shortOne = new Map3().id(0, "a2").id(1, "b2").id(2, "c2").replicas(0, 0).replicas(1, 0)
                 .replicas(2, 0).peers(0, NODES.subList(0, 2)).peers(1, NODES.subList(1, 3)).build();
         ScriptedAdmin admin = new ScriptedAdmin(new Map3().build(), shortOne);
         FakeProcesses p = new FakeProcesses();
@@ -270,7 +263,7 @@ class ReplaceEventTest {
 
         DrainEvent.Admin noMap = new ScriptedAdmin(null) {
             @Override
-            public CompletableFuture<ClusterResponse> cluster() {
+            public CompletableFuture<ClusterInfo> cluster() {
                 return CompletableFuture.failedFuture(new KvException(ErrorCode.NO_LEADER, "no map leader"));
             }
         };

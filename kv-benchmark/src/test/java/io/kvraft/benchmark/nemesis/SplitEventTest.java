@@ -1,9 +1,8 @@
 package io.kvraft.benchmark.nemesis;
 
-import com.google.protobuf.ByteString;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.client.admin.RegionInfo;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -36,8 +35,7 @@ class SplitEventTest {
     }
 
     private static RegionInfo region(int id, String start, String end) {
-        return RegionInfo.newBuilder().setId(id).setStartKey(ByteString.copyFrom(b(start)))
-                .setEndKey(ByteString.copyFrom(b(end))).setEpoch(1).build();
+        return new RegionInfo(id, b(start), b(end), 1, List.of(), "", 0, 0, "", 0, false, 0, List.of());
     }
 
     /** Regions 1 [, m) with keys a..d, and 2 [m, ) with the single key x. */

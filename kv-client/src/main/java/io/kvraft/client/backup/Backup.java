@@ -1,10 +1,10 @@
 package io.kvraft.client.backup;
 
-import io.kvraft.client.KeyValue;
 import io.kvraft.client.KvClient;
+import io.kvraft.client.admin.KvAdmin;
+import io.kvraft.client.admin.RegionCapture;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.common.KvException;
-import io.kvraft.client.RegionCapture;
-import io.kvraft.common.proto.KvProto.RegionInfo;
 
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -27,7 +27,7 @@ import java.util.function.Function;
 
 /**
  * An online backup into a new directory: every region captured on its leader at one applied index (see
- * {@link KvClient#captureRegion}) and read page by page into its own file (its pairs, then its sequences' and
+ * {@link KvAdmin#captureRegion}) and read page by page into its own file (its pairs, then its sequences' and
  * locks' system records), {@code parallel} regions at a time, paced to the rate limit; the manifest is written
  * last. A region whose session is lost (its node
  * restarted, or the session expired) is started again from a fresh capture.
@@ -68,7 +68,7 @@ public final class Backup {
         }
     }
 
-    private final KvClient client;
+    private final KvAdmin admin;
     private final Path dir;
     private final Options options;
     private final RateLimiter limiter;
@@ -77,12 +77,12 @@ public final class Backup {
     private final List<RegionInfo> regions;
 
     private Backup(KvClient client, Path dir, Options options, PrintWriter progressOut) {
-        this.client = client;
+        this.admin = client.admin();
         this.dir = dir;
         this.options = options;
         this.limiter = RateLimiter.megabytesPerSecond(options.rateLimitMbPerSec());
-        this.regions = KvClient.sync(client.regions()).stream()
-                .sorted((a, b) -> Arrays.compareUnsigned(a.getStartKey().toByteArray(), b.getStartKey().toByteArray()))
+        this.regions = KvClient.sync(admin.regions()).stream()
+                .sorted((a, b) -> Arrays.compareUnsigned(a.startKey(), b.startKey()))
                 .toList();
         this.regionCount = regions.size();
         this.progress = new Progress("backup", regionCount, progressOut, options.progressIntervalMs());
@@ -118,7 +118,7 @@ public final class Backup {
 
     private Result run() throws IOException {
         String startedAt = Instant.now().toString();
-        Map<String, String> storeIds = KvClient.sync(client.storeIds());
+        Map<String, String> storeIds = KvClient.sync(admin.storeIds());
         ExecutorService workers = Executors.newFixedThreadPool(options.parallel(), r -> {
             Thread t = new Thread(r, "kv-backup");
             t.setDaemon(true);
@@ -128,7 +128,7 @@ public final class Backup {
         try {
             List<Future<BackupManifest.Region>> parts = new ArrayList<>();
             for (RegionInfo r : regions) {
-                byte[] key = r.getStartKey().toByteArray();
+                byte[] key = r.startKey();
                 parts.add(workers.submit(() -> region(key)));
             }
             for (Future<BackupManifest.Region> f : parts) {
@@ -185,7 +185,7 @@ public final class Backup {
     }
 
     private BackupManifest.Region regionOnce(byte[] key, long[] counted) throws IOException {
-        try (RegionCapture capture = KvClient.sync(client.captureRegion(key))) {
+        try (RegionCapture capture = KvClient.sync(admin.captureRegion(key))) {
             String name = BackupFile.fileName(capture.regionId());
             Path tmp = dir.resolve(name + ".tmp");
             BackupFile.Summary summary;
@@ -230,7 +230,7 @@ public final class Backup {
         while (true) {
             RegionCapture.Page page = KvClient.sync(fetch.apply(from));
             long bytes = 0;
-            for (KeyValue kv : page.pairs()) {
+            for (RegionCapture.Pair kv : page.pairs()) {
                 write.write(kv.key(), kv.value());
                 bytes += kv.key().length + kv.value().length;
             }

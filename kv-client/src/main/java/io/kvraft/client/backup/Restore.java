@@ -3,6 +3,7 @@ package io.kvraft.client.backup;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.kvraft.client.KeyValue;
 import io.kvraft.client.KvClient;
+import io.kvraft.client.admin.KvAdmin;
 import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.CoordRecord;
 import io.kvraft.client.route.RetryPolicy;
@@ -21,7 +22,7 @@ import java.util.function.Supplier;
 /**
  * Writes a verified backup into a cluster through the client: the pairs go out in {@code batchPut}s routed by
  * key, so the target may have any number of nodes, regions and either engine; after each region's pairs, its
- * system records (sequences and locks) go out through {@link KvClient#restoreSystemRecord}, which only moves
+ * system records (sequences and locks) go out through {@link KvAdmin#restoreSystemRecord}, which only moves
  * the target's counters forward (held locks are not restored). The whole backup is checked first (manifest and
  * every file's CRC32C), so a corrupt backup writes nothing. A cluster that holds any key is refused unless
  * {@code force}; forced, the backup's keys overwrite and other keys stay.
@@ -143,16 +144,15 @@ public final class Restore {
 
     /** One system record of the file (a CoordRecord, checked by the read), routed by its key. */
     private void sendSystem(byte[] key, byte[] bytes) throws IOException {
-        CoordRecord record;
         try {
-            record = CoordRecord.parseFrom(bytes);
+            CoordRecord.parseFrom(bytes);
         } catch (InvalidProtocolBufferException e) {
             throw new IOException("restore: a system record the check passed is undecodable: " + e.getMessage(), e);
         }
         checkFailure();
         limiter.acquire(key.length + bytes.length);
         inflight.acquireUninterruptibly();
-        attempt(() -> client.restoreSystemRecord(key, record), () -> progress.systemRecords.incrementAndGet(), 1);
+        attempt(() -> client.admin().restoreSystemRecord(key, bytes), () -> progress.systemRecords.incrementAndGet(), 1);
     }
 
     private void put(List<KeyValue> batch, long bytes) {

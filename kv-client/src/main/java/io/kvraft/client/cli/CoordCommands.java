@@ -1,8 +1,8 @@
 package io.kvraft.client.cli;
 
 import io.kvraft.client.KvClient;
+import io.kvraft.client.LockInfo;
 import io.kvraft.client.SequenceRange;
-import io.kvraft.common.proto.KvProto.LockInfo;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -15,6 +15,11 @@ import java.util.concurrent.Callable;
 final class CoordCommands {
 
     private CoordCommands() {
+    }
+
+    /** A lock's holder as text (clients of this library use a UUID). */
+    private static String holder(LockInfo info) {
+        return new String(info.holder(), java.nio.charset.StandardCharsets.UTF_8);
     }
 
     @Command(name = "sequence", description = "Sequences: ranges of numbers never handed out twice.",
@@ -46,9 +51,9 @@ final class CoordCommands {
             KvCtl parent = lock.parent;
             try (KvClient c = parent.connect()) {
                 for (LockInfo info : KvClient.sync(c.locks(prefix == null ? null : parent.bytes(prefix)))) {
-                    spec.commandLine().getOut().println(parent.text(info.getKey().toByteArray()) + "\t"
-                            + (info.getHolder().isEmpty() ? "-" : info.getHolder().toStringUtf8()) + "\t" + info.getToken()
-                            + "\t" + info.getCount() + "\t" + info.getLeaseLeftMs());
+                    spec.commandLine().getOut().println(parent.text(info.key()) + "\t"
+                            + (info.free() ? "-" : holder(info)) + "\t" + info.token()
+                            + "\t" + info.count() + "\t" + info.leaseLeftMs());
                 }
                 return 0;
             }
@@ -76,10 +81,10 @@ final class CoordCommands {
                     return 1;
                 }
                 java.io.PrintWriter out = spec.commandLine().getOut();
-                out.println("holder: " + (info.getHolder().isEmpty() ? "-" : info.getHolder().toStringUtf8()));
-                out.println("token: " + info.getToken());
-                out.println("count: " + info.getCount());
-                out.println("lease left ms: " + info.getLeaseLeftMs() + (info.getHolder().isEmpty() ? "" : " of " + info.getLeaseMs()));
+                out.println("holder: " + (info.free() ? "-" : holder(info)));
+                out.println("token: " + info.token());
+                out.println("count: " + info.count());
+                out.println("lease left ms: " + info.leaseLeftMs() + (info.free() ? "" : " of " + info.leaseMs()));
                 return 0;
             }
         }

@@ -5,8 +5,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvraft.client.KeyValue;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.KvIterator;
+import io.kvraft.client.ReadMode;
 import io.kvraft.client.config.ClientConfig;
-import io.kvraft.common.proto.KvProto.ReadMode;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -23,13 +23,13 @@ final class DataCommands {
     private DataCommands() {
     }
 
-    /** The wire read mode of a {@code --read-mode} value (YAML spelling); null keeps the client's. */
+    /** The read mode of a {@code --read-mode} value (YAML spelling); null keeps the client's. */
     static ReadMode readMode(String value) {
         if (value == null) {
             return null;
         }
         try {
-            return ClientConfig.readModeOf(value);
+            return ReadMode.of(value);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("--read-mode must be one of " + String.join(", ", ClientConfig.READ_MODES)
                     + ", got '" + value + "'");

@@ -1,7 +1,7 @@
 package io.kvraft.client.cli;
 
-import io.kvraft.client.KvClient;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.KvAdmin;
+import io.kvraft.client.admin.RegionInfo;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -37,7 +37,7 @@ final class HealthCommand implements Callable<Integer> {
         if (timeoutMs <= 0) {
             throw new IllegalArgumentException("--timeout-ms must be positive, got " + timeoutMs);
         }
-        try (KvClient c = parent.connect(timeoutMs)) {
+        try (KvAdmin c = parent.admin(timeoutMs)) {
             Verdict v = verdict(c.regions().join());
             (v.healthy() ? spec.commandLine().getOut() : spec.commandLine().getErr()).println(v.line());
             return v.healthy() ? 0 : 1;
@@ -56,11 +56,11 @@ final class HealthCommand implements Callable<Integer> {
         StringBuilder leaderless = new StringBuilder();
         int missing = 0;
         for (RegionInfo r : KvCtl.sorted(regions)) {
-            if (r.getLeader().isEmpty()) {
+            if (r.leader().isEmpty()) {
                 missing++;
-                leaderless.append(leaderless.length() == 0 ? "" : ",").append(r.getId());
+                leaderless.append(leaderless.length() == 0 ? "" : ",").append(r.id());
             } else {
-                byLeader.merge(r.getLeader(), 1, Integer::sum);
+                byLeader.merge(r.leader(), 1, Integer::sum);
             }
         }
         if (missing > 0) {

@@ -2,10 +2,11 @@ package io.kvraft.client.cli;
 
 import io.kvraft.client.KvClient;
 import io.kvraft.client.KvClients;
+import io.kvraft.client.admin.KvAdmin;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.common.KvException;
 import io.kvraft.client.config.ClientConfig;
 import io.kvraft.common.config.ConfigException;
-import io.kvraft.common.proto.KvProto.RegionInfo;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -92,7 +93,7 @@ public final class KvCtl {
             }
             if (t instanceof KvException kv) {
                 err.println("error: " + kv.getMessage() + io.kvraft.common.logging.LogFile.hint());
-                return kv.code() == io.kvraft.common.proto.KvProto.ErrorCode.UNAVAILABLE ? 3 : 1;
+                return kv.code() == io.kvraft.common.ErrorCode.UNAVAILABLE ? 3 : 1;
             }
             if (t instanceof IllegalArgumentException) {
                 err.println("error: " + t.getMessage());
@@ -131,11 +132,24 @@ public final class KvCtl {
 
     /** Connects; an operation (and reaching the cluster at all) gives up after at most {@code maxOperationMs}. */
     KvClient connect(long maxOperationMs) {
+        return KvClients.connect(promptConfig(maxOperationMs));
+    }
+
+    /** The admin operations alone, for the admin verbs; connects as {@link #connect()} does. */
+    KvAdmin admin() {
+        return admin(15_000L);
+    }
+
+    /** As {@link #connect(long)}, the admin operations alone. */
+    KvAdmin admin(long maxOperationMs) {
+        return KvClients.admin(promptConfig(maxOperationMs));
+    }
+
+    /** The client config with its timeouts capped: the CLI should answer promptly when the cluster is down. */
+    private ClientConfig promptConfig(long maxOperationMs) {
         ClientConfig cfg = clientConfig();
-        // the CLI should answer promptly when the cluster is down
-        cfg = new ClientConfig(cfg.servers(), Math.min(cfg.requestTimeoutMs(), Math.min(3000L, maxOperationMs)),
+        return new ClientConfig(cfg.servers(), Math.min(cfg.requestTimeoutMs(), Math.min(3000L, maxOperationMs)),
                 Math.min(cfg.operationTimeoutMs(), maxOperationMs), cfg.readMode(), cfg.batching(), cfg.tls());
-        return KvClients.connect(cfg);
     }
 
     byte[] bytes(String s) {
@@ -146,8 +160,13 @@ public final class KvCtl {
         return hex ? java.util.HexFormat.of().formatHex(b) : new String(b, StandardCharsets.UTF_8);
     }
 
-    static String hexKey(com.google.protobuf.ByteString b) {
-        return b.isEmpty() ? "" : java.util.HexFormat.of().formatHex(b.toByteArray());
+    static String hexKey(byte[] b) {
+        return b.length == 0 ? "" : java.util.HexFormat.of().formatHex(b);
+    }
+
+    /** A region's range bound for a table: hex, or {@code none} (-inf or +inf) when it is empty. */
+    static String bound(byte[] b, String none) {
+        return b.length == 0 ? none : hexKey(b);
     }
 
     @Command(name = "put", description = "Stores VALUE under KEY.")
@@ -184,7 +203,7 @@ public final class KvCtl {
 
         @Override
         public Integer call() {
-            io.kvraft.common.proto.KvProto.ReadMode mode = DataCommands.readMode(readMode);
+            io.kvraft.client.ReadMode mode = DataCommands.readMode(readMode);
             try (KvClient root = parent.connect()) {
                 KvClient c = mode == null ? root : root.withReadMode(mode);
                 byte[] v = c.get(parent.bytes(key)).join();
@@ -219,7 +238,7 @@ public final class KvCtl {
 
     static List<RegionInfo> sorted(List<RegionInfo> regions) {
         RegionInfo[] a = regions.toArray(RegionInfo[]::new);
-        Arrays.sort(a, (x, y) -> Integer.compare(x.getId(), y.getId()));
+        Arrays.sort(a, (x, y) -> Integer.compare(x.id(), y.id()));
         return List.of(a);
     }
 }

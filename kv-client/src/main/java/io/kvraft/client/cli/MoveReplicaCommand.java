@@ -1,7 +1,7 @@
 package io.kvraft.client.cli;
 
-import io.kvraft.client.KvClient;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.KvAdmin;
+import io.kvraft.client.admin.RegionInfo;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.ParentCommand;
@@ -36,10 +36,10 @@ final class MoveReplicaCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        try (KvClient c = parent.connect()) {
+        try (KvAdmin c = parent.admin()) {
             RegionInfo r = c.moveReplica(regionId, from, to).join();
-            spec.commandLine().getOut().println("region " + r.getId() + ": replica moved " + from + " -> " + to
-                    + "; peers " + String.join(",", r.getPeersList()) + ", leader " + r.getLeader());
+            spec.commandLine().getOut().println("region " + r.id() + ": replica moved " + from + " -> " + to
+                    + "; peers " + String.join(",", r.peers()) + ", leader " + r.leader());
             return 0;
         }
     }

@@ -1,15 +1,10 @@
 package io.kvraft.client.cli;
 
-import io.kvraft.client.ClusterAdmin;
 import io.kvraft.client.KvClient;
-import io.kvraft.common.proto.KvProto.ClusterMap;
-import io.kvraft.common.proto.KvProto.ClusterResponse;
-import io.kvraft.common.proto.KvProto.NodeRecord;
-import io.kvraft.common.proto.KvProto.NodeState;
-import io.kvraft.common.proto.KvProto.NodeStateResponse;
-import io.kvraft.common.proto.KvProto.NodeStatus;
-import io.kvraft.common.proto.KvProto.ReplicaMove;
-import io.kvraft.common.RegionViews;
+import io.kvraft.client.admin.ClusterInfo;
+import io.kvraft.client.admin.KvAdmin;
+import io.kvraft.client.admin.MergedRegions;
+import io.kvraft.client.admin.NodeState;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -75,7 +70,7 @@ final class NodeCommands {
 
         @Override
         public Integer call() {
-            try (KvClient c = ctl(spec).connect()) {
+            try (KvAdmin c = ctl(spec).admin()) {
                 return printList(KvClient.sync(c.cluster()), spec.commandLine().getOut());
             }
         }
@@ -105,7 +100,7 @@ final class NodeCommands {
                 throw new IllegalArgumentException("--timeout-s must be positive");
             }
             PrintWriter out = spec.commandLine().getOut();
-            try (KvClient c = ctl(spec).connect()) {
+            try (KvAdmin c = ctl(spec).admin()) {
                 KvClient.sync(c.nodeState(target, NodeState.DRAINING, false));
                 out.println("node " + target + " is draining: its replicas move to the other nodes");
                 if (noWait) {
@@ -129,11 +124,11 @@ final class NodeCommands {
         @Override
         public Integer call() {
             checked(target);
-            try (KvClient c = ctl(spec).connect()) {
-                NodeStateResponse r = KvClient.sync(c.nodeState(target, NodeState.UP, false));
-                NodeRecord rec = record(r.getMap(), target);
+            try (KvAdmin c = ctl(spec).admin()) {
+                ClusterInfo r = KvClient.sync(c.nodeState(target, NodeState.UP, false));
+                ClusterInfo.Node rec = r.node(target);
                 spec.commandLine().getOut().println("node " + target + " is "
-                        + state(rec == null ? NodeState.UP : rec.getState()));
+                        + state(rec == null ? NodeState.UP : rec.state()));
                 return 0;
             }
         }
@@ -156,10 +151,10 @@ final class NodeCommands {
         @Override
         public Integer call() {
             checked(target);
-            try (KvClient c = ctl(spec).connect()) {
-                NodeStateResponse r = KvClient.sync(c.nodeState(target, NodeState.REMOVED, force));
+            try (KvAdmin c = ctl(spec).admin()) {
+                ClusterInfo r = KvClient.sync(c.nodeState(target, NodeState.REMOVED, force));
                 spec.commandLine().getOut().println("node " + target + " removed from cluster "
-                        + r.getMap().getClusterId() + "; a node started with its data directory is refused");
+                        + r.clusterId() + "; a node started with its data directory is refused");
                 return 0;
             }
         }
@@ -181,12 +176,12 @@ final class NodeCommands {
      * meanwhile). A poll that fails (the map's leader retried until the client's deadline: a leader change under load)
      * is asked again until the timeout.
      */
-    static int watchDrain(String node, Supplier<ClusterResponse> poll, long timeoutNanos, LongSupplier clock,
+    static int watchDrain(String node, Supplier<ClusterInfo> poll, long timeoutNanos, LongSupplier clock,
                           Pause pause, PrintWriter out, PrintWriter err) {
         long start = clock.getAsLong();
         String shown = null;
         while (true) {
-            ClusterResponse c;
+            ClusterInfo c;
             try {
                 c = poll.get();
             } catch (io.kvraft.common.KvException e) {
@@ -205,9 +200,9 @@ final class NodeCommands {
                 }
                 continue;
             }
-            int left = ClusterAdmin.replicas(c, node);
-            boolean voter = c.getMetaVotersList().contains(node);
-            String progress = "node " + node + ": " + left + " replicas left (moves done: " + c.getMovesDone() + ")"
+            int left = c.replicas(node);
+            boolean voter = c.mapVoters().contains(node);
+            String progress = "node " + node + ": " + left + " replicas left (moves done: " + c.movesDone() + ")"
                     + (left == 0 && voter ? "; still a voter of the cluster map" : "");
             if (!progress.equals(shown)) {
                 out.println(progress);
@@ -219,9 +214,9 @@ final class NodeCommands {
                         + " s); remove it for good with: node remove " + node);
                 return 0;
             }
-            NodeRecord rec = record(c.getMap(), node);
-            if (rec != null && rec.getState() != NodeState.DRAINING) {
-                err.println("error: node " + node + " is " + state(rec.getState()) + " now, no longer draining; it holds "
+            ClusterInfo.Node rec = c.node(node);
+            if (rec != null && rec.state() != NodeState.DRAINING) {
+                err.println("error: node " + node + " is " + state(rec.state()) + " now, no longer draining; it holds "
                         + left + " replicas");
                 return 1;
             }
@@ -245,31 +240,27 @@ final class NodeCommands {
      * Whether {@code node} holds no region replica and no voter of the map, by a view of the regions that covers the key
      * space (right after the map's leader changed it has not heard from every node yet).
      */
-    static boolean drained(ClusterResponse c, String node) {
-        RegionViews views = new RegionViews();
-        views.add(c.getRegionsList());
-        return views.covers() && ClusterAdmin.replicas(c, node) == 0 && !c.getMetaVotersList().contains(node);
+    static boolean drained(ClusterInfo c, String node) {
+        return new MergedRegions().add(c.regions()).covers() && c.replicas(node) == 0 && !c.mapVoters().contains(node);
     }
 
 
     // ---- output ---------------------------------------------------------------------------------------
 
     /** Prints {@code node list}'s table and summary; returns its exit code: 0 when every node not removed is live. */
-    static int printList(ClusterResponse c, PrintWriter out) {
+    static int printList(ClusterInfo c, PrintWriter out) {
         String row = "%-21s %-8s %-4s %8s %8s %10s %s%n";
         out.printf(row, "NODE", "STATE", "LIVE", "REPLICAS", "LEADERS", "DISK", "MAP");
-        List<NodeRecord> nodes = new ArrayList<>(c.getMap().getNodesList());
-        nodes.sort(Comparator.comparing(NodeRecord::getEndpoint));
         boolean allLive = true;
-        for (NodeRecord n : nodes) {
-            NodeStatus s = ClusterAdmin.status(c, n.getEndpoint());
-            boolean live = s != null && s.getLive();
-            if (n.getState() != NodeState.REMOVED) {
+        for (ClusterInfo.Node n : byEndpoint(c)) {
+            ClusterInfo.Status s = n.status();
+            boolean live = n.live();
+            if (n.state() != NodeState.REMOVED) {
                 allLive &= live;
             }
-            String state = n.getState() == NodeState.UP && s != null && s.getDown() ? "down" : state(n.getState());
-            out.printf(row, n.getEndpoint(), state, live ? "yes" : "no", ClusterAdmin.replicas(c, n.getEndpoint()),
-                    s == null ? 0 : s.getLeaders(), s == null ? "-" : human(s.getDiskBytes()), mapRole(c, n.getEndpoint()));
+            String state = n.state() == NodeState.UP && s != null && s.down() ? "down" : state(n.state());
+            out.printf(row, n.endpoint(), state, live ? "yes" : "no", c.replicas(n.endpoint()),
+                    s == null ? 0 : s.leaders(), s == null ? "-" : human(s.diskBytes()), mapRole(c, n.endpoint()));
         }
         summary(c).forEach(out::println);
         return allLive ? 0 : 1;
@@ -280,45 +271,49 @@ final class NodeCommands {
      * lacks replicas the map lists on it, then when replicas are moving one line per move and the count of moves done
      * by this map leader.
      */
-    static List<String> summary(ClusterResponse c) {
-        ClusterMap m = c.getMap();
-        long members = m.getNodesList().stream().filter(n -> n.getState() != NodeState.REMOVED).count();
+    static List<String> summary(ClusterInfo c) {
+        long members = c.nodes().stream().filter(n -> n.state() != NodeState.REMOVED).count();
         List<String> lines = new ArrayList<>();
-        lines.add("cluster " + m.getClusterId() + ": " + members + " nodes, replication.factor " + m.getFactor()
-                + ", map leader " + (c.getMetaLeader().isEmpty() ? "(none)" : c.getMetaLeader()));
-        List<NodeStatus> statuses = new ArrayList<>(c.getStatusList());
-        statuses.sort(Comparator.comparing(NodeStatus::getEndpoint));
-        for (NodeStatus st : statuses) {
-            if (st.getMissing() > 0) {
-                lines.add("node " + st.getEndpoint() + " lacks " + st.getMissing() + " of the " + st.getReplicas()
+        lines.add("cluster " + c.clusterId() + ": " + members + " nodes, replication.factor " + c.factor()
+                + ", map leader " + (c.mapLeader().isEmpty() ? "(none)" : c.mapLeader()));
+        for (ClusterInfo.Node n : byEndpoint(c)) {
+            ClusterInfo.Status st = n.status();
+            if (st != null && st.missing() > 0) {
+                lines.add("node " + n.endpoint() + " lacks " + st.missing() + " of the " + st.replicas()
                         + " replicas the map lists on it (a wiped disk, being rebuilt): those regions have one copy"
                         + " fewer until then; replace no other node meanwhile");
             }
         }
-        for (ReplicaMove mv : c.getMovesList()) {
-            lines.add("moving region " + mv.getRegionId() + ": " + mv.getFrom() + " -> " + mv.getTo() + " ("
-                    + mv.getReason() + ", running " + TimeUnit.MILLISECONDS.toSeconds(mv.getRunningMs()) + " s)");
+        for (ClusterInfo.Move mv : c.moves()) {
+            lines.add("moving region " + mv.regionId() + ": " + mv.from() + " -> " + mv.to() + " ("
+                    + mv.reason() + ", running " + TimeUnit.MILLISECONDS.toSeconds(mv.runningMs()) + " s)");
         }
-        if (c.getMovesCount() > 0) {
-            lines.add("moves done by this map leader: " + c.getMovesDone());
+        if (!c.moves().isEmpty()) {
+            lines.add("moves done by this map leader: " + c.movesDone());
         }
         return lines;
     }
 
-    /** up, draining or removed. */
+    private static List<ClusterInfo.Node> byEndpoint(ClusterInfo c) {
+        List<ClusterInfo.Node> nodes = new ArrayList<>(c.nodes());
+        nodes.sort(Comparator.comparing(ClusterInfo.Node::endpoint));
+        return nodes;
+    }
+
+    /** up, draining or removed ("unknown" for a state this client does not know). */
     static String state(NodeState s) {
-        return s == NodeState.UNRECOGNIZED ? "unknown" : s.name().toLowerCase(Locale.ROOT);
+        return s == null ? "unknown" : s.name().toLowerCase(Locale.ROOT);
     }
 
     /** The node's part in the map's Raft group: leader, voter, learner or "-". */
-    static String mapRole(ClusterResponse c, String node) {
-        if (node.equals(c.getMetaLeader())) {
+    static String mapRole(ClusterInfo c, String node) {
+        if (node.equals(c.mapLeader())) {
             return "leader";
         }
-        if (c.getMetaVotersList().contains(node)) {
+        if (c.mapVoters().contains(node)) {
             return "voter";
         }
-        return c.getMetaLearnersList().contains(node) ? "learner" : "-";
+        return c.mapLearners().contains(node) ? "learner" : "-";
     }
 
     /** Bytes for humans: 512 B, 1.5 KiB, 20.0 MiB, 3.2 GiB, 1.1 TiB. */
@@ -334,15 +329,5 @@ final class NodeCommands {
             u++;
         }
         return String.format(Locale.ROOT, "%.1f %s", v, units[u]);
-    }
-
-
-    private static NodeRecord record(ClusterMap m, String node) {
-        for (NodeRecord n : m.getNodesList()) {
-            if (n.getEndpoint().equals(node)) {
-                return n;
-            }
-        }
-        return null;
     }
 }

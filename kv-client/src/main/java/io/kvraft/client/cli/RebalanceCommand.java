@@ -1,7 +1,7 @@
 package io.kvraft.client.cli;
 
-import io.kvraft.client.KvClient;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.KvAdmin;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.common.rpc.Transport;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -33,12 +33,12 @@ final class RebalanceCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
-        try (KvClient c = parent.connect(); Transport t = new Transport(parent.clientConfig().tls())) {
+        try (KvAdmin c = parent.admin(); Transport t = new Transport(parent.clientConfig().tls())) {
             List<RegionInfo> regions = c.regions().join();
             List<Move> moves = plan(regions);
             for (Move m : moves) {
                 TransferLeaderCommand.transfer(t, m.region(), m.to());
-                out.println("region " + m.region().getId() + ": " + m.region().getLeader() + " -> " + m.to());
+                out.println("region " + m.region().id() + ": " + m.region().leader() + " -> " + m.to());
             }
             out.println(moves.isEmpty() ? "balanced already" : moves.size() + " leadership transfers started");
             return 0;
@@ -57,12 +57,12 @@ final class RebalanceCommand implements Callable<Integer> {
      */
     static List<Move> plan(List<RegionInfo> regions) {
         Set<String> nodes = new LinkedHashSet<>();
-        regions.forEach(r -> nodes.addAll(r.getPeersList()));
+        regions.forEach(r -> nodes.addAll(r.peers()));
         Map<String, List<RegionInfo>> led = new HashMap<>();
         nodes.forEach(n -> led.put(n, new ArrayList<>()));
         for (RegionInfo r : KvCtl.sorted(regions)) {
-            if (!r.getLeader().isEmpty()) {
-                led.computeIfAbsent(r.getLeader(), k -> new ArrayList<>()).add(r);
+            if (!r.leader().isEmpty()) {
+                led.computeIfAbsent(r.leader(), k -> new ArrayList<>()).add(r);
             }
         }
         List<Move> moves = new ArrayList<>();
@@ -76,7 +76,7 @@ final class RebalanceCommand implements Callable<Integer> {
                         continue;
                     }
                     for (RegionInfo r : led.get(from)) {
-                        if (r.getPeersList().contains(to)) {
+                        if (r.peers().contains(to)) {
                             best = new Move(r, to);
                             widest = gap;
                             break;
@@ -89,8 +89,8 @@ final class RebalanceCommand implements Callable<Integer> {
                 return moves;
             }
             for (Move m : step) {
-                led.get(m.region().getLeader()).remove(m.region());
-                led.get(m.to()).add(m.region().toBuilder().setLeader(m.to()).build()); // as it is led after the move
+                led.get(m.region().leader()).remove(m.region());
+                led.get(m.to()).add(m.region().withLeader(m.to())); // as it is led after the move
                 moves.add(m);
             }
         }
@@ -113,12 +113,12 @@ final class RebalanceCommand implements Callable<Integer> {
                     break;
                 }
                 for (RegionInfo first : led.get(from)) {
-                    for (String via : first.getPeersList()) {
+                    for (String via : first.peers()) {
                         if (via.equals(from) || via.equals(to) || !led.containsKey(via)) {
                             continue;
                         }
                         for (RegionInfo second : led.get(via)) {
-                            if (second.getPeersList().contains(to)) {
+                            if (second.peers().contains(to)) {
                                 return List.of(new Move(first, via), new Move(second, to));
                             }
                         }

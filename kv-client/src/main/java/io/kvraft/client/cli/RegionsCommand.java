@@ -2,10 +2,10 @@ package io.kvraft.client.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
-import io.kvraft.client.KvClient;
+import io.kvraft.client.admin.KvAdmin;
+import io.kvraft.client.admin.MapRegions;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.RegionInfo;
-import io.kvraft.common.proto.KvProto.RegionsResponse;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -46,11 +46,11 @@ final class RegionsCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        try (KvClient c = parent.connect()) {
+        try (KvAdmin c = parent.admin()) {
             PrintWriter out = spec.commandLine().getOut();
             List<RegionInfo> listed;
             if (fromMap) {
-                RegionsResponse map;
+                MapRegions map;
                 try {
                     map = c.mapRegions().join();
                 } catch (java.util.concurrent.CompletionException e) {
@@ -58,14 +58,14 @@ final class RegionsCommand implements Callable<Integer> {
                             + KvException.unwrap(e).getMessage());
                     return 1;
                 }
-                listed = map.getRegionsList();
-                if (map.getFromCopy()) {
+                listed = map.regions();
+                if (map.fromCopy()) {
                     (json ? spec.commandLine().getErr() : out).printf("# %d regions from %s's copy of the cluster map"
                             + " (its leader did not answer; leaders only of the regions %s holds)%n", listed.size(),
-                            map.getNode(), map.getNode());
+                            map.node(), map.node());
                 } else {
                     (json ? spec.commandLine().getErr() : out).printf("# %d regions as the cluster map's leader %s last"
-                            + " heard of them from the nodes (asked %s)%n", listed.size(), map.getMapLeader(), map.getNode());
+                            + " heard of them from the nodes (asked %s)%n", listed.size(), map.mapLeader(), map.node());
                 }
             } else {
                 listed = c.regions().join();
@@ -75,20 +75,20 @@ final class RegionsCommand implements Callable<Integer> {
                 List<Map<String, Object>> rows = new ArrayList<>();
                 for (RegionInfo r : regions) {
                     Map<String, Object> row = new LinkedHashMap<>();
-                    row.put("id", r.getId());
-                    row.put("startKey", KvCtl.hexKey(r.getStartKey()));
-                    row.put("endKey", KvCtl.hexKey(r.getEndKey()));
-                    row.put("epoch", r.getEpoch());
-                    row.put("confVer", r.getConfVer());
-                    row.put("leader", r.getLeader());
-                    row.put("peers", r.getPeersList());
-                    row.put("term", r.getTerm());
-                    row.put("appliedIndex", r.getAppliedIndex());
-                    if (r.getMergingInto() != 0) {
-                        row.put("mergingInto", r.getMergingInto());
+                    row.put("id", r.id());
+                    row.put("startKey", KvCtl.hexKey(r.startKey()));
+                    row.put("endKey", KvCtl.hexKey(r.endKey()));
+                    row.put("epoch", r.epoch());
+                    row.put("confVer", r.confVer());
+                    row.put("leader", r.leader());
+                    row.put("peers", r.peers());
+                    row.put("term", r.term());
+                    row.put("appliedIndex", r.appliedIndex());
+                    if (r.mergingInto() != 0) {
+                        row.put("mergingInto", r.mergingInto());
                     }
-                    if (r.getLearnersCount() > 0) {
-                        row.put("learners", r.getLearnersList());
+                    if (!r.learners().isEmpty()) {
+                        row.put("learners", r.learners());
                     }
                     rows.add(row);
                 }
@@ -98,13 +98,12 @@ final class RegionsCommand implements Callable<Integer> {
             out.printf("%-6s %-10s %-10s %-6s %-5s %-21s %-6s %-10s %s%n", "ID", "START", "END", "EPOCH", "CONF",
                     "LEADER", "TERM", "APPLIED", "PEERS");
             for (RegionInfo r : regions) {
-                out.printf("%-6d %-10s %-10s %-6d %-5d %-21s %-6d %-10d %s%s%s%n", r.getId(),
-                        r.getStartKey().isEmpty() ? "-inf" : KvCtl.hexKey(r.getStartKey()),
-                        r.getEndKey().isEmpty() ? "+inf" : KvCtl.hexKey(r.getEndKey()), r.getEpoch(), r.getConfVer(),
-                        r.getLeader().isEmpty() ? "(none)" : r.getLeader(), r.getTerm(), r.getAppliedIndex(),
-                        String.join(",", r.getPeersList()),
-                        r.getLearnersCount() == 0 ? "" : "  (learners " + String.join(",", r.getLearnersList()) + ")",
-                        r.getMergingInto() == 0 ? "" : "  (merging into " + r.getMergingInto() + ")");
+                out.printf("%-6d %-10s %-10s %-6d %-5d %-21s %-6d %-10d %s%s%s%n", r.id(),
+                        KvCtl.bound(r.startKey(), "-inf"), KvCtl.bound(r.endKey(), "+inf"), r.epoch(), r.confVer(),
+                        r.leader().isEmpty() ? "(none)" : r.leader(), r.term(), r.appliedIndex(),
+                        String.join(",", r.peers()),
+                        r.learners().isEmpty() ? "" : "  (learners " + String.join(",", r.learners()) + ")",
+                        r.mergingInto() == 0 ? "" : "  (merging into " + r.mergingInto() + ")");
             }
             return 0;
         }

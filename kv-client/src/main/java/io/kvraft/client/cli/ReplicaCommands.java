@@ -1,7 +1,11 @@
 package io.kvraft.client.cli;
 
-import io.kvraft.client.KvClient;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.ClusterInfo;
+import io.kvraft.client.admin.KvAdmin;
+import io.kvraft.client.admin.MapRecoveryPlan;
+import io.kvraft.client.admin.RecoveryPlan;
+import io.kvraft.client.admin.RecoverySurvey;
+import io.kvraft.client.admin.RegionInfo;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.ParentCommand;
@@ -41,10 +45,10 @@ final class ReplicaCommands {
 
         @Override
         public Integer call() {
-            try (KvClient c = parent.connect()) {
+            try (KvAdmin c = parent.admin()) {
                 RegionInfo r = c.rebuildReplica(regionId, node).join();
-                spec.commandLine().getOut().println("region " + r.getId() + ": replica on " + node + " rebuilt; peers "
-                        + String.join(",", r.getPeersList()) + ", leader " + r.getLeader());
+                spec.commandLine().getOut().println("region " + r.id() + ": replica on " + node + " rebuilt; peers "
+                        + String.join(",", r.peers()) + ", leader " + r.leader());
                 return 0;
             }
         }
@@ -69,10 +73,10 @@ final class ReplicaCommands {
 
         @Override
         public Integer call() {
-            try (KvClient c = parent.connect()) {
+            try (KvAdmin c = parent.admin()) {
                 RegionInfo r = c.addReplica(regionId, node).join();
-                spec.commandLine().getOut().println("region " + r.getId() + ": replica added on " + node + "; peers "
-                        + String.join(",", r.getPeersList()) + ", leader " + r.getLeader());
+                spec.commandLine().getOut().println("region " + r.id() + ": replica added on " + node + "; peers "
+                        + String.join(",", r.peers()) + ", leader " + r.leader());
                 return 0;
             }
         }
@@ -115,9 +119,9 @@ final class ReplicaCommands {
                 throw new CommandLine.ParameterException(spec.commandLine(), "give either REGION or --all");
             }
             java.io.PrintWriter out = spec.commandLine().getOut();
-            try (KvClient c = parent.connect()) {
+            try (KvAdmin c = parent.admin()) {
                 if (!all) {
-                    KvClient.RecoveryPlan plan = c.planRecovery(regionId).join();
+                    RecoveryPlan plan = c.planRecovery(regionId).join();
                     print(out, plan);
                     if (!yes) {
                         out.println("nothing changed; to make " + String.join(", ", plan.survivors()) + " its voters,"
@@ -131,15 +135,15 @@ final class ReplicaCommands {
             }
         }
 
-        private int recoverAll(KvClient c, java.io.PrintWriter out) {
-            KvClient.RecoverySurvey survey = c.surveyRecovery().join();
+        private int recoverAll(KvAdmin c, java.io.PrintWriter out) {
+            RecoverySurvey survey = c.surveyRecovery().join();
             out.println(survey.whole() + " regions have a leader or a live majority; " + survey.plans().size()
                     + " lost a majority of their voters and can be recovered; " + survey.refused().size()
                     + " cannot be recovered now");
             survey.plans().forEach(p -> print(out, p));
             java.io.PrintWriter err = spec.commandLine().getErr();
             survey.refused().values().forEach(e -> err.println(e.getMessage())); // each names its region
-            List<Integer> ids = survey.plans().stream().map(KvClient.RecoveryPlan::regionId).toList();
+            List<Integer> ids = survey.plans().stream().map(RecoveryPlan::regionId).toList();
             if (!yes || ids.isEmpty()) {
                 if (!ids.isEmpty()) {
                     out.println("nothing changed; to recover regions " + ids + ", run again with --yes");
@@ -160,19 +164,19 @@ final class ReplicaCommands {
             return failed == 0 && survey.refused().isEmpty() ? 0 : 1;
         }
 
-        private static void print(java.io.PrintWriter out, KvClient.RecoveryPlan plan) {
+        private static void print(java.io.PrintWriter out, RecoveryPlan plan) {
             out.println("region " + plan.regionId() + ": " + plan.survivors().size() + " of its " + plan.voters().size()
                     + " voters survive (conf version " + plan.confVer() + "):");
-            plan.replicas().forEach((node, r) -> out.println("  " + node + "  term " + r.getTerm() + ", applied index "
-                    + r.getAppliedIndex() + ", " + r.getRole().toLowerCase(java.util.Locale.ROOT)));
+            plan.replicas().forEach((node, r) -> out.println("  " + node + "  term " + r.term() + ", applied index "
+                    + r.appliedIndex() + ", " + r.role().toLowerCase(java.util.Locale.ROOT)));
             out.println("  lost (removed from the cluster map): " + String.join(", ", plan.lost()));
             out.println("  writes acknowledged after applied index " + plan.applied() + " may have reached only the"
                     + " lost replicas: those are gone once it is recovered");
         }
 
         private static String recovered(RegionInfo r) {
-            return "region " + r.getId() + " recovered: leader " + r.getLeader() + ", term " + r.getTerm()
-                    + ", voters " + String.join(",", r.getPeersList()) + "; the cluster map's placement adds"
+            return "region " + r.id() + " recovered: leader " + r.leader() + ", term " + r.term()
+                    + ", voters " + String.join(",", r.peers()) + "; the cluster map's placement adds"
                     + " replicas until replication.factor";
         }
     }
@@ -203,22 +207,21 @@ final class ReplicaCommands {
         @Override
         public Integer call() {
             java.io.PrintWriter out = spec.commandLine().getOut();
-            try (KvClient c = parent.connect()) {
-                KvClient.MapRecoveryPlan plan = c.planMapRecovery().join();
+            try (KvAdmin c = parent.admin()) {
+                MapRecoveryPlan plan = c.planMapRecovery().join();
                 out.println("cluster map: " + plan.survivors().size() + " of its " + plan.voters().size()
                         + " voters answer:");
-                plan.replicas().forEach((node, r) -> out.println("  " + node + "  last log index " + r.getLastLogIndex()
-                        + ", " + r.getRole().toLowerCase(java.util.Locale.ROOT) + ", map version "
-                        + r.getMap().getVersion()));
+                plan.replicas().forEach((node, r) -> out.println("  " + node + "  last log index " + r.lastLogIndex()
+                        + ", " + r.role().toLowerCase(java.util.Locale.ROOT) + ", map version " + r.mapVersion()));
                 out.println("  lost (to be removed from the cluster map): " + String.join(", ", plan.lost()));
                 if (!yes) {
                     out.println("nothing changed; to make " + String.join(", ", plan.survivors()) + " the map's voters"
                             + " and remove " + String.join(", ", plan.lost()) + " for good, run again with --yes");
                     return 0;
                 }
-                io.kvraft.common.proto.KvProto.ClusterResponse map = c.recoverMap(plan).join();
-                out.println("cluster map recovered: leader " + map.getMetaLeader() + ", voters "
-                        + String.join(",", map.getMetaVotersList()) + "; removed " + String.join(", ", plan.lost())
+                ClusterInfo map = c.recoverMap(plan).join();
+                out.println("cluster map recovered: leader " + map.mapLeader() + ", voters "
+                        + String.join(",", map.mapVoters()) + "; removed " + String.join(", ", plan.lost())
                         + "; next: recover-region --all --yes for the regions that lost their majority with them");
                 return 0;
             }

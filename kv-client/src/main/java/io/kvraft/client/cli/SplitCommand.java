@@ -1,7 +1,7 @@
 package io.kvraft.client.cli;
 
-import io.kvraft.client.KvClient;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.KvAdmin;
+import io.kvraft.client.admin.RegionInfo;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -30,11 +30,11 @@ final class SplitCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        try (KvClient c = parent.connect()) {
+        try (KvAdmin c = parent.admin()) {
             List<RegionInfo> halves = c.split(regionId, at == null ? null : parent.bytes(at)).join();
             for (RegionInfo r : halves) {
-                spec.commandLine().getOut().println("region " + r.getId() + " [" + (r.getStartKey().isEmpty() ? "-inf" : KvCtl.hexKey(r.getStartKey())) + ", "
-                        + (r.getEndKey().isEmpty() ? "+inf" : KvCtl.hexKey(r.getEndKey())) + ") epoch " + r.getEpoch());
+                spec.commandLine().getOut().println("region " + r.id() + " [" + KvCtl.bound(r.startKey(), "-inf") + ", "
+                        + KvCtl.bound(r.endKey(), "+inf") + ") epoch " + r.epoch());
             }
             return 0;
         }

@@ -1,11 +1,12 @@
 package io.kvraft.client.cli;
 
-import io.kvraft.client.ClusterAdmin;
+import io.kvraft.client.admin.ClusterInfo;
+import io.kvraft.client.admin.RoutingKvAdmin;
 import io.kvraft.common.KvException;
 import io.kvraft.client.config.ClientConfig;
 import io.kvraft.common.config.HostPort;
-import io.kvraft.common.proto.KvProto.ClusterResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.common.proto.KvProto.RegionsRequest;
 import io.kvraft.common.proto.KvProto.RegionsResponse;
@@ -88,8 +89,7 @@ final class StatusCommand implements Callable<Integer> {
                 throw new KvException(ErrorCode.UNAVAILABLE, "no node answered of " + nodes);
             }
             // the cluster map's summary, asked meanwhile; servers without a cluster map just do not answer it
-            CompletableFuture<ClusterResponse> map = new ClusterAdmin(List.copyOf(nodes), transport::call, timeoutMs)
-                    .cluster();
+            CompletableFuture<ClusterInfo> map = RoutingKvAdmin.cluster(transport, List.copyOf(nodes), timeoutMs);
             HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofMillis(timeoutMs)).build();
             Map<String, String> before = new TreeMap<>();
             first.forEach((n, r) -> {
@@ -108,8 +108,8 @@ final class StatusCommand implements Callable<Integer> {
                 views.add(new NodeView(n, first.get(n), s, seconds, before.get(n), metrics));
             }
             int code = print(views, spec.commandLine().getOut());
-            ClusterResponse c = map.handle((r, e) -> r).join();
-            if (c != null && !c.getMap().getClusterId().isEmpty()) {
+            ClusterInfo c = map.handle((r, e) -> r).join();
+            if (c != null && !c.clusterId().isEmpty()) {
                 NodeCommands.summary(c).forEach(spec.commandLine().getOut()::println);
             }
             return code;
@@ -136,7 +136,7 @@ final class StatusCommand implements Callable<Integer> {
         calls.forEach((n, f) -> {
             try {
                 RegionsResponse r = f.join();
-                if (!r.hasError() || r.getError().getCode() == ErrorCode.OK) {
+                if (!r.hasError() || r.getError().getCode() == KvProto.ErrorCode.OK) {
                     answers.put(n, r);
                 }
             } catch (RuntimeException down) {

@@ -1,10 +1,11 @@
 package io.kvraft.client.cli;
 
-import io.kvraft.client.KvClient;
+import io.kvraft.client.admin.KvAdmin;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.AdminResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.TransferLeaderRequest;
 import io.kvraft.common.rpc.Transport;
 import picocli.CommandLine;
@@ -31,8 +32,8 @@ final class TransferLeaderCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        try (KvClient c = parent.connect(); Transport t = new Transport(parent.clientConfig().tls())) {
-            RegionInfo region = c.regions().join().stream().filter(r -> r.getId() == regionId).findFirst()
+        try (KvAdmin c = parent.admin(); Transport t = new Transport(parent.clientConfig().tls())) {
+            RegionInfo region = c.regions().join().stream().filter(r -> r.id() == regionId).findFirst()
                     .orElseThrow(() -> new KvException(ErrorCode.REGION_NOT_FOUND, "no region " + regionId));
             transfer(t, region, target);
             spec.commandLine().getOut().println("region " + regionId + ": leadership transfer to " + target + " started");
@@ -41,13 +42,13 @@ final class TransferLeaderCommand implements Callable<Integer> {
     }
 
     static void transfer(Transport t, RegionInfo region, String target) {
-        if (region.getLeader().isEmpty()) {
-            throw new KvException(ErrorCode.NO_LEADER, "region " + region.getId() + " has no leader now");
+        if (region.leader().isEmpty()) {
+            throw new KvException(ErrorCode.NO_LEADER, "region " + region.id() + " has no leader now");
         }
-        AdminResponse resp = t.<AdminResponse>call(region.getLeader(), TransferLeaderRequest.newBuilder()
-                .setRegionId(region.getId()).setTarget(target).build(), 5000).join();
-        if (resp.hasError() && resp.getError().getCode() != ErrorCode.OK) {
-            throw new KvException(resp.getError().getCode(), resp.getError().getDetail(), resp.getError().getLeaderHint());
+        AdminResponse resp = t.<AdminResponse>call(region.leader(), TransferLeaderRequest.newBuilder()
+                .setRegionId(region.id()).setTarget(target).build(), 5000).join();
+        if (resp.hasError() && resp.getError().getCode() != KvProto.ErrorCode.OK) {
+            throw KvException.fromWire(resp.getError());
         }
     }
 }

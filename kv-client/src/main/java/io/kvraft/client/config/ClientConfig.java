@@ -47,23 +47,14 @@ public record ClientConfig(
             throw new IllegalArgumentException("operationTimeoutMs (" + operationTimeoutMs
                     + ") must be at least requestTimeoutMs (" + requestTimeoutMs + ")");
         }
-        readModeOf(readMode); // checks it
-    }
-
-    /** The values of {@code readMode}. */
-    public static final List<String> READ_MODES = List.of("read_index", "leader_lease", "follower", "stale");
-
-    /**
-     * The client API's read mode named by a {@code readMode} value ({@code read_index} is READ_INDEX, ...).
-     *
-     * @throws IllegalArgumentException for a name not in {@link #READ_MODES}, listing them
-     */
-    public static io.kvraft.common.proto.KvProto.ReadMode readModeOf(String name) {
-        if (!READ_MODES.contains(name)) {
-            throw new IllegalArgumentException("readMode must be one of " + String.join(", ", READ_MODES) + ", got " + name);
+        if (!READ_MODES.contains(readMode)) {
+            throw new IllegalArgumentException("readMode must be one of " + String.join(", ", READ_MODES) + ", got "
+                    + readMode);
         }
-        return io.kvraft.common.proto.KvProto.ReadMode.valueOf(name.toUpperCase(java.util.Locale.ROOT));
     }
+
+    /** The values of {@code readMode}; {@code io.kvraft.client.ReadMode.of} reads one. */
+    public static final List<String> READ_MODES = List.of("read_index", "leader_lease", "follower", "stale");
 
     /** Without TLS. */
     public ClientConfig(List<String> servers, Long requestTimeoutMs, Long operationTimeoutMs, String readMode,

@@ -1,6 +1,6 @@
 package io.kvraft.client.route;
 
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 
 /**
  * Decides by error code whether and when an operation is tried again, within its deadline.

@@ -10,7 +10,7 @@ import com.google.protobuf.Message;
 import io.kvraft.common.KvException;
 import io.kvraft.common.config.HostPort;
 import io.kvraft.common.config.TlsConfig;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;

@@ -1,6 +1,6 @@
 package io.kvraft.client.cli;
 
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.RegionInfo;
 import org.junit.jupiter.api.Test;
 
 import java.io.PrintWriter;
@@ -12,7 +12,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class HealthCommandTest {
 
     private static RegionInfo region(int id, String leader) {
-        return RegionInfo.newBuilder().setId(id).setLeader(leader).build();
+        return new RegionInfo(id, new byte[0], new byte[0], 0, List.of(), leader, 0, 0, "", 0, false, 0, List.of());
     }
 
     @Test

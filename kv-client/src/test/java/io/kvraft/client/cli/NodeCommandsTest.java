@@ -1,20 +1,20 @@
 package io.kvraft.client.cli;
 
-import com.google.protobuf.ByteString;
-import io.kvraft.common.proto.KvProto.ClusterMap;
-import io.kvraft.common.proto.KvProto.ClusterResponse;
-import io.kvraft.common.proto.KvProto.NodeRecord;
-import io.kvraft.common.proto.KvProto.NodeState;
-import io.kvraft.common.proto.KvProto.NodeStatus;
-import io.kvraft.common.proto.KvProto.RegionInfo;
-import io.kvraft.common.proto.KvProto.ReplicaMove;
+import io.kvraft.client.admin.ClusterInfo;
+import io.kvraft.client.admin.NodeState;
+import io.kvraft.client.admin.RegionInfo;
 import org.junit.jupiter.api.Test;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.ArrayDeque;
 import java.util.Deque;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -27,32 +27,58 @@ class NodeCommandsTest {
     private static final String N3 = "10.0.0.3:8181";
     private static final String N4 = "10.0.0.4:8181";
 
-    private static NodeRecord node(String endpoint, NodeState state) {
-        return NodeRecord.newBuilder().setEndpoint(endpoint).setNodeId("id-" + endpoint).setState(state).build();
+    private static ClusterInfo.Status status(boolean live, int replicas, int leaders, long disk) {
+        return new ClusterInfo.Status(live, replicas, leaders, disk, 500, false, 0);
     }
 
-    private static NodeStatus status(String endpoint, boolean live, int replicas, int leaders, long disk) {
-        return NodeStatus.newBuilder().setEndpoint(endpoint).setLive(live).setReplicas(replicas).setLeaders(leaders)
-                .setDiskBytes(disk).setLastReportMs(500).build();
+    private static ClusterInfo.Status down(int replicas, long disk) {
+        return new ClusterInfo.Status(false, replicas, 0, disk, 500, true, 0);
+    }
+
+    private static RegionInfo region(int id, String start, String end, String... peers) {
+        return new RegionInfo(id, start.getBytes(StandardCharsets.UTF_8), end.getBytes(StandardCharsets.UTF_8), 0,
+                List.of(peers), "", 0, 0, "", 0, false, 0, List.of());
     }
 
     /** Two regions, [-inf, m) and [m, +inf), on {@code peers}. */
     private static List<RegionInfo> regions(String... peers) {
-        return List.of(RegionInfo.newBuilder().setId(1).setEndKey(ByteString.copyFromUtf8("m")).addAllPeers(List.of(peers))
-                        .build(),
-                RegionInfo.newBuilder().setId(2).setStartKey(ByteString.copyFromUtf8("m")).addAllPeers(List.of(peers))
-                        .build());
+        return List.of(region(1, "", "m", peers), region(2, "m", "", peers));
     }
 
-    private static ClusterResponse.Builder cluster() {
-        return ClusterResponse.newBuilder()
-                .setMap(ClusterMap.newBuilder().setClusterId("c0ffee").setFactor(3).setVersion(7)
-                        .addNodes(node(N2, NodeState.UP)).addNodes(node(N1, NodeState.UP))
-                        .addNodes(node(N3, NodeState.DRAINING)).addNodes(node(N4, NodeState.REMOVED)))
-                .addStatus(status(N1, true, 2, 1, 3L << 30)).addStatus(status(N2, true, 2, 1, 1536))
-                .addStatus(status(N3, true, 1, 0, 20L << 20)).addStatus(status(N4, false, 0, 0, 0))
-                .setMetaLeader(N1).addAllMetaVoters(List.of(N1, N2, N3)).addMetaLearners(N4)
-                .addAllRegions(regions(N1, N2, N3));
+    /** The cluster the tests look at, each changing what it needs: four nodes, N1 leading the map. */
+    private static final class Cluster {
+        final Map<String, NodeState> states = new LinkedHashMap<>(); // in the map's order
+        final Map<String, ClusterInfo.Status> status = new HashMap<>();
+        List<String> voters = List.of(N1, N2, N3);
+        List<RegionInfo> regions = regions(N1, N2, N3);
+        final List<ClusterInfo.Move> moves = new ArrayList<>();
+        long movesDone;
+
+        Cluster() {
+            states.put(N2, NodeState.UP);
+            states.put(N1, NodeState.UP);
+            states.put(N3, NodeState.DRAINING);
+            states.put(N4, NodeState.REMOVED);
+            status.put(N1, NodeCommandsTest.status(true, 2, 1, 3L << 30));
+            status.put(N2, NodeCommandsTest.status(true, 2, 1, 1536));
+            status.put(N3, NodeCommandsTest.status(true, 1, 0, 20L << 20));
+            status.put(N4, NodeCommandsTest.status(false, 0, 0, 0));
+        }
+
+        Cluster status(String node, ClusterInfo.Status s) {
+            status.put(node, s);
+            return this;
+        }
+
+        ClusterInfo build() {
+            List<ClusterInfo.Node> nodes = new ArrayList<>();
+            states.forEach((n, st) -> nodes.add(new ClusterInfo.Node(n, "id-" + n, st, 0, 0, status.get(n))));
+            return new ClusterInfo("c0ffee", 3, 7, nodes, N1, voters, List.of(N4), moves, movesDone, regions);
+        }
+    }
+
+    private static Cluster cluster() {
+        return new Cluster();
     }
 
     @Test
@@ -73,8 +99,7 @@ class NodeCommandsTest {
 
     @Test
     void when_aNodeLacksReplicasTheMapListsOnIt_then_aLineSaysSo() {
-        ClusterResponse c = cluster().setStatus(1, status(N2, true, 2, 0, 1536).toBuilder().setMissing(2).build())
-                .build();
+        ClusterInfo c = cluster().status(N2, new ClusterInfo.Status(true, 2, 0, 1536, 500, false, 2)).build();
         StringWriter s = new StringWriter();
 
         assertThat(NodeCommands.printList(c, new PrintWriter(s, true))).isZero();
@@ -86,15 +111,14 @@ class NodeCommandsTest {
 
     @Test
     void when_aNodeIsDown_then_exit1() {
-        ClusterResponse c = cluster().setStatus(1, status(N2, false, 2, 0, 1536)).build();
+        ClusterInfo c = cluster().status(N2, status(false, 2, 0, 1536)).build();
 
         assertThat(NodeCommands.printList(c, new PrintWriter(new StringWriter(), true))).isEqualTo(1);
     }
 
     @Test
     void when_anUpNodeIsSilentPastDownAfter_then_itsStateReadsDown_andADrainingOneStaysDraining() {
-        ClusterResponse c = cluster().setStatus(1, status(N2, false, 2, 0, 1536).toBuilder().setDown(true).build())
-                .setStatus(2, status(N3, false, 1, 0, 1).toBuilder().setDown(true).build()).build();
+        ClusterInfo c = cluster().status(N2, down(2, 1536)).status(N3, down(1, 1)).build();
         StringWriter s = new StringWriter();
 
         assertThat(NodeCommands.printList(c, new PrintWriter(s, true))).isEqualTo(1);
@@ -105,8 +129,10 @@ class NodeCommandsTest {
 
     @Test
     void when_replicasMove_then_oneLinePerMove_andTheMovesDone() {
-        ClusterResponse c = cluster().addMoves(ReplicaMove.newBuilder().setRegionId(2).setFrom(N3).setTo(N2)
-                .setReason("drain").setRunningMs(4_700)).setMovesDone(5).build();
+        Cluster b = cluster();
+        b.moves.add(new ClusterInfo.Move(2, N3, N2, "drain", 4_700));
+        b.movesDone = 5;
+        ClusterInfo c = b.build();
 
         assertThat(NodeCommands.summary(c)).containsExactly(
                 "cluster c0ffee: 3 nodes, replication.factor 3, map leader 10.0.0.1:8181",
@@ -127,8 +153,8 @@ class NodeCommandsTest {
     private record Drain(int code, String out, String err, long pausedMs) {
     }
 
-    private static Drain watch(long timeoutS, ClusterResponse... answers) {
-        Deque<ClusterResponse> left = new ArrayDeque<>(List.of(answers));
+    private static Drain watch(long timeoutS, ClusterInfo... answers) {
+        Deque<ClusterInfo> left = new ArrayDeque<>(List.of(answers));
         AtomicLong clock = new AtomicLong();
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
@@ -139,13 +165,18 @@ class NodeCommandsTest {
     }
 
     /** N3 draining with {@code replicas} left (the regions' replicas agree); a voter of the map unless told. */
-    private static ClusterResponse draining(int replicas, long movesDone, boolean voter) {
-        ClusterResponse.Builder b = cluster().setStatus(2, status(N3, true, replicas, 0, 1)).setMovesDone(movesDone)
-                .clearRegions().addAllRegions(replicas > 0 ? regions(N1, N2, N3) : regions(N1, N2, N4));
+    private static ClusterInfo draining(int replicas, long movesDone, boolean voter) {
+        return drainingCluster(replicas, movesDone, voter).build();
+    }
+
+    private static Cluster drainingCluster(int replicas, long movesDone, boolean voter) {
+        Cluster b = cluster().status(N3, status(true, replicas, 0, 1));
+        b.movesDone = movesDone;
+        b.regions = replicas > 0 ? regions(N1, N2, N3) : regions(N1, N2, N4);
         if (!voter) {
-            b.clearMetaVoters().addAllMetaVoters(List.of(N1, N2, N4));
+            b.voters = List.of(N1, N2, N4);
         }
-        return b.build();
+        return b;
     }
 
     @Test
@@ -166,7 +197,9 @@ class NodeCommandsTest {
 
     @Test
     void when_theRegionsDoNotCoverTheKeySpaceYet_then_zeroReplicasIsNotTrusted() {
-        ClusterResponse unknown = draining(0, 0, false).toBuilder().clearRegions().build(); // a new map leader
+        Cluster noRegions = drainingCluster(0, 0, false);
+        noRegions.regions = List.of(); // a new map leader
+        ClusterInfo unknown = noRegions.build();
         Drain d = watch(60, unknown, draining(0, 3, false));
 
         assertThat(d.code()).isZero();
@@ -184,8 +217,9 @@ class NodeCommandsTest {
 
     @Test
     void when_theNodeIsUndrainedMeanwhile_then_exit1() {
-        ClusterResponse up = draining(2, 0, true).toBuilder().setMap(cluster().getMap().toBuilder()
-                .setNodes(2, node(N3, NodeState.UP))).build();
+        Cluster undrained = drainingCluster(2, 0, true);
+        undrained.states.put(N3, NodeState.UP);
+        ClusterInfo up = undrained.build();
         Drain d = watch(60, draining(2, 0, true), up);
 
         assertThat(d.code()).isEqualTo(1);

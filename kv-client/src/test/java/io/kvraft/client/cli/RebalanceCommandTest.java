@@ -1,6 +1,6 @@
 package io.kvraft.client.cli;
 
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.RegionInfo;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -13,16 +13,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 class RebalanceCommandTest {
 
     private static RegionInfo region(int id, String leader, String... peers) {
-        return RegionInfo.newBuilder().setId(id).setLeader(leader).addAllPeers(List.of(peers)).build();
+        return new RegionInfo(id, new byte[0], new byte[0], 0, List.of(peers), leader, 0, 0, "", 0, false, 0, List.of());
     }
 
     /** Leaders per node after the plan's moves. */
     private static Map<String, Integer> after(List<RegionInfo> regions, List<RebalanceCommand.Move> moves) {
         Map<Integer, String> leader = new HashMap<>();
-        regions.forEach(r -> leader.put(r.getId(), r.getLeader()));
-        moves.forEach(m -> leader.put(m.region().getId(), m.to()));
+        regions.forEach(r -> leader.put(r.id(), r.leader()));
+        moves.forEach(m -> leader.put(m.region().id(), m.to()));
         Map<String, Integer> counts = new HashMap<>();
-        regions.forEach(r -> r.getPeersList().forEach(p -> counts.putIfAbsent(p, 0)));
+        regions.forEach(r -> r.peers().forEach(p -> counts.putIfAbsent(p, 0)));
         leader.values().forEach(l -> counts.merge(l, 1, Integer::sum));
         return counts;
     }
@@ -52,7 +52,7 @@ class RebalanceCommandTest {
 
         List<RebalanceCommand.Move> moves = RebalanceCommand.plan(regions);
 
-        assertThat(moves).allSatisfy(m -> assertThat(m.region().getPeersList()).contains(m.to()));
+        assertThat(moves).allSatisfy(m -> assertThat(m.region().peers()).contains(m.to()));
         Map<String, Integer> counts = after(regions, moves);
         assertThat(java.util.Collections.max(counts.values()) - java.util.Collections.min(counts.values()))
                 .as("leaders per node %s", counts).isLessThanOrEqualTo(1);
@@ -70,10 +70,10 @@ class RebalanceCommandTest {
 
         assertThat(after(regions, moves)).containsEntry(a, 2).containsEntry(b, 2).containsEntry(c, 2)
                 .containsEntry(d, 2).containsEntry(e, 2);
-        assertThat(moves).hasSize(2).allSatisfy(m -> assertThat(m.region().getPeersList()).contains(m.to()));
+        assertThat(moves).hasSize(2).allSatisfy(m -> assertThat(m.region().peers()).contains(m.to()));
         // the second move starts where the first ended: its leader is the node the first moved a region to
-        assertThat(moves.get(0).region().getLeader()).isEqualTo(a);
-        assertThat(moves.get(1).region().getLeader()).isEqualTo(moves.get(0).to());
+        assertThat(moves.get(0).region().leader()).isEqualTo(a);
+        assertThat(moves.get(1).region().leader()).isEqualTo(moves.get(0).to());
         assertThat(moves.get(1).to()).isEqualTo(e);
     }
 }

@@ -3,7 +3,7 @@ package io.kvraft.common.rpc;
 import com.alipay.remoting.rpc.exception.InvokeException;
 import com.alipay.remoting.rpc.exception.InvokeTimeoutException;
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;

@@ -392,7 +392,7 @@ public final class Merger {
                 }
                 io.kvraft.common.KvException k = io.kvraft.common.KvException.unwrap(
                         e instanceof java.util.concurrent.ExecutionException ? e.getCause() : e);
-                if (k.code() == ErrorCode.UNAVAILABLE && k.unsent()) {
+                if (k.code().toWire() == ErrorCode.UNAVAILABLE && k.unsent()) {
                     last = Outcome.failed(ErrorCode.UNAVAILABLE, "", "region " + region.id() + "'s leader " + target
                             + " did not answer: " + k.getMessage());
                     LockSupport.parkNanos(POLL_NANOS);

@@ -5,16 +5,17 @@ import io.kvraft.client.KeyValue;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
 import io.kvraft.client.LockHandle;
-import io.kvraft.client.RegionCapture;
+import io.kvraft.client.LockInfo;
+import io.kvraft.client.admin.RegionCapture;
 import io.kvraft.client.backup.Backup;
 import io.kvraft.client.backup.BackupManifest;
 import io.kvraft.client.backup.Restore;
 import io.kvraft.client.backup.TargetNotEmptyException;
 import io.kvraft.client.cli.KvCtl;
 import io.kvraft.common.proto.KvProto.CoordRecord;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.LockInfo;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;
 import io.kvraft.common.proto.KvProto.WriteRequest;
@@ -184,7 +185,7 @@ class BackupRestoreClusterTest {
         byte[] after = "~capture-after".getBytes(StandardCharsets.UTF_8);
         sync(sourceClient.put(before, value(1)));
 
-        try (RegionCapture capture = sync(sourceClient.captureRegion(before))) {
+        try (RegionCapture capture = sync(sourceClient.admin().captureRegion(before))) {
             sync(sourceClient.put(after, value(2)));
             sync(sourceClient.put(before, value(3)));
 
@@ -201,9 +202,9 @@ class BackupRestoreClusterTest {
                 from = java.util.Arrays.copyOf(last, last.length + 1);
             }
             assertThat(seen).containsEntry("~capture-before", 1).doesNotContainKey("~capture-after");
-            RegionInfo now = sync(sourceClient.regions()).stream().filter(r -> r.getId() == capture.regionId())
+            RegionInfo now = sync(sourceClient.admin().regions()).stream().filter(r -> r.id() == capture.regionId())
                     .findFirst().orElseThrow();
-            assertThat(capture.appliedIndex()).isPositive().isLessThan(now.getAppliedIndex());
+            assertThat(capture.appliedIndex()).isPositive().isLessThan(now.appliedIndex());
         }
     }
 
@@ -280,8 +281,8 @@ class BackupRestoreClusterTest {
 
             assertThat(sync(client.getSequence(sequence, 10)).start()).as("continues at N, not 0").isEqualTo(next);
             LockInfo heldThen = sync(client.lockInfo(held));
-            assertThat(heldThen.getHolder()).as("a lock held at the backup is free after the restore").isEmpty();
-            assertThat(heldThen.getToken()).isEqualTo(holding.token());
+            assertThat(heldThen.holder()).as("a lock held at the backup is free after the restore").isEmpty();
+            assertThat(heldThen.token()).isEqualTo(holding.token());
             LockHandle again = sync(client.tryLock(released, 30_000, 0));
             LockHandle taken = sync(client.tryLock(held, 30_000, 0));
             assertThat(again).isNotNull();
@@ -294,7 +295,7 @@ class BackupRestoreClusterTest {
 
             assertThat(sync(client.getSequence(sequence, 1)).start()).isEqualTo(next + 10);
             assertThat(again.isHeld()).isTrue();
-            assertThat(sync(client.lockInfo(released)).getToken()).isEqualTo(again.token());
+            assertThat(sync(client.lockInfo(released)).token()).isEqualTo(again.token());
             sync(again.unlock());
             sync(taken.unlock());
             LockHandle third = sync(client.tryLock(released, 30_000, 0));
@@ -308,24 +309,24 @@ class BackupRestoreClusterTest {
         byte[] key = "~coord/bad-restore".getBytes(StandardCharsets.UTF_8);
         sync(sourceClient.getSequence(key, 5));
 
-        assertThatThrownBy(() -> sync(sourceClient.restoreSystemRecord(new byte[0], CoordRecord.getDefaultInstance())))
+        assertThatThrownBy(() -> sync(sourceClient.admin().restoreSystemRecord(new byte[0], CoordRecord.getDefaultInstance().toByteArray())))
                 .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT));
-        assertThatThrownBy(() -> sync(sourceClient.restoreSystemRecord(new byte[5000], CoordRecord.getDefaultInstance())))
+        assertThatThrownBy(() -> sync(sourceClient.admin().restoreSystemRecord(new byte[5000], CoordRecord.getDefaultInstance().toByteArray())))
                 .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT));
-        assertThatThrownBy(() -> sync(sourceClient.restoreSystemRecord(key,
-                CoordRecord.newBuilder().setNextSequence(-1).build())))
+        assertThatThrownBy(() -> sync(sourceClient.admin().restoreSystemRecord(key,
+                CoordRecord.newBuilder().setNextSequence(-1).build().toByteArray())))
                 .isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT))
                 .hasMessageContaining("2^63");
         // 'n' (0x6e) is a tag of wire type 6, which protobuf does not have
         WriteResponse notARecord = send(key, WriteOp.newBuilder().setType(WriteOpType.RESTORE_COORD)
                 .setKey(ByteString.copyFrom(key)).setValue(ByteString.copyFromUtf8("not a record")).build());
-        assertThat(notARecord.getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+        assertThat(notARecord.getError().getCode()).isEqualTo(KvProto.ErrorCode.INVALID_ARGUMENT);
         assertThat(notARecord.getError().getDetail()).contains("CoordRecord");
 
         assertThat(sync(sourceClient.getLatestSequence(key))).isEqualTo(5);
-        sync(sourceClient.restoreSystemRecord(key, CoordRecord.newBuilder().setNextSequence(3).build()));
+        sync(sourceClient.admin().restoreSystemRecord(key, CoordRecord.newBuilder().setNextSequence(3).build().toByteArray()));
         assertThat(sync(sourceClient.getLatestSequence(key))).as("never back").isEqualTo(5);
-        sync(sourceClient.restoreSystemRecord(key, CoordRecord.newBuilder().setNextSequence(9).build()));
+        sync(sourceClient.admin().restoreSystemRecord(key, CoordRecord.newBuilder().setNextSequence(9).build().toByteArray()));
         assertThat(sync(sourceClient.getLatestSequence(key))).isEqualTo(9);
     }
 

@@ -4,7 +4,7 @@ import io.kvraft.server.region.Region;
 
 import com.alipay.sofa.jraft.Status;
 import io.kvraft.client.KvClient;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.server.IdempotentWrites;
 import io.kvraft.server.InProcessCluster;
 import io.kvraft.server.config.ServerConfig.RaftConfig;
@@ -47,7 +47,7 @@ class RaftDirsTest {
         try (InProcessCluster cluster = InProcessCluster.start(1, 2, dir.resolve("cluster"), engine, RaftConfig.LOG_PER_REGION)) {
             cluster.awaitBalanced(120);
             KvClient c = cluster.client();
-            regions = c.regions().join();
+            regions = c.admin().regions().join();
             List<CompletableFuture<Void>> puts = new ArrayList<>();
             for (RegionInfo r : regions) {
                 for (String s : List.of("a", "b", "c")) {
@@ -72,7 +72,7 @@ class RaftDirsTest {
 
         KeyRange range(int id) {
             RegionInfo r = regions.get(id - 1);
-            return new KeyRange(r.getStartKey().toByteArray(), r.getEndKey().toByteArray());
+            return new KeyRange(r.startKey(), r.endKey());
         }
 
         Path snapshotRoot() {
@@ -81,7 +81,7 @@ class RaftDirsTest {
     }
 
     private static byte[] key(RegionInfo r, String suffix) {
-        byte[] start = r.getStartKey().toByteArray();
+        byte[] start = r.startKey();
         byte[] k = java.util.Arrays.copyOf(start, start.length + suffix.length());
         System.arraycopy(suffix.getBytes(StandardCharsets.US_ASCII), 0, k, start.length, suffix.length());
         return k;

@@ -6,7 +6,7 @@ import io.kvraft.common.KvException;
 import io.kvraft.client.config.ClientConfig;
 import io.kvraft.common.config.ConfigException;
 import io.kvraft.common.config.TlsConfig;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

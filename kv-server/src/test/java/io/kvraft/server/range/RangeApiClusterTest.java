@@ -7,8 +7,8 @@ import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
 import io.kvraft.client.KvIterator;
 import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.ReadMode;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.ReadMode;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.common.proto.KvProto.ScanRequest;
 import io.kvraft.common.proto.KvProto.ScanResponse;
 import io.kvraft.common.proto.KvProto.WriteOp;
@@ -63,8 +63,8 @@ class RangeApiClusterTest {
                 c -> c.withLimits(new LimitsConfig(null, null, null, 64)));
         cluster.awaitBalanced(60);
         client = cluster.client();
-        regions = client.regions().join().stream().sorted(Comparator.comparing(r -> r.getStartKey(),
-                (a, b) -> Arrays.compareUnsigned(a.toByteArray(), b.toByteArray()))).toList();
+        regions = client.admin().regions().join().stream().sorted(Comparator.comparing(r -> r.startKey(),
+                Arrays::compareUnsigned)).toList();
     }
 
     @AfterAll
@@ -83,12 +83,12 @@ class RangeApiClusterTest {
     static TreeMap<byte[], byte[]> keysAcrossRegions() {
         TreeMap<byte[], byte[]> keys = new TreeMap<>(Arrays::compareUnsigned);
         for (RegionInfo r : regions) {
-            byte[] start = r.getStartKey().isEmpty() ? new byte[] {0} : r.getStartKey().toByteArray();
+            byte[] start = r.startKey().length == 0 ? new byte[] {0} : r.startKey();
             keys.put(start, value(start));
             byte[] after = Arrays.copyOf(start, start.length + 1);
             after[start.length] = 7;
             keys.put(after, value(after));
-            byte[] end = r.getEndKey().toByteArray();
+            byte[] end = r.endKey();
             byte[] before = end.length == 0 ? new byte[] {(byte) 0xff, (byte) 0xff} : end.clone();
             if (end.length > 0) { // end - 1 (with borrow), then 0xff: just below the end key, still in this region
                 int i = before.length - 1;
@@ -144,8 +144,8 @@ class RangeApiClusterTest {
     void when_boundedScanCrossesRegionBoundaries_then_itHonoursStartEndAndLimit() {
         TreeMap<byte[], byte[]> keys = keysAcrossRegions();
         putAll(keys);
-        byte[] start = regions.get(3).getStartKey().toByteArray();  // inclusive, and a key
-        byte[] end = regions.get(9).getStartKey().toByteArray();    // exclusive, and a key
+        byte[] start = regions.get(3).startKey();  // inclusive, and a key
+        byte[] end = regions.get(9).startKey();    // exclusive, and a key
 
         List<KeyValue> part = sync(client.scan(start, end, 1000, false));
         List<KeyValue> firstFive = sync(client.scan(start, end, 5, true));
@@ -199,8 +199,8 @@ class RangeApiClusterTest {
     void when_rangeDeletedAcrossRegions_then_exactlyItsKeysAreGone() {
         TreeMap<byte[], byte[]> keys = keysAcrossRegions();
         putAll(keys);
-        byte[] start = keys.higherKey(regions.get(2).getStartKey().toByteArray()); // mid-region
-        byte[] end = regions.get(20).getStartKey().toByteArray();
+        byte[] start = keys.higherKey(regions.get(2).startKey()); // mid-region
+        byte[] end = regions.get(20).startKey();
 
         sync(client.deleteRange(start, end));
 
@@ -267,7 +267,7 @@ class RangeApiClusterTest {
         assertThatThrownBy(() -> sync(client.compareAndPutAll(List.of(
                 new CasEntry(here, null, bytes("x")), new CasEntry(there, null, bytes("y"))))))
                 .isInstanceOfSatisfying(KvException.class, e -> {
-                    assertThat(e.code()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+                    assertThat(e.code().toWire()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
                     assertThat(e.getMessage()).contains("0xf001");
                 });
         assertThat(sync(client.get(here))).isNull();
@@ -323,29 +323,29 @@ class RangeApiClusterTest {
     @Test
     void when_rawRequestsAreBad_then_typedErrorsAndTheNodeKeepsServing() {
         RegionInfo r = regions.get(5);
-        RegionInfo led = cluster.client().regions().join().stream().filter(x -> x.getId() == r.getId()).findFirst().orElseThrow();
+        RegionInfo led = cluster.client().admin().regions().join().stream().filter(x -> x.id() == r.id()).findFirst().orElseThrow();
         try (Transport transport = new Transport()) {
-            String leader = led.getLeader();
-            ScanRequest.Builder ok = ScanRequest.newBuilder().setRegionId(r.getId()).setRegionEpoch(r.getEpoch())
-                    .setStartKey(r.getStartKey()).setEndKey(r.getEndKey()).setLimit(10);
+            String leader = led.leader();
+            ScanRequest.Builder ok = ScanRequest.newBuilder().setRegionId(r.id()).setRegionEpoch(r.epoch())
+                    .setStartKey(ByteString.copyFrom(r.startKey())).setEndKey(ByteString.copyFrom(r.endKey())).setLimit(10);
 
             assertThat(scanError(transport, leader, ok.clone().setLimit(0))).isEqualTo(ErrorCode.INVALID_ARGUMENT);
-            assertThat(scanError(transport, leader, ok.clone().setStartKey(r.getEndKey()).setEndKey(r.getStartKey())))
+            assertThat(scanError(transport, leader, ok.clone().setStartKey(ByteString.copyFrom(r.endKey())).setEndKey(ByteString.copyFrom(r.startKey()))))
                     .isEqualTo(ErrorCode.INVALID_ARGUMENT);
             assertThat(scanError(transport, leader, ok.clone().setEndKey(ByteString.EMPTY)))
                     .as("a range past the region's end").isEqualTo(ErrorCode.KEY_OUT_OF_RANGE);
             assertThat(scanError(transport, leader, ok.clone().setRegionId(9999))).isEqualTo(ErrorCode.REGION_NOT_FOUND);
-            assertThat(scanError(transport, leader, ok.clone().setRegionEpoch(r.getEpoch() + 1))).isEqualTo(ErrorCode.STALE_EPOCH);
+            assertThat(scanError(transport, leader, ok.clone().setRegionEpoch(r.epoch() + 1))).isEqualTo(ErrorCode.STALE_EPOCH);
             assertThat(scanError(transport, leader, ok.clone().setModeValue(42))).isEqualTo(ErrorCode.INVALID_ARGUMENT);
-            String follower = r.getPeersList().stream().filter(p -> !p.equals(leader)).findFirst().orElseThrow();
+            String follower = r.peers().stream().filter(p -> !p.equals(leader)).findFirst().orElseThrow();
             assertThat(scanError(transport, follower, ok.clone())).isIn(ErrorCode.NOT_LEADER, ErrorCode.NO_LEADER);
 
-            WriteRequest.Builder w = WriteRequest.newBuilder().setRegionId(r.getId()).setRegionEpoch(r.getEpoch());
+            WriteRequest.Builder w = WriteRequest.newBuilder().setRegionId(r.id()).setRegionEpoch(r.epoch());
             assertThat(writeError(transport, leader, w.clone().addOps(WriteOp.newBuilder().setTypeValue(77)
-                    .setKey(r.getStartKey())))).as("unknown op type").isEqualTo(ErrorCode.INVALID_ARGUMENT);
+                    .setKey(ByteString.copyFrom(r.startKey()))))).as("unknown op type").isEqualTo(ErrorCode.INVALID_ARGUMENT);
             assertThat(writeError(transport, leader, w.clone().addOps(WriteOp.newBuilder().setType(WriteOpType.DELETE_RANGE)
-                    .setKey(r.getStartKey()).setEndKey(ByteString.EMPTY)))).isEqualTo(ErrorCode.KEY_OUT_OF_RANGE);
-            byte[] k = Arrays.copyOf(r.getStartKey().toByteArray(), r.getStartKey().size() + 1);
+                    .setKey(ByteString.copyFrom(r.startKey())).setEndKey(ByteString.EMPTY)))).isEqualTo(ErrorCode.KEY_OUT_OF_RANGE);
+            byte[] k = Arrays.copyOf(r.startKey(), r.startKey().length + 1);
             WriteOp cas = WriteOp.newBuilder().setType(WriteOpType.COMPARE_AND_PUT).setKey(ByteString.copyFrom(k))
                     .setExpectAbsent(true).build();
             assertThat(writeError(transport, leader, w.clone().addOps(cas.toBuilder().setGroupSize(3)).addOps(cas)))
@@ -381,7 +381,7 @@ class RangeApiClusterTest {
     }
 
     private static void assertCode(org.assertj.core.api.ThrowableAssert.ThrowingCallable call, ErrorCode code) {
-        assertThatThrownBy(call).isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code()).isEqualTo(code));
+        assertThatThrownBy(call).isInstanceOfSatisfying(KvException.class, e -> assertThat(e.code().toWire()).isEqualTo(code));
     }
 
     private static byte[] bytes(String s) {

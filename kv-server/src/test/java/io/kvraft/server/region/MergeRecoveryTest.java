@@ -73,7 +73,7 @@ class MergeRecoveryTest {
         try (InProcessCluster cluster = start(dir)) {
             KvClient client = cluster.client();
             putAll(client, 500, "a");
-            int right = sync(client.split(1, key(250))).get(1).getId();
+            int right = sync(client.admin().split(1, key(250))).get(1).id();
             await().atMost(60, SECONDS).until(() -> java.util.stream.IntStream.range(0, 3)
                     .allMatch(i -> cluster.node(i).host().region(right) != null));
             int down = -1;

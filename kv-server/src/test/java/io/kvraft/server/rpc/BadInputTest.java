@@ -6,7 +6,7 @@ import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.ErrorCode;
 import io.kvraft.common.proto.KvProto.ReadRequest;
 import io.kvraft.common.proto.KvProto.ReadResponse;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;
 import io.kvraft.common.proto.KvProto.WriteRequest;
@@ -57,15 +57,15 @@ class BadInputTest {
     @BeforeEach
     void lookUpTheLeader() {
         await().atMost(60, SECONDS).until(() -> {
-            RegionInfo r = client.regions().join().stream().filter(i -> i.getId() == 4).findFirst().orElseThrow();
+            RegionInfo r = client.admin().regions().join().stream().filter(i -> i.id() == 4).findFirst().orElseThrow();
             long leaders = cluster.endpoints().stream().filter(e -> leads(e, 4)).count();
-            if (leaders != 1 || r.getLeader().isEmpty() || !leads(r.getLeader(), 4)) {
+            if (leaders != 1 || r.leader().isEmpty() || !leads(r.leader(), 4)) {
                 return false;
             }
             region = r;
             return true;
         });
-        follower = region.getPeersList().stream().filter(p -> !p.equals(region.getLeader())).findFirst().orElseThrow();
+        follower = region.peers().stream().filter(p -> !p.equals(region.leader())).findFirst().orElseThrow();
     }
 
     private static boolean leads(String endpoint, int regionId) {
@@ -76,7 +76,7 @@ class BadInputTest {
     private static ErrorCode codeOf(Runnable call) {
         Throwable t = catchThrowable(call::run);
         assertThat(t).as("the call should fail").isNotNull();
-        return KvException.unwrap(t).code();
+        return KvException.unwrap(t).code().toWire();
     }
 
     @AfterAll
@@ -86,7 +86,7 @@ class BadInputTest {
     }
 
     static byte[] keyIn(RegionInfo r) {
-        byte[] start = r.getStartKey().toByteArray();
+        byte[] start = r.startKey();
         byte[] k = java.util.Arrays.copyOf(start, start.length + 1);
         k[start.length] = 1;
         return k;
@@ -97,14 +97,14 @@ class BadInputTest {
     }
 
     private WriteRequest put(RegionInfo r, long epoch, byte[] key, byte[] value) {
-        return WriteRequest.newBuilder().setRegionId(r.getId()).setRegionEpoch(epoch)
+        return WriteRequest.newBuilder().setRegionId(r.id()).setRegionEpoch(epoch)
                 .addOps(WriteOp.newBuilder().setType(WriteOpType.PUT).setKey(ByteString.copyFrom(key))
                         .setValue(ByteString.copyFrom(value))).build();
     }
 
     @Test
     void when_keyIsEmpty_then_invalidArgument() {
-        assertThat(write(region.getLeader(), put(region, 1, new byte[0], new byte[1])).getError().getCode())
+        assertThat(write(region.leader(), put(region, 1, new byte[0], new byte[1])).getError().getCode())
                 .isEqualTo(ErrorCode.INVALID_ARGUMENT);
         assertThat(codeOf(() -> client.put(new byte[0], new byte[1]).join())).isEqualTo(ErrorCode.INVALID_ARGUMENT);
     }
@@ -113,10 +113,10 @@ class BadInputTest {
     void when_keyOrValueIsOversized_then_invalidArgumentNamingTheLimit() {
         byte[] bigKey = new byte[4097];
         System.arraycopy(keyIn(region), 0, bigKey, 0, keyIn(region).length);
-        WriteResponse r = write(region.getLeader(), put(region, 1, bigKey, new byte[1]));
+        WriteResponse r = write(region.leader(), put(region, 1, bigKey, new byte[1]));
         assertThat(r.getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
         assertThat(r.getError().getDetail()).contains("maxKeyBytes");
-        r = write(region.getLeader(), put(region, 1, keyIn(region), new byte[(1 << 20) + 1]));
+        r = write(region.leader(), put(region, 1, keyIn(region), new byte[(1 << 20) + 1]));
         assertThat(r.getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
         assertThat(r.getError().getDetail()).contains("maxValueBytes");
         assertThat(codeOf(() -> client.put(keyIn(region), new byte[(1 << 20) + 1]).join()))
@@ -126,22 +126,22 @@ class BadInputTest {
     @Test
     void when_regionIsUnknown_then_regionNotFound() {
         WriteRequest req = WriteRequest.newBuilder(put(region, 1, keyIn(region), new byte[1])).setRegionId(999).build();
-        assertThat(write(region.getLeader(), req).getError().getCode()).isEqualTo(ErrorCode.REGION_NOT_FOUND);
-        ReadResponse rr = transport.<ReadResponse>call(region.getLeader(), ReadRequest.newBuilder().setRegionId(0)
+        assertThat(write(region.leader(), req).getError().getCode()).isEqualTo(ErrorCode.REGION_NOT_FOUND);
+        ReadResponse rr = transport.<ReadResponse>call(region.leader(), ReadRequest.newBuilder().setRegionId(0)
                 .setRegionEpoch(1).addKeys(ByteString.copyFrom(keyIn(region))).build(), 5000).join();
         assertThat(rr.getError().getCode()).isEqualTo(ErrorCode.REGION_NOT_FOUND);
     }
 
     @Test
     void when_keyIsOutsideTheRegion_then_keyOutOfRange() {
-        RegionInfo other = client.regions().join().get(10);
-        assertThat(write(region.getLeader(), put(region, 1, keyIn(other), new byte[1])).getError().getCode())
+        RegionInfo other = client.admin().regions().join().get(10);
+        assertThat(write(region.leader(), put(region, 1, keyIn(other), new byte[1])).getError().getCode())
                 .isEqualTo(ErrorCode.KEY_OUT_OF_RANGE);
     }
 
     @Test
     void when_epochIsStale_then_staleEpoch() {
-        assertThat(write(region.getLeader(), put(region, 0, keyIn(region), new byte[1])).getError().getCode())
+        assertThat(write(region.leader(), put(region, 0, keyIn(region), new byte[1])).getError().getCode())
                 .isEqualTo(ErrorCode.STALE_EPOCH);
     }
 
@@ -149,20 +149,20 @@ class BadInputTest {
     void when_writeGoesToAFollower_then_notLeaderWithTheLeaderAsHint() {
         WriteResponse r = write(follower, put(region, 1, keyIn(region), new byte[1]));
         assertThat(r.getError().getCode()).isEqualTo(ErrorCode.NOT_LEADER);
-        assertThat(r.getError().getLeaderHint()).isEqualTo(region.getLeader());
+        assertThat(r.getError().getLeaderHint()).isEqualTo(region.leader());
     }
 
     @Test
     void when_batchIsEmpty_then_invalidArgument() {
-        WriteRequest req = WriteRequest.newBuilder().setRegionId(region.getId()).setRegionEpoch(1).build();
-        assertThat(write(region.getLeader(), req).getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+        WriteRequest req = WriteRequest.newBuilder().setRegionId(region.id()).setRegionEpoch(1).build();
+        assertThat(write(region.leader(), req).getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
     }
 
     @Test
     void when_aWriteRequestCarriesReadsButNoWrites_then_invalidArgument() {
-        WriteRequest req = WriteRequest.newBuilder().setRegionId(region.getId()).setRegionEpoch(1)
+        WriteRequest req = WriteRequest.newBuilder().setRegionId(region.id()).setRegionEpoch(1)
                 .addReadKeys(ByteString.copyFrom(keyIn(region))).build();
-        WriteResponse r = write(region.getLeader(), req);
+        WriteResponse r = write(region.leader(), req);
         assertThat(r.getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
         assertThat(r.getError().getDetail()).contains("empty write batch");
     }
@@ -171,13 +171,13 @@ class BadInputTest {
     void when_aReadRidingOnWritesIsOutsideTheRegion_then_keyOutOfRangeAndNothingIsWritten() throws Exception {
         byte[] key = java.util.Arrays.copyOf(keyIn(region), keyIn(region).length + 1);
         key[key.length - 1] = 7; // a key of this test alone
-        RegionInfo other = client.regions().join().get(10);
+        RegionInfo other = client.admin().regions().join().get(10);
         WriteRequest req = WriteRequest.newBuilder(put(region, 1, key, new byte[] {1}))
                 .addReadKeys(ByteString.copyFrom(keyIn(other))).build();
-        assertThat(write(region.getLeader(), req).getError().getCode()).isEqualTo(ErrorCode.KEY_OUT_OF_RANGE);
+        assertThat(write(region.leader(), req).getError().getCode()).isEqualTo(ErrorCode.KEY_OUT_OF_RANGE);
         WriteRequest empty = WriteRequest.newBuilder(put(region, 1, key, new byte[] {1}))
                 .addReadKeys(ByteString.EMPTY).build();
-        assertThat(write(region.getLeader(), empty).getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
+        assertThat(write(region.leader(), empty).getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
         assertThat(client.get(key).get(30, SECONDS)).as("the refused requests' put").isNull();
     }
 
@@ -187,7 +187,7 @@ class BadInputTest {
         for (int i = 0; i < 10_000; i++) { // 1 op and 10,000 reads: one over limits.maxBatchOps
             b.addReadKeys(ByteString.copyFrom(keyIn(region)));
         }
-        WriteResponse r = write(region.getLeader(), b.build());
+        WriteResponse r = write(region.leader(), b.build());
         assertThat(r.getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
         assertThat(r.getError().getDetail()).contains("10000 reads").contains("limits.maxBatchOps");
     }
@@ -196,7 +196,7 @@ class BadInputTest {
     void when_garbageBytesHitTheRpcPort_then_theNodeKeepsServing() throws Exception {
         byte[] key = keyIn(region);
         client.put(key, "before".getBytes()).join();
-        String[] hp = region.getLeader().split(":");
+        String[] hp = region.leader().split(":");
         Random rnd = new Random(1);
         for (int i = 0; i < 5; i++) {
             try (Socket s = new Socket(hp[0], Integer.parseInt(hp[1])); OutputStream out = s.getOutputStream()) {
@@ -211,7 +211,7 @@ class BadInputTest {
         }
         client.put(key, "after".getBytes()).join();
         assertThat(client.get(key).join()).isEqualTo("after".getBytes());
-        List<RegionInfo> regions = client.regions().join();
+        List<RegionInfo> regions = client.admin().regions().join();
         assertThat(regions).hasSize(24);
     }
 }

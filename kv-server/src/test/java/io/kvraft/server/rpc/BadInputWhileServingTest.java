@@ -6,7 +6,7 @@ import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.ErrorCode;
 import io.kvraft.common.proto.KvProto.ReadRequest;
 import io.kvraft.common.proto.KvProto.ReadResponse;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;
 import io.kvraft.common.proto.KvProto.WriteRequest;
@@ -55,7 +55,7 @@ class BadInputWhileServingTest {
              Transport raw = new Transport()) {
             cluster.awaitBalanced(120);
             KvClient good = cluster.client();
-            List<RegionInfo> regions = good.regions().join();
+            List<RegionInfo> regions = good.admin().regions().join();
 
             Map<Long, Long> acked = new ConcurrentHashMap<>();
             Queue<String> goodErrors = new ConcurrentLinkedQueue<>();
@@ -95,16 +95,16 @@ class BadInputWhileServingTest {
             cluster.awaitBalanced(120);
             KvServer leaving = cluster.node(2);
             String target = cluster.endpoints().get(2);
-            RegionInfo region = cluster.client().regions().join().stream()
-                    .filter(r -> r.getLeader().equals(target)).findFirst().orElseThrow();
+            RegionInfo region = cluster.client().admin().regions().join().stream()
+                    .filter(r -> r.leader().equals(target)).findFirst().orElseThrow();
             Set<ErrorCode> seen = EnumSet.noneOf(ErrorCode.class);
             CompletableFuture<Void> shutdown = CompletableFuture.runAsync(() -> leaving.shutdownGracefully(20_000));
             while (!shutdown.isDone()) {
                 try {
-                    WriteResponse r = raw.<WriteResponse>call(target, put(region, region.getEpoch(), keyIn(region)), 1000).join();
+                    WriteResponse r = raw.<WriteResponse>call(target, put(region, region.epoch(), keyIn(region)), 1000).join();
                     seen.add(r.getError().getCode());
                 } catch (RuntimeException e) {
-                    seen.add(KvException.unwrap(e).code()); // the port closes at the end
+                    seen.add(KvException.unwrap(e).code().toWire()); // the port closes at the end
                 }
             }
             shutdown.join();
@@ -178,11 +178,11 @@ class BadInputWhileServingTest {
     }
 
     private static void assertBadRequestsAnswered(Transport raw, InProcessCluster cluster, RegionInfo r) {
-        RegionInfo fresh = cluster.client().regions().join().stream().filter(x -> x.getId() == r.getId()).findFirst()
+        RegionInfo fresh = cluster.client().admin().regions().join().stream().filter(x -> x.id() == r.id()).findFirst()
                 .orElseThrow();
-        String leader = fresh.getLeader();
-        String follower = fresh.getPeersList().stream().filter(p -> !p.equals(leader)).findFirst().orElseThrow();
-        long epoch = fresh.getEpoch();
+        String leader = fresh.leader();
+        String follower = fresh.peers().stream().filter(p -> !p.equals(leader)).findFirst().orElseThrow();
+        long epoch = fresh.epoch();
         byte[] k = keyIn(fresh);
         assertThat(write(raw, leader, put(fresh, epoch, new byte[0]))).isEqualTo(ErrorCode.INVALID_ARGUMENT);
         assertThat(write(raw, leader, put(fresh, epoch, append(k, new byte[5000])))).isEqualTo(ErrorCode.INVALID_ARGUMENT);
@@ -192,7 +192,7 @@ class BadInputWhileServingTest {
         WriteRequest unknown = WriteRequest.newBuilder(put(fresh, epoch, k)).setRegionId(9_999).build();
         assertThat(write(raw, leader, unknown)).isEqualTo(ErrorCode.REGION_NOT_FOUND);
         assertThat(write(raw, follower, put(fresh, epoch, k))).isIn(ErrorCode.NOT_LEADER);
-        ReadResponse read = raw.<ReadResponse>call(leader, ReadRequest.newBuilder().setRegionId(fresh.getId())
+        ReadResponse read = raw.<ReadResponse>call(leader, ReadRequest.newBuilder().setRegionId(fresh.id())
                 .setRegionEpoch(epoch).addKeys(ByteString.EMPTY).build(), 5000).join();
         assertThat(read.getError().getCode()).isEqualTo(ErrorCode.INVALID_ARGUMENT);
     }
@@ -206,13 +206,13 @@ class BadInputWhileServingTest {
     }
 
     private static WriteRequest putValue(RegionInfo r, long epoch, byte[] key, byte[] value) {
-        return WriteRequest.newBuilder().setRegionId(r.getId()).setRegionEpoch(epoch)
+        return WriteRequest.newBuilder().setRegionId(r.id()).setRegionEpoch(epoch)
                 .addOps(WriteOp.newBuilder().setType(WriteOpType.PUT).setKey(ByteString.copyFrom(key))
                         .setValue(ByteString.copyFrom(value))).build();
     }
 
     private static byte[] keyIn(RegionInfo r) {
-        return append(r.getStartKey().toByteArray(), new byte[]{0, 'b', 'a', 'd'});
+        return append(r.startKey(), new byte[]{0, 'b', 'a', 'd'});
     }
 
     private static byte[] append(byte[] a, byte[] b) {

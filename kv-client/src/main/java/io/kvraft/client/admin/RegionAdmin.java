@@ -1,15 +1,16 @@
-package io.kvraft.client;
+package io.kvraft.client.admin;
 
 import io.kvraft.common.KvException;
 import com.google.protobuf.ByteString;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.RegionInfo;
+import io.kvraft.common.ErrorCode;
 import com.google.protobuf.Message;
 import io.kvraft.common.proto.KvProto.MergeRequest;
 import io.kvraft.common.proto.KvProto.MergeResponse;
 import io.kvraft.common.proto.KvProto.SplitRequest;
 import io.kvraft.common.proto.KvProto.SplitResponse;
+import io.kvraft.client.route.Calls;
 import io.kvraft.client.route.RouteTable.Route;
+import io.kvraft.client.route.Routes;
 
 import java.util.ArrayDeque;
 import java.util.List;
@@ -28,21 +29,23 @@ final class RegionAdmin {
      */
     static final long MOVE_TIMEOUT_MS = 600_000;
 
-    private final RoutingKvClient client;
+    private final Routes routes;
+    private final Calls calls;
 
-    RegionAdmin(RoutingKvClient client) {
-        this.client = client;
+    RegionAdmin(Routes routes, Calls calls) {
+        this.routes = routes;
+        this.calls = calls;
     }
 
-    /** See {@link KvClient#split}. */
+    /** See {@link KvAdmin#split}. */
     CompletableFuture<List<RegionInfo>> split(int regionId, byte[] atKey) {
         SplitRequest request = SplitRequest.newBuilder().setRegionId(regionId)
                 .setSplitKey(atKey == null ? ByteString.EMPTY : ByteString.copyFrom(atKey)).build();
         return this.<SplitResponse>call(regionId, request, SplitResponse::hasError, SplitResponse::getError)
-                .thenApply(resp -> List.of(resp.getLeft(), resp.getRight()));
+                .thenApply(resp -> List.of(AdminWire.region(resp.getLeft()), AdminWire.region(resp.getRight())));
     }
 
-    /** See {@link KvClient#merge}. */
+    /** See {@link KvAdmin#merge}. */
     CompletableFuture<RegionInfo> merge(int leftId, int rightId) {
         if (leftId == rightId) {
             return CompletableFuture.failedFuture(new KvException(ErrorCode.INVALID_ARGUMENT,
@@ -50,14 +53,14 @@ final class RegionAdmin {
         }
         MergeRequest request = MergeRequest.newBuilder().setLeftId(leftId).setRightId(rightId).build();
         // the right region is looked up on the left one's leader: an unknown one is told at once, not retried there
-        return client.refreshRoutes().thenCompose(v -> client.routes().byId(rightId) == null
+        return routes.refresh().thenCompose(v -> routes.table().byId(rightId) == null
                 ? CompletableFuture.<MergeResponse>failedFuture(new KvException(ErrorCode.REGION_NOT_FOUND,
                         "no region " + rightId + " in the cluster"))
                 : this.<MergeResponse>call(leftId, request, MergeResponse::hasError, MergeResponse::getError))
-                .thenApply(MergeResponse::getMerged);
+                .thenApply(resp -> AdminWire.region(resp.getMerged()));
     }
 
-    /** See {@link KvClient#moveReplica}. */
+    /** See {@link KvAdmin#moveReplica}. */
     CompletableFuture<RegionInfo> moveReplica(int regionId, String from, String to) {
         for (String node : new String[]{from, to}) {
             try {
@@ -75,16 +78,16 @@ final class RegionAdmin {
         return this.<io.kvraft.common.proto.KvProto.MoveReplicaResponse>call(regionId, request,
                 io.kvraft.common.proto.KvProto.MoveReplicaResponse::hasError,
                 io.kvraft.common.proto.KvProto.MoveReplicaResponse::getError, MOVE_TIMEOUT_MS)
-                .thenApply(io.kvraft.common.proto.KvProto.MoveReplicaResponse::getRegion);
+                .thenApply(resp -> AdminWire.region(resp.getRegion()));
     }
 
-    /** See {@link KvClient#rebuildReplica}. */
+    /** See {@link KvAdmin#rebuildReplica}. */
     CompletableFuture<RegionInfo> rebuildReplica(int regionId, String node) {
         return replicaChange(regionId, node, io.kvraft.common.proto.KvProto.MoveReplicaRequest.newBuilder()
                 .setRegionId(regionId).setFrom(node).setTo(node).setRebuild(true).build());
     }
 
-    /** See {@link KvClient#addReplica}. */
+    /** See {@link KvAdmin#addReplica}. */
     CompletableFuture<RegionInfo> addReplica(int regionId, String to) {
         return replicaChange(regionId, to, io.kvraft.common.proto.KvProto.MoveReplicaRequest.newBuilder()
                 .setRegionId(regionId).setTo(to).build());
@@ -100,13 +103,13 @@ final class RegionAdmin {
         return this.<io.kvraft.common.proto.KvProto.MoveReplicaResponse>call(regionId, request,
                 io.kvraft.common.proto.KvProto.MoveReplicaResponse::hasError,
                 io.kvraft.common.proto.KvProto.MoveReplicaResponse::getError, MOVE_TIMEOUT_MS)
-                .thenApply(io.kvraft.common.proto.KvProto.MoveReplicaResponse::getRegion);
+                .thenApply(resp -> AdminWire.region(resp.getRegion()));
     }
 
     /** Sends {@code request} to the leader of region {@code regionId}, following leader hints until the deadline. */
     private <R extends Message> CompletableFuture<R> call(int regionId, Message request, Predicate<R> hasError,
                                                           Function<R, io.kvraft.common.proto.KvProto.Error> error) {
-        return call(regionId, request, hasError, error, client.operationTimeoutMs());
+        return call(regionId, request, hasError, error, calls.operationTimeoutMs());
     }
 
     /** As above, with {@code timeoutMs} for the whole call. */
@@ -118,8 +121,8 @@ final class RegionAdmin {
         long deadline = now + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         // looking for the leader takes at most an operation's time, however long the change itself may take: a region
         // with no leader (a majority of its replicas lost) would otherwise hold a move's caller for its 10 minutes
-        long searchEnd = now + TimeUnit.MILLISECONDS.toNanos(Math.min(timeoutMs, client.operationTimeoutMs()));
-        client.refreshRoutes().whenComplete((v, e) -> attempt(new Call<>(regionId, request, hasError, error, deadline,
+        long searchEnd = now + TimeUnit.MILLISECONDS.toNanos(Math.min(timeoutMs, calls.operationTimeoutMs()));
+        routes.refresh().whenComplete((v, e) -> attempt(new Call<>(regionId, request, hasError, error, deadline,
                 searchEnd, result, new Tries()), null));
         return result;
     }
@@ -186,7 +189,7 @@ final class RegionAdmin {
     private <R extends Message> void attempt(Call<R> call, String hint, String notThere) {
         CompletableFuture<R> result = call.result();
         long deadline = call.deadline();
-        Route route = client.routes().byId(call.regionId());
+        Route route = routes.table().byId(call.regionId());
         if (route == null) {
             result.completeExceptionally(new KvException(ErrorCode.REGION_NOT_FOUND,
                     "no region " + call.regionId() + " in the cluster"));
@@ -196,11 +199,11 @@ final class RegionAdmin {
         // the whole operation's time for one try: the leader answers once the change is applied, which includes making
         // or stopping groups on that node (a snapshot of a range), far more than a read or write takes
         long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()));
-        client.transport().<R>call(target, call.request(), left).whenComplete((resp, err) -> {
+        calls.transport().<R>call(target, call.request(), left).whenComplete((resp, err) -> {
             ErrorCode code = err != null ? KvException.unwrap(err).code()
-                    : call.hasError().test(resp) ? call.error().apply(resp).getCode() : ErrorCode.OK;
+                    : call.hasError().test(resp) ? ErrorCode.fromWire(call.error().apply(resp).getCode()) : ErrorCode.OK;
             if (code == ErrorCode.OK) {
-                client.refreshRoutes(target).whenComplete((v, e) -> result.complete(resp));
+                routes.refresh(target).whenComplete((v, e) -> result.complete(resp));
                 return;
             }
             String detail = err != null ? KvException.unwrap(err).getMessage() : call.error().apply(resp).getDetail();
@@ -228,9 +231,9 @@ final class RegionAdmin {
             }
             String nextTarget = next;
             Runnable again = code == ErrorCode.REGION_NOT_FOUND
-                    ? () -> client.refreshRoutes().whenComplete((v, e) -> attempt(call, null, notThere(call, target)))
+                    ? () -> routes.refresh().whenComplete((v, e) -> attempt(call, null, notThere(call, target)))
                     : () -> attempt(call, nextTarget);
-            if (!client.later(again, next.isEmpty() ? RETRY_PAUSE_NANOS : 0)) {
+            if (!calls.later(again, next.isEmpty() ? RETRY_PAUSE_NANOS : 0)) {
                 result.completeExceptionally(new KvException(ErrorCode.UNAVAILABLE, "client closed"));
             }
         });

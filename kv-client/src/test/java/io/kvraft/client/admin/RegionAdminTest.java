@@ -1,4 +1,4 @@
-package io.kvraft.client;
+package io.kvraft.client.admin;
 
 import com.google.protobuf.ByteString;
 import io.kvraft.common.proto.KvProto.RegionInfo;

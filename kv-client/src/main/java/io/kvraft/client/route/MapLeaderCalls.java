@@ -1,4 +1,4 @@
-package io.kvraft.client;
+package io.kvraft.client.route;
 
 import io.kvraft.common.KvException;
 import com.google.protobuf.Message;
@@ -6,7 +6,7 @@ import io.kvraft.common.config.HostPort;
 import io.kvraft.common.proto.KvProto.ClusterRequest;
 import io.kvraft.common.proto.KvProto.ClusterResponse;
 import io.kvraft.common.proto.KvProto.Error;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.NodeState;
 import io.kvraft.common.proto.KvProto.NodeStateRequest;
 import io.kvraft.common.proto.KvProto.NodeStateResponse;
@@ -33,9 +33,9 @@ import java.util.function.Supplier;
  * it asked. Any other error (e.g. INVALID_ARGUMENT for a refused state change) fails the call at once.
  *
  * <p>Sending, pausing and the clock are given, so a test can fake the nodes; see
- * {@link #ClusterAdmin(Supplier, Caller, long, long, Timer, LongSupplier)}.
+ * {@link #MapLeaderCalls(Supplier, Caller, long, long, Timer, LongSupplier)}.
  */
-public final class ClusterAdmin {
+public final class MapLeaderCalls {
 
     /** The pause after a round in which no node knew the map's leader. */
     public static final long ROUND_PAUSE_MS = 200;
@@ -77,7 +77,7 @@ public final class ClusterAdmin {
      * @param timer            runs the next round after its pause
      * @param nanoClock        {@link System#nanoTime} or a test's clock
      */
-    public ClusterAdmin(Supplier<? extends Collection<String>> seeds, Caller caller, long timeoutMs,
+    public MapLeaderCalls(Supplier<? extends Collection<String>> seeds, Caller caller, long timeoutMs,
                         long requestTimeoutMs, Timer timer, LongSupplier nanoClock) {
         this.seeds = seeds;
         this.caller = caller;
@@ -88,7 +88,7 @@ public final class ClusterAdmin {
     }
 
     /** Asks {@code seeds}; a call gives up after {@code timeoutMs}, each request after at most 3 s. */
-    public ClusterAdmin(Collection<String> seeds, Caller caller, long timeoutMs) {
+    public MapLeaderCalls(Collection<String> seeds, Caller caller, long timeoutMs) {
         this(() -> seeds, caller, timeoutMs, Math.min(timeoutMs, 3000), Timer.delayed(), System::nanoTime);
     }
 
@@ -192,7 +192,7 @@ public final class ClusterAdmin {
                 return;
             }
             Error e = error.apply((R) resp);
-            ErrorCode code = e == null ? ErrorCode.OK : e.getCode();
+            ErrorCode code = e == null ? ErrorCode.OK : ErrorCode.fromWire(e.getCode());
             switch (code) {
                 case OK -> {
                     leader = target;
@@ -257,40 +257,5 @@ public final class ClusterAdmin {
             result.completeExceptionally(new KvException(lastCode, "no leader of the cluster map answered within "
                     + timeoutMs + " ms; asked " + asked + "; last: " + lastDetail));
         }
-    }
-
-    /** {@code node}'s record in the cluster map of the map leader's answer, or null when the map has none. */
-    public static io.kvraft.common.proto.KvProto.NodeRecord record(ClusterResponse c, String node) {
-        for (io.kvraft.common.proto.KvProto.NodeRecord n : c.getMap().getNodesList()) {
-            if (n.getEndpoint().equals(node)) {
-                return n;
-            }
-        }
-        return null;
-    }
-
-    /** {@code node}'s status in the map leader's answer, or null when it has none. */
-    public static io.kvraft.common.proto.KvProto.NodeStatus status(ClusterResponse c, String node) {
-        for (io.kvraft.common.proto.KvProto.NodeStatus s : c.getStatusList()) {
-            if (s.getEndpoint().equals(node)) {
-                return s;
-            }
-        }
-        return null;
-    }
-
-    /** The region replicas {@code node} holds, as the map's leader counts them (else from the regions' replicas). */
-    public static int replicas(ClusterResponse c, String node) {
-        io.kvraft.common.proto.KvProto.NodeStatus s = status(c, node);
-        if (s != null) {
-            return s.getReplicas();
-        }
-        int n = 0;
-        for (io.kvraft.common.proto.KvProto.RegionInfo r : c.getRegionsList()) {
-            if (r.getPeersList().contains(node)) {
-                n++;
-            }
-        }
-        return n;
     }
 }

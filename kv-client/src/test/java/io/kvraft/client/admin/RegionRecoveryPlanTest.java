@@ -1,8 +1,8 @@
-package io.kvraft.client;
+package io.kvraft.client.admin;
 
 import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.ClusterMap;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.NodeRecord;
 import io.kvraft.common.proto.KvProto.NodeState;
 import io.kvraft.common.proto.KvProto.RegionInfo;
@@ -53,7 +53,7 @@ class RegionRecoveryPlanTest {
     @Test
     void when_oneOfThreeSurvivesAndTheOthersAreRemoved_then_itBecomesTheOnlyVoter() {
         ClusterMap m = map(Map.of(A, NodeState.UP, B, NodeState.REMOVED, C, NodeState.REMOVED, D, NodeState.UP));
-        KvClient.RecoveryPlan plan = RegionRecovery.plan(7, m, replicas(A, replica(4, 120, "", "FOLLOWER", C, B, A)));
+        RecoveryPlan plan = RegionRecovery.plan(7, m, replicas(A, replica(4, 120, "", "FOLLOWER", C, B, A)));
 
         assertThat(plan.survivors()).containsExactly(A);
         assertThat(plan.lost()).containsExactly(B, C);
@@ -67,7 +67,7 @@ class RegionRecoveryPlanTest {
     void when_twoOfFiveSurvive_then_bothBecomeVoters_andTheHighestAppliedIndexIsNamed() {
         ClusterMap m = map(Map.of(A, NodeState.UP, B, NodeState.UP, C, NodeState.REMOVED, D, NodeState.REMOVED,
                 E, NodeState.REMOVED));
-        KvClient.RecoveryPlan plan = RegionRecovery.plan(7, m, replicas(
+        RecoveryPlan plan = RegionRecovery.plan(7, m, replicas(
                 B, replica(2, 90, "", "CANDIDATE", A, B, C, D, E), A, replica(2, 95, "", "FOLLOWER", A, B, C, D, E)));
 
         assertThat(plan.survivors()).containsExactly(A, B);
@@ -79,7 +79,7 @@ class RegionRecoveryPlanTest {
     void when_aReplicaLagsAConfigurationBehind_then_itIsNoSurvivor() {
         // D holds an old replica (conf version 1, before D was moved off): the newest configuration is A, B, C
         ClusterMap m = map(Map.of(A, NodeState.UP, B, NodeState.REMOVED, C, NodeState.REMOVED, D, NodeState.UP));
-        KvClient.RecoveryPlan plan = RegionRecovery.plan(7, m, replicas(
+        RecoveryPlan plan = RegionRecovery.plan(7, m, replicas(
                 A, replica(2, 50, "", "FOLLOWER", A, B, C), D, replica(1, 10, "", "FOLLOWER", A, B, D)));
 
         assertThat(plan.survivors()).containsExactly(A);
@@ -143,7 +143,7 @@ class RegionRecoveryPlanTest {
         answers.put(A, listing(replica(4, 120, "", "FOLLOWER", C, B, A)));
         answers.put(D, null);
 
-        KvClient.RecoveryPlan plan = RegionRecovery.planFromAnswers(7, m, answers);
+        RecoveryPlan plan = RegionRecovery.planFromAnswers(7, m, answers);
 
         assertThat(plan.survivors()).containsExactly(A);
         assertThat(plan.lost()).containsExactly(B, C);

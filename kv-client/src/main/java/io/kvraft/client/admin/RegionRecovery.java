@@ -1,15 +1,18 @@
-package io.kvraft.client;
+package io.kvraft.client.admin;
 
+import io.kvraft.client.route.Calls;
+import io.kvraft.client.route.MapLeaderCalls;
+import io.kvraft.client.route.Routes;
 import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.ClusterMap;
 import io.kvraft.common.proto.KvProto.ClusterResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.NodeRecord;
 import io.kvraft.common.proto.KvProto.NodeState;
 import io.kvraft.common.proto.KvProto.NodeStatus;
 import io.kvraft.common.proto.KvProto.RecoverRegionRequest;
 import io.kvraft.common.proto.KvProto.RecoverRegionResponse;
-import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.common.proto.KvProto.RegionsRequest;
 import io.kvraft.common.proto.KvProto.RegionsResponse;
 
@@ -34,15 +37,19 @@ final class RegionRecovery {
     private static final String NO_LIVE_NODE = "the cluster map takes no node as live (a new leader of the map takes"
             + " none until the nodes report to it, every placement.intervalMs)";
 
-    private final RoutingKvClient client;
+    private final Routes routes;
+    private final Calls calls;
+    private final MapLeaderCalls mapLeader;
 
-    RegionRecovery(RoutingKvClient client) {
-        this.client = client;
+    RegionRecovery(Routes routes, Calls calls, MapLeaderCalls mapLeader) {
+        this.routes = routes;
+        this.calls = calls;
+        this.mapLeader = mapLeader;
     }
 
-    /** See {@link KvClient#planRecovery}. */
-    CompletableFuture<KvClient.RecoveryPlan> plan(int regionId) {
-        return client.cluster().thenCompose(c -> answers(liveNodes(c)).thenApply(answers -> planFromAnswers(regionId,
+    /** See {@link KvAdmin#planRecovery}. */
+    CompletableFuture<RecoveryPlan> plan(int regionId) {
+        return mapLeader.cluster().thenCompose(c -> answers(liveNodes(c)).thenApply(answers -> planFromAnswers(regionId,
                 c.getMap(), answers)));
     }
 
@@ -51,8 +58,8 @@ final class RegionRecovery {
      * but UNAVAILABLE (try again) rather than REGION_NOT_FOUND when no replica was found while a live node did not
      * answer or none is live: "no live node holds a replica" only once every live node said so.
      */
-    static KvClient.RecoveryPlan planFromAnswers(int regionId, ClusterMap map, Map<String, RegionsResponse> answers) {
-        Map<String, RegionInfo> replicas = replicasOf(answers, regionId);
+    static RecoveryPlan planFromAnswers(int regionId, ClusterMap map, Map<String, RegionsResponse> answers) {
+        Map<String, KvProto.RegionInfo> replicas = replicasOf(answers, regionId);
         List<String> silent = silent(answers);
         if (replicas.isEmpty() && (answers.isEmpty() || !silent.isEmpty())) {
             throw new KvException(ErrorCode.UNAVAILABLE, "region " + regionId + ": no replica found, but "
@@ -63,11 +70,11 @@ final class RegionRecovery {
     }
 
     /**
-     * See {@link KvClient#surveyRecovery}: every region of the cluster map, from one answer of each live node; fails
+     * See {@link KvAdmin#surveyRecovery}: every region of the cluster map, from one answer of each live node; fails
      * with UNAVAILABLE when a live node does not answer, since its replicas could be the ones that make a region whole.
      */
-    CompletableFuture<KvClient.RecoverySurvey> survey() {
-        return client.cluster().thenCompose(c -> answers(liveNodes(c)).thenApply(answers -> {
+    CompletableFuture<RecoverySurvey> survey() {
+        return mapLeader.cluster().thenCompose(c -> answers(liveNodes(c)).thenApply(answers -> {
             if (answers.isEmpty()) {
                 throw new KvException(ErrorCode.UNAVAILABLE, NO_LIVE_NODE + "; try again");
             }
@@ -76,11 +83,11 @@ final class RegionRecovery {
                 throw new KvException(ErrorCode.UNAVAILABLE, "live nodes " + silent + " did not list their regions:"
                         + " without their replicas no region's survivors are known; try again");
             }
-            List<KvClient.RecoveryPlan> plans = new ArrayList<>();
+            List<RecoveryPlan> plans = new ArrayList<>();
             Map<Integer, KvException> refused = new TreeMap<>();
             int whole = 0;
-            for (RegionInfo region : c.getMap().getRegionsList()) {
-                Map<String, RegionInfo> replicas = replicasOf(answers, region.getId());
+            for (KvProto.RegionInfo region : c.getMap().getRegionsList()) {
+                Map<String, KvProto.RegionInfo> replicas = replicasOf(answers, region.getId());
                 if (wholeReason(replicas) != null) {
                     whole++;
                     continue;
@@ -91,7 +98,7 @@ final class RegionRecovery {
                     refused.put(region.getId(), e);
                 }
             }
-            return new KvClient.RecoverySurvey(plans, refused, whole);
+            return new RecoverySurvey(plans, refused, whole);
         }));
     }
 
@@ -105,35 +112,17 @@ final class RegionRecovery {
     }
 
     /** Each of {@code nodes}' replica of the region, as it answers now (those that do not or hold none left out). */
-    private CompletableFuture<Map<String, RegionInfo>> replicas(List<String> nodes, int regionId) {
+    private CompletableFuture<Map<String, KvProto.RegionInfo>> replicas(List<String> nodes, int regionId) {
         return answers(nodes).thenApply(answers -> replicasOf(answers, regionId));
     }
 
     /** Each of {@code nodes}' own regions as it answers now, by host:port; null for a node that did not answer. */
     private CompletableFuture<Map<String, RegionsResponse>> answers(List<String> nodes) {
-        return askAll(client, nodes, RegionsRequest.getDefaultInstance());
+        return calls.askAll(nodes, RegionsRequest.getDefaultInstance());
     }
 
-    /**
-     * Asks each of {@code nodes} {@code request} at once; completes once all answered or failed, with each answer by
-     * host:port (null for a node that did not answer).
-     */
-    static <R extends com.google.protobuf.Message> CompletableFuture<Map<String, R>> askAll(
-            RoutingKvClient client, List<String> nodes, com.google.protobuf.Message request) {
-        Map<String, CompletableFuture<R>> asked = new TreeMap<>();
-        for (String node : nodes) {
-            asked.put(node, client.transport().call(node, request, client.requestTimeoutMs()));
-        }
-        return CompletableFuture.allOf(asked.values().stream().map(f -> f.handle((r, e) -> null))
-                .toArray(CompletableFuture[]::new)).thenApply(v -> {
-                    Map<String, R> out = new TreeMap<>();
-                    asked.forEach((node, f) -> out.put(node, f.isCompletedExceptionally() ? null : f.join()));
-                    return out;
-                });
-    }
-
-    private static Map<String, RegionInfo> replicasOf(Map<String, RegionsResponse> answers, int regionId) {
-        Map<String, RegionInfo> out = new TreeMap<>();
+    private static Map<String, KvProto.RegionInfo> replicasOf(Map<String, RegionsResponse> answers, int regionId) {
+        Map<String, KvProto.RegionInfo> out = new TreeMap<>();
         answers.forEach((node, answer) -> {
             if (answer != null) {
                 answer.getRegionsList().stream().filter(r -> r.getId() == regionId).findFirst()
@@ -148,7 +137,7 @@ final class RegionRecovery {
      * node holds one) unless no replica knows a leader, the replicas of the newest conf version are fewer than a
      * majority of its voters, and every other voter is on a node the map lists as removed.
      */
-    static KvClient.RecoveryPlan plan(int regionId, ClusterMap map, Map<String, RegionInfo> replicas) {
+    static RecoveryPlan plan(int regionId, ClusterMap map, Map<String, KvProto.RegionInfo> replicas) {
         if (replicas.isEmpty()) {
             List<String> notRemoved = map.getRegionsList().stream().filter(r -> r.getId() == regionId)
                     .flatMap(r -> r.getPeersList().stream()).filter(p -> stateOf(map, p) != NodeState.REMOVED).toList();
@@ -161,7 +150,7 @@ final class RegionRecovery {
         if (whole != null) {
             throw refused(regionId, whole);
         }
-        RegionInfo newest = newest(replicas);
+        KvProto.RegionInfo newest = newest(replicas);
         List<String> voters = newest.getPeersList().stream().sorted().toList();
         List<String> survivors = survivors(replicas, newest);
         List<String> lost = voters.stream().filter(v -> !survivors.contains(v)).toList();
@@ -177,8 +166,8 @@ final class RegionRecovery {
         }
         long applied = survivors.stream().mapToLong(n -> replicas.get(n).getAppliedIndex()).max().orElse(0);
         Map<String, RegionInfo> kept = new TreeMap<>();
-        survivors.forEach(n -> kept.put(n, replicas.get(n)));
-        return new KvClient.RecoveryPlan(regionId, newest.getConfVer(), voters, List.copyOf(survivors), lost, applied,
+        survivors.forEach(n -> kept.put(n, AdminWire.region(replicas.get(n))));
+        return new RecoveryPlan(regionId, newest.getConfVer(), voters, List.copyOf(survivors), lost, applied,
                 kept);
     }
 
@@ -186,18 +175,18 @@ final class RegionRecovery {
      * Why a region with these live replicas needs no recovery (a replica knows a leader, or the live voters of its
      * newest configuration are a majority), or null when it lost its majority (or has no live replica at all).
      */
-    private static String wholeReason(Map<String, RegionInfo> replicas) {
+    private static String wholeReason(Map<String, KvProto.RegionInfo> replicas) {
         if (replicas.isEmpty()) {
             return null;
         }
-        for (Map.Entry<String, RegionInfo> e : replicas.entrySet()) {
-            RegionInfo r = e.getValue();
+        for (Map.Entry<String, KvProto.RegionInfo> e : replicas.entrySet()) {
+            KvProto.RegionInfo r = e.getValue();
             if (r.getRole().equals("LEADER") || !r.getLeader().isEmpty()) {
                 String leader = r.getRole().equals("LEADER") ? e.getKey() : r.getLeader();
                 return "it has a leader, " + leader + " (as " + e.getKey() + " sees it): nothing to recover";
             }
         }
-        RegionInfo newest = newest(replicas);
+        KvProto.RegionInfo newest = newest(replicas);
         List<String> survivors = survivors(replicas, newest);
         int voters = newest.getPeersCount();
         if (survivors.size() >= voters / 2 + 1) {
@@ -208,13 +197,13 @@ final class RegionRecovery {
     }
 
     /** The live replica with the newest configuration (the highest conf version). */
-    private static RegionInfo newest(Map<String, RegionInfo> replicas) {
-        return replicas.values().stream().max(java.util.Comparator.comparingLong(RegionInfo::getConfVer))
+    private static KvProto.RegionInfo newest(Map<String, KvProto.RegionInfo> replicas) {
+        return replicas.values().stream().max(java.util.Comparator.comparingLong(KvProto.RegionInfo::getConfVer))
                 .orElseThrow();
     }
 
     /** The nodes holding a replica at {@code newest}'s conf version that are voters in it, sorted. */
-    private static List<String> survivors(Map<String, RegionInfo> replicas, RegionInfo newest) {
+    private static List<String> survivors(Map<String, KvProto.RegionInfo> replicas, KvProto.RegionInfo newest) {
         List<String> survivors = new ArrayList<>();
         replicas.forEach((node, r) -> {
             if (newest.getPeersList().contains(node) && r.getConfVer() == newest.getConfVer()) {
@@ -237,24 +226,24 @@ final class RegionRecovery {
         return null;
     }
 
-    /** See {@link KvClient#recoverRegion}. */
-    CompletableFuture<RegionInfo> recover(KvClient.RecoveryPlan plan) {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(client.operationTimeoutMs());
-        CompletableFuture<RegionInfo> led = new CompletableFuture<>();
+    /** See {@link KvAdmin#recoverRegion}. */
+    CompletableFuture<RegionInfo> recover(RecoveryPlan plan) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(calls.operationTimeoutMs());
+        CompletableFuture<KvProto.RegionInfo> led = new CompletableFuture<>();
         reset(plan, plan.survivors(), deadline, led);
-        return led;
+        return led.thenApply(AdminWire::region);
     }
 
     /**
      * Asks the survivors in {@code pending} to take the new voters; those that answer UNAVAILABLE (their copy of the
      * cluster map does not list a lost voter as removed yet) or do not answer are asked again until the deadline.
      */
-    private void reset(KvClient.RecoveryPlan plan, List<String> pending, long deadline,
-                       CompletableFuture<RegionInfo> led) {
+    private void reset(RecoveryPlan plan, List<String> pending, long deadline,
+                       CompletableFuture<KvProto.RegionInfo> led) {
         Map<String, CompletableFuture<RecoverRegionResponse>> asked = new TreeMap<>();
         for (String node : pending) {
-            asked.put(node, client.transport().call(node, RecoverRegionRequest.newBuilder().setRegionId(plan.regionId())
-                    .addAllVoters(plan.survivors()).setConfVer(plan.confVer()).build(), client.requestTimeoutMs()));
+            asked.put(node, calls.call(node, RecoverRegionRequest.newBuilder().setRegionId(plan.regionId())
+                    .addAllVoters(plan.survivors()).setConfVer(plan.confVer()).build()));
         }
         CompletableFuture.allOf(asked.values().stream().map(f -> f.handle((r, e) -> null))
                 .toArray(CompletableFuture[]::new)).whenComplete((v, e) -> {
@@ -265,7 +254,7 @@ final class RegionRecovery {
                         Throwable err = a.getValue().handle((r, x) -> x).join();
                         RecoverRegionResponse resp = err == null ? a.getValue().join() : null;
                         ErrorCode code = err != null ? KvException.unwrap(err).code()
-                                : resp.hasError() ? resp.getError().getCode() : ErrorCode.OK;
+                                : resp.hasError() ? ErrorCode.fromWire(resp.getError().getCode()) : ErrorCode.OK;
                         if (code == ErrorCode.OK) {
                             continue;
                         }
@@ -289,7 +278,7 @@ final class RegionRecovery {
                                 + plan.survivors() + "; run recover-region again: ") + String.join("; ", why)));
                         return;
                     }
-                    if (!client.later(() -> reset(plan, again, deadline, led), POLL_NANOS)) {
+                    if (!calls.later(() -> reset(plan, again, deadline, led), POLL_NANOS)) {
                         led.completeExceptionally(new KvException(ErrorCode.UNAVAILABLE, "client closed"));
                     }
                 });
@@ -299,22 +288,22 @@ final class RegionRecovery {
      * Completes {@code led} with the survivors' leader's view of the region once one leads a configuration without the
      * lost voters: the new voters, or more already, since placement may add a replica within moments of the election.
      */
-    private void awaitLeader(KvClient.RecoveryPlan plan, long deadline, CompletableFuture<RegionInfo> led) {
+    private void awaitLeader(RecoveryPlan plan, long deadline, CompletableFuture<KvProto.RegionInfo> led) {
         replicas(plan.survivors(), plan.regionId()).whenComplete((replicas, e) -> {
-            for (RegionInfo r : replicas == null ? List.<RegionInfo>of() : replicas.values()) {
+            for (KvProto.RegionInfo r : replicas == null ? List.<KvProto.RegionInfo>of() : replicas.values()) {
                 boolean lostGone = r.getPeersList().stream().noneMatch(plan.lost()::contains);
                 if (r.getRole().equals("LEADER") && lostGone) {
-                    client.refreshRoutes().whenComplete((x, y) -> led.complete(r));
+                    routes.refresh().whenComplete((x, y) -> led.complete(r));
                     return;
                 }
             }
             if (System.nanoTime() - deadline > 0) {
                 led.completeExceptionally(new KvException(ErrorCode.NO_LEADER, "region " + plan.regionId()
                         + ": its voters were reset to " + plan.survivors() + ", but none of them leads it yet after "
-                        + client.operationTimeoutMs() + " ms: see `regions` and their logs"));
+                        + calls.operationTimeoutMs() + " ms: see `regions` and their logs"));
                 return;
             }
-            if (!client.later(() -> awaitLeader(plan, deadline, led), POLL_NANOS)) {
+            if (!calls.later(() -> awaitLeader(plan, deadline, led), POLL_NANOS)) {
                 led.completeExceptionally(new KvException(ErrorCode.UNAVAILABLE, "client closed"));
             }
         });

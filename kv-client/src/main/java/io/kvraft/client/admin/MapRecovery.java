@@ -1,8 +1,12 @@
-package io.kvraft.client;
+package io.kvraft.client.admin;
 
+import io.kvraft.client.route.Calls;
+import io.kvraft.client.route.MapLeaderCalls;
+import io.kvraft.client.route.Routes;
 import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.ClusterResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.MapReplicaRequest;
 import io.kvraft.common.proto.KvProto.MapReplicaResponse;
 import io.kvraft.common.proto.KvProto.NodeRecord;
@@ -30,15 +34,19 @@ final class MapRecovery {
 
     private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
 
-    private final RoutingKvClient client;
+    private final Routes routes;
+    private final Calls calls;
+    private final MapLeaderCalls mapLeader;
 
-    MapRecovery(RoutingKvClient client) {
-        this.client = client;
+    MapRecovery(Routes routes, Calls calls, MapLeaderCalls mapLeader) {
+        this.routes = routes;
+        this.calls = calls;
+        this.mapLeader = mapLeader;
     }
 
-    /** See {@link KvClient#planMapRecovery}. */
-    CompletableFuture<KvClient.MapRecoveryPlan> plan() {
-        List<String> first = client.knownNodes();
+    /** See {@link KvAdmin#planMapRecovery}. */
+    CompletableFuture<MapRecoveryPlan> plan() {
+        List<String> first = routes.knownNodes();
         return answers(first).thenCompose(answers -> {
             // the nodes the answers name (the group's voters, the map's nodes) that the client was not told of
             Set<String> more = new LinkedHashSet<>();
@@ -64,9 +72,9 @@ final class MapRecovery {
 
     /** Each of {@code nodes}' replica of the map's group as it answers now, by host:port; null for no answer. */
     private CompletableFuture<Map<String, MapReplicaResponse>> answers(List<String> nodes) {
-        return RegionRecovery.<MapReplicaResponse>askAll(client, nodes, MapReplicaRequest.getDefaultInstance())
+        return calls.<MapReplicaResponse>askAll(nodes, MapReplicaRequest.getDefaultInstance())
                 .thenApply(answers -> {
-                    answers.replaceAll((node, r) -> r == null || r.hasError() && r.getError().getCode() != ErrorCode.OK
+                    answers.replaceAll((node, r) -> r == null || r.hasError() && r.getError().getCode() != KvProto.ErrorCode.OK
                             ? null : r);
                     return answers;
                 });
@@ -76,7 +84,7 @@ final class MapRecovery {
      * The plan from the answering nodes' replicas of the map's group (by host:port): refused (INVALID_ARGUMENT) when a
      * replica knows a leader, when no answering node is a voter, or when the live voters are a majority.
      */
-    static KvClient.MapRecoveryPlan plan(Map<String, MapReplicaResponse> replicas) {
+    static MapRecoveryPlan plan(Map<String, MapReplicaResponse> replicas) {
         for (Map.Entry<String, MapReplicaResponse> e : replicas.entrySet()) {
             MapReplicaResponse r = e.getValue();
             if (r.getRole().equals("LEADER") || !r.getLeader().isEmpty()) {
@@ -105,22 +113,21 @@ final class MapRecovery {
                     + " majority: they elect a leader by themselves (if none comes, see their logs)");
         }
         List<String> lost = voters.stream().filter(v -> !survivors.contains(v)).toList();
-        Map<String, MapReplicaResponse> kept = new TreeMap<>();
-        survivors.forEach(s -> kept.put(s, replicas.get(s)));
-        return new KvClient.MapRecoveryPlan(voters, survivors, lost, newest.getLastLogIndex(), kept);
+        Map<String, MapReplica> kept = new TreeMap<>();
+        survivors.forEach(s -> kept.put(s, AdminWire.mapReplica(replicas.get(s))));
+        return new MapRecoveryPlan(voters, survivors, lost, newest.getLastLogIndex(), kept);
     }
 
     private static KvException refused(String why) {
         return new KvException(ErrorCode.INVALID_ARGUMENT, "cluster map not recovered: " + why);
     }
 
-    /** See {@link KvClient#recoverMap}. */
-    CompletableFuture<ClusterResponse> recover(KvClient.MapRecoveryPlan plan) {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(client.operationTimeoutMs());
+    /** See {@link KvAdmin#recoverMap}. */
+    CompletableFuture<ClusterResponse> recover(MapRecoveryPlan plan) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(calls.operationTimeoutMs());
         Map<String, CompletableFuture<RecoverMapResponse>> asked = new TreeMap<>();
         for (String node : plan.survivors()) {
-            asked.put(node, client.transport().call(node, RecoverMapRequest.newBuilder()
-                    .addAllVoters(plan.survivors()).build(), client.requestTimeoutMs()));
+            asked.put(node, calls.call(node, RecoverMapRequest.newBuilder().addAllVoters(plan.survivors()).build()));
         }
         return CompletableFuture.allOf(asked.values().stream().map(f -> f.handle((r, e) -> null))
                 .toArray(CompletableFuture[]::new)).thenCompose(v -> {
@@ -131,9 +138,9 @@ final class MapRecovery {
                         RecoverMapResponse resp = err == null ? a.getValue().join() : null;
                         if (err != null) {
                             why.add(a.getKey() + ": " + KvException.unwrap(err).getMessage());
-                        } else if (resp.hasError() && resp.getError().getCode() != ErrorCode.OK) {
+                        } else if (resp.hasError() && resp.getError().getCode() != KvProto.ErrorCode.OK) {
                             why.add(a.getKey() + ": " + resp.getError().getCode() + " " + resp.getError().getDetail());
-                            definitive |= resp.getError().getCode() == ErrorCode.INVALID_ARGUMENT;
+                            definitive |= resp.getError().getCode() == KvProto.ErrorCode.INVALID_ARGUMENT;
                         }
                     }
                     if (why.size() == plan.survivors().size()) {
@@ -153,8 +160,8 @@ final class MapRecovery {
     }
 
     /** Completes {@code done} with the map's answer once a survivor leads it and every lost voter's node is removed. */
-    private void awaitMap(KvClient.MapRecoveryPlan plan, long deadline, CompletableFuture<ClusterResponse> done) {
-        client.cluster().whenComplete((c, e) -> {
+    private void awaitMap(MapRecoveryPlan plan, long deadline, CompletableFuture<ClusterResponse> done) {
+        mapLeader.cluster().whenComplete((c, e) -> {
             if (e == null && plan.survivors().contains(c.getMetaLeader()) && plan.lost().stream()
                     .allMatch(l -> removed(c, l))) {
                 done.complete(c);
@@ -162,13 +169,13 @@ final class MapRecovery {
             }
             if (System.nanoTime() - deadline > 0) {
                 done.completeExceptionally(new KvException(ErrorCode.NO_LEADER, "the cluster map's voters were reset to "
-                        + plan.survivors() + ", but after " + client.operationTimeoutMs() + " ms "
+                        + plan.survivors() + ", but after " + calls.operationTimeoutMs() + " ms "
                         + (e != null ? "the map does not answer: " + KvException.unwrap(e).getMessage()
                         : "its leader is " + c.getMetaLeader() + " and the lost voters' nodes are not all removed")
                         + ": see `cluster` and the survivors' logs"));
                 return;
             }
-            if (!client.later(() -> awaitMap(plan, deadline, done), POLL_NANOS)) {
+            if (!calls.later(() -> awaitMap(plan, deadline, done), POLL_NANOS)) {
                 done.completeExceptionally(new KvException(ErrorCode.UNAVAILABLE, "client closed"));
             }
         });

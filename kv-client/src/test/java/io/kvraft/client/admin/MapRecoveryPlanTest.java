@@ -1,7 +1,7 @@
-package io.kvraft.client;
+package io.kvraft.client.admin;
 
 import io.kvraft.common.KvException;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.MapReplicaResponse;
 import org.junit.jupiter.api.Test;
 
@@ -44,7 +44,7 @@ class MapRecoveryPlanTest {
 
     @Test
     void when_oneOfThreeVotersAnswers_then_itIsTheSurvivorAndTheOtherTwoAreLost() {
-        KvClient.MapRecoveryPlan plan = MapRecovery.plan(answers(replica(B, "CANDIDATE", "", 42, A, B, C),
+        MapRecoveryPlan plan = MapRecovery.plan(answers(replica(B, "CANDIDATE", "", 42, A, B, C),
                 replica(D, "LEARNER", "", 40, A, B, C)));
         assertThat(plan.voters()).containsExactly(A, B, C);
         assertThat(plan.survivors()).containsExactly(B);
@@ -56,7 +56,7 @@ class MapRecoveryPlanTest {
     @Test
     void when_twoOfFiveVotersAnswer_then_bothSurvive_andTheVotersAreTheLongestLogs() {
         // C's log is behind: it still has the voters before D and E came in
-        KvClient.MapRecoveryPlan plan = MapRecovery.plan(answers(replica(A, "FOLLOWER", "", 90, A, B, C, D, E),
+        MapRecoveryPlan plan = MapRecovery.plan(answers(replica(A, "FOLLOWER", "", 90, A, B, C, D, E),
                 replica(C, "FOLLOWER", "", 70, A, B, C)));
         assertThat(plan.voters()).containsExactly(A, B, C, D, E);
         assertThat(plan.survivors()).containsExactly(A, C);

@@ -1,4 +1,4 @@
-package io.kvraft.client;
+package io.kvraft.client.route;
 
 import io.kvraft.common.KvException;
 import com.google.protobuf.Message;
@@ -6,7 +6,7 @@ import io.kvraft.common.proto.KvProto.ClusterMap;
 import io.kvraft.common.proto.KvProto.ClusterRequest;
 import io.kvraft.common.proto.KvProto.ClusterResponse;
 import io.kvraft.common.proto.KvProto.Error;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto.NodeState;
 import io.kvraft.common.proto.KvProto.NodeStateRequest;
 import io.kvraft.common.proto.KvProto.NodeStateResponse;
@@ -23,8 +23,8 @@ import java.util.function.Function;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** {@link ClusterAdmin} against fake nodes, on a fake clock whose pauses pass at once. */
-class ClusterAdminTest {
+/** {@link MapLeaderCalls} against fake nodes, on a fake clock whose pauses pass at once. */
+class MapLeaderCallsTest {
 
     private static final String A = "a:1";
     private static final String B = "b:1";
@@ -37,8 +37,8 @@ class ClusterAdminTest {
     private final AtomicLong clock = new AtomicLong(1_000_000_000L);
     private final List<Long> pauses = new ArrayList<>();
 
-    private ClusterAdmin admin(long timeoutMs, String... seeds) {
-        ClusterAdmin.Caller caller = (target, request, timeoutMillis) -> {
+    private MapLeaderCalls admin(long timeoutMs, String... seeds) {
+        MapLeaderCalls.Caller caller = (target, request, timeoutMillis) -> {
             asked.add(target);
             timeouts.add(timeoutMillis);
             Function<Message, Message> node = nodes.get(target);
@@ -52,17 +52,17 @@ class ClusterAdminTest {
                 return CompletableFuture.failedFuture(e);
             }
         };
-        ClusterAdmin.Timer timer = (task, delayNanos) -> {
+        MapLeaderCalls.Timer timer = (task, delayNanos) -> {
             pauses.add(delayNanos);
             clock.addAndGet(delayNanos);
             task.run();
             return true;
         };
-        return new ClusterAdmin(() -> List.of(seeds), caller, timeoutMs, 3000, timer, clock::get);
+        return new MapLeaderCalls(() -> List.of(seeds), caller, timeoutMs, 3000, timer, clock::get);
     }
 
     private static Error error(ErrorCode code, String hint, String detail) {
-        return Error.newBuilder().setCode(code).setLeaderHint(hint).setDetail(detail).build();
+        return Error.newBuilder().setCode(code.toWire()).setLeaderHint(hint).setDetail(detail).build();
     }
 
     /** A node that is not the map's leader: NOT_LEADER naming {@code leader}, or NO_LEADER when it is empty. */
@@ -98,7 +98,7 @@ class ClusterAdminTest {
         nodes.put(A, follower(C));
         nodes.put(B, follower(C));
         nodes.put(C, leader(C));
-        ClusterAdmin admin = admin(10_000, A, B);
+        MapLeaderCalls admin = admin(10_000, A, B);
 
         ClusterResponse r = admin.cluster().join();
 
@@ -117,20 +117,20 @@ class ClusterAdminTest {
         nodes.put(A, follower(""));
         int[] calls = {0};
         nodes.put(B, req -> ++calls[0] < 3 ? follower("").apply(req) : leader(B).apply(req));
-        ClusterAdmin admin = admin(10_000, A, B);
+        MapLeaderCalls admin = admin(10_000, A, B);
 
         ClusterResponse r = admin.cluster().join();
 
         assertThat(r.getMetaLeader()).isEqualTo(B);
         assertThat(asked).containsExactly(A, B, A, B, A, B);
-        assertThat(pauses).containsExactly(TimeUnit.MILLISECONDS.toNanos(ClusterAdmin.ROUND_PAUSE_MS),
-                TimeUnit.MILLISECONDS.toNanos(ClusterAdmin.ROUND_PAUSE_MS));
+        assertThat(pauses).containsExactly(TimeUnit.MILLISECONDS.toNanos(MapLeaderCalls.ROUND_PAUSE_MS),
+                TimeUnit.MILLISECONDS.toNanos(MapLeaderCalls.ROUND_PAUSE_MS));
     }
 
     @Test
     void when_aNodeDoesNotAnswer_then_theNextIsAsked_withoutAPause() {
         nodes.put(B, leader(B)); // A: connection refused
-        ClusterAdmin admin = admin(10_000, A, B);
+        MapLeaderCalls admin = admin(10_000, A, B);
 
         assertThat(admin.cluster().join().getMetaLeader()).isEqualTo(B);
         assertThat(asked).containsExactly(A, B);
@@ -143,7 +143,7 @@ class ClusterAdminTest {
         nodes.put(B, req -> NodeStateResponse.newBuilder().setError(error(ErrorCode.INVALID_ARGUMENT, "",
                 "draining b:1 would leave 2 UP nodes for replication.factor 3")).build());
         nodes.put(C, leader(C));
-        ClusterAdmin admin = admin(10_000, A, B, C);
+        MapLeaderCalls admin = admin(10_000, A, B, C);
 
         KvException e = failure(admin.nodeState(B, NodeState.DRAINING, false));
 
@@ -180,7 +180,7 @@ class ClusterAdminTest {
     void when_noLeaderAnswersByTheDeadline_then_itFailsWithTheLastCode_namingTheNodesAsked() {
         nodes.put(A, follower(""));
         nodes.put(B, follower("")); // C: connection refused
-        ClusterAdmin admin = admin(1_000, A, B, C);
+        MapLeaderCalls admin = admin(1_000, A, B, C);
 
         KvException e = failure(admin.cluster());
 

@@ -1,11 +1,12 @@
-package io.kvraft.client;
+package io.kvraft.client.batch;
 
+import io.kvraft.common.Errors;
 import io.kvraft.common.KvException;
 import io.kvraft.common.Coalescer;
 import io.kvraft.client.config.ClientConfig.Batching;
 import io.kvraft.common.proto.KvProto.CoordResult;
 import io.kvraft.common.proto.KvProto.Error;
-import io.kvraft.common.proto.KvProto.ErrorCode;
+import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.ReadMode;
 import io.kvraft.common.proto.KvProto.ReadRequest;
 import io.kvraft.common.proto.KvProto.ReadResponse;
@@ -13,6 +14,7 @@ import io.kvraft.common.proto.KvProto.Value;
 import io.kvraft.common.proto.KvProto.WriteRequest;
 import io.kvraft.common.proto.KvProto.WriteResponse;
 import io.kvraft.client.route.RouteTable.Route;
+import io.kvraft.client.route.Routes;
 import io.kvraft.common.rpc.Transport;
 
 import com.google.protobuf.Message;
@@ -26,7 +28,7 @@ import java.util.function.Function;
 /**
  * The operations bound for one region: writes coalesce into one WriteRequest, reads into one
  * ReadRequest (one ReadIndex on the server). With batching off every operation is its own RPC.
- * Failed batches hand each operation back to the client for a retry decision.
+ * Failed batches hand each operation to the failure handler (the {@link Dispatcher}) for a retry decision.
  */
 final class RegionBatcher {
 
@@ -36,7 +38,8 @@ final class RegionBatcher {
     }
 
     private final int regionId;
-    private final RoutingKvClient client;
+    private final Routes routes;
+    private final FailureHandler failures;
     private final Transport transport;
     private final long requestTimeoutMs;
     private final Batching batching;
@@ -47,9 +50,11 @@ final class RegionBatcher {
     private static final ReadMode[] READ_MODES = {ReadMode.READ_INDEX, ReadMode.LEADER_LEASE, ReadMode.FOLLOWER,
             ReadMode.STALE};
 
-    RegionBatcher(int regionId, RoutingKvClient client, Transport transport, Batching batching, long requestTimeoutMs) {
+    RegionBatcher(int regionId, Routes routes, FailureHandler failures, Transport transport, Batching batching,
+                  long requestTimeoutMs) {
         this.regionId = regionId;
-        this.client = client;
+        this.routes = routes;
+        this.failures = failures;
         this.transport = transport;
         this.batching = batching;
         this.requestTimeoutMs = requestTimeoutMs;
@@ -163,8 +168,8 @@ final class RegionBatcher {
             return;
         }
         if (resp.hasReadError()) {
-            Route route = client.routes().byId(regionId);
-            failAll(riders, route, route == null ? "" : RoutingKvClient.target(route, ReadMode.READ_INDEX),
+            Route route = routes.table().byId(regionId);
+            failAll(riders, route, route == null ? "" : Routes.target(route, ReadMode.READ_INDEX),
                     resp.getReadError(), false);
             return;
         }
@@ -197,22 +202,22 @@ final class RegionBatcher {
 
     /**
      * One batch RPC to the region's believed leader (or, for reads any replica may serve, to a replica in turn);
-     * failures go back to the client op by op.
+     * failures go to the failure handler op by op.
      */
     private <R extends Message> void send(List<PendingOp> batch, Runnable done, Function<Route, Message> request,
                                           Function<R, Error> errorOf, Consumer<R> complete, ReadMode readMode) {
-        Route route = client.routes().byId(regionId);
+        Route route = routes.table().byId(regionId);
         if (route == null) {
-            failAll(batch, null, "", client.localError(ErrorCode.REGION_NOT_FOUND, "region " + regionId + " left the route table"),
-                    true);
+            failAll(batch, null, "", Errors.of(KvProto.ErrorCode.REGION_NOT_FOUND, "region " + regionId
+                    + " left the route table"), true);
             done.run();
             return;
         }
-        String target = RoutingKvClient.target(route, readMode);
+        String target = Routes.target(route, readMode);
         transport.<R>call(target, request.apply(route), timeoutMs(batch)).whenComplete((resp, err) -> {
             try {
-                Error error = err != null ? client.transportError(err) : errorOf.apply(resp);
-                if (err != null || error.getCode() != ErrorCode.OK) {
+                Error error = err != null ? Errors.of(KvException.unwrap(err)) : errorOf.apply(resp);
+                if (err != null || error.getCode() != KvProto.ErrorCode.OK) {
                     failAll(batch, route, target, error, err != null && KvException.unwrap(err).unsent());
                 } else {
                     complete.accept(resp);
@@ -225,7 +230,7 @@ final class RegionBatcher {
 
     private void failAll(List<PendingOp> batch, Route route, String target, Error error, boolean unsent) {
         for (PendingOp op : batch) {
-            client.failed(op, route, target, error, unsent);
+            failures.failed(op, route, target, error, unsent);
         }
     }
 }

@@ -1,13 +1,17 @@
-package io.kvraft.client;
+package io.kvraft.client.admin;
 
-import io.kvraft.common.KvException;
 import com.google.protobuf.ByteString;
+import io.kvraft.client.route.Calls;
+import io.kvraft.client.route.RegionCall;
+import io.kvraft.client.route.Routes;
+import io.kvraft.common.KvException;
 import io.kvraft.common.proto.KvProto.BackupCloseRequest;
+import io.kvraft.common.proto.KvProto.BackupOpenRequest;
+import io.kvraft.common.proto.KvProto.BackupOpenResponse;
 import io.kvraft.common.proto.KvProto.BackupPageRequest;
 import io.kvraft.common.proto.KvProto.BackupPageResponse;
-import io.kvraft.common.proto.KvProto.ErrorCode;
-import io.kvraft.common.proto.KvProto.Pair;
-import io.kvraft.common.rpc.Transport;
+import io.kvraft.common.ErrorCode;
+import io.kvraft.common.proto.KvProto;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -24,12 +28,14 @@ import java.util.concurrent.CompletableFuture;
 public final class RegionCapture implements AutoCloseable {
 
     /** A page of pairs in ascending key order; {@code more} when the capture holds keys after them. */
-    public record Page(List<KeyValue> pairs, boolean more) {
+    public record Page(List<Pair> pairs, boolean more) {
     }
 
-    private final Transport transport;
-    private final long requestTimeoutMs;
-    private final long operationTimeoutMs;
+    /** A key and its value (a system page's: the key's system record); the arrays are not copied. */
+    public record Pair(byte[] key, byte[] value) {
+    }
+
+    private final Calls calls;
     private final String node;
     private final long sessionId;
     private final int regionId;
@@ -40,11 +46,9 @@ public final class RegionCapture implements AutoCloseable {
     private final long term;
     private final String storeId;
 
-    RegionCapture(Transport transport, long requestTimeoutMs, long operationTimeoutMs, String node, long sessionId,
-                  int regionId, byte[] startKey, byte[] endKey, long epoch, long appliedIndex, long term, String storeId) {
-        this.transport = transport;
-        this.requestTimeoutMs = requestTimeoutMs;
-        this.operationTimeoutMs = operationTimeoutMs;
+    private RegionCapture(Calls calls, String node, long sessionId, int regionId, byte[] startKey, byte[] endKey,
+                          long epoch, long appliedIndex, long term, String storeId) {
+        this.calls = calls;
         this.node = node;
         this.sessionId = sessionId;
         this.regionId = regionId;
@@ -54,6 +58,19 @@ public final class RegionCapture implements AutoCloseable {
         this.appliedIndex = appliedIndex;
         this.term = term;
         this.storeId = storeId;
+    }
+
+    /** Opens a backup session on the leader of the region holding {@code key}, retried as a read is, until the deadline. */
+    static CompletableFuture<RegionCapture> open(Routes routes, Calls calls, byte[] key) {
+        RegionCall<BackupOpenResponse> attempt = new RegionCall<>(routes, calls, key, false, true, null, calls.deadline(),
+                route -> BackupOpenRequest.newBuilder().setRegionId(route.regionId()).setRegionEpoch(route.epoch())
+                        .build(), BackupOpenResponse::getError);
+        return attempt.run().thenApply(answer -> {
+            BackupOpenResponse r = answer.response();
+            return new RegionCapture(calls, answer.target(), r.getSessionId(), answer.route().regionId(),
+                    r.getStartKey().toByteArray(), r.getEndKey().toByteArray(), r.getEpoch(), r.getAppliedIndex(),
+                    r.getTerm(), r.getStoreId());
+        });
     }
 
     /** Up to {@code limit} pairs from {@code from} (inclusive; empty = the region's start); a lost answer is asked again. */
@@ -74,13 +91,13 @@ public final class RegionCapture implements AutoCloseable {
         BackupPageRequest req = BackupPageRequest.newBuilder().setSessionId(sessionId)
                 .setStartKey(ByteString.copyFrom(from)).setLimit(limit).setSystem(system).build();
         CompletableFuture<Page> result = new CompletableFuture<>();
-        ask(req, System.nanoTime() + operationTimeoutMs * 1_000_000L, result);
+        ask(req, calls.deadline(), result);
         return result;
     }
 
     private void ask(BackupPageRequest req, long deadlineNanos, CompletableFuture<Page> result) {
-        long timeoutMs = Math.max(1, Math.min(requestTimeoutMs, (deadlineNanos - System.nanoTime()) / 1_000_000L));
-        transport.<BackupPageResponse>call(node, req, timeoutMs).whenComplete((resp, err) -> {
+        long timeoutMs = Math.max(1, Math.min(calls.requestTimeoutMs(), (deadlineNanos - System.nanoTime()) / 1_000_000L));
+        calls.transport().<BackupPageResponse>call(node, req, timeoutMs).whenComplete((resp, err) -> {
             if (err != null) {
                 KvException e = KvException.unwrap(err);
                 // reading a page changes nothing: a timeout or a lost connection is simply asked again
@@ -93,8 +110,9 @@ public final class RegionCapture implements AutoCloseable {
                 }
                 return;
             }
-            if (resp.hasError() && resp.getError().getCode() != ErrorCode.OK) {
-                result.completeExceptionally(new KvException(resp.getError().getCode(), resp.getError().getDetail()));
+            if (resp.hasError() && resp.getError().getCode() != KvProto.ErrorCode.OK) {
+                result.completeExceptionally(new KvException(ErrorCode.fromWire(resp.getError().getCode()),
+                        resp.getError().getDetail()));
                 return;
             }
             if (resp.getSystem() != req.getSystem()) {
@@ -102,9 +120,9 @@ public final class RegionCapture implements AutoCloseable {
                         + " sequences and locks (an older version?); upgrade it and back up again"));
                 return;
             }
-            List<KeyValue> pairs = new ArrayList<>(resp.getPairsCount());
-            for (Pair p : resp.getPairsList()) {
-                pairs.add(new KeyValue(p.getKey().toByteArray(), p.getValue().toByteArray()));
+            List<Pair> pairs = new ArrayList<>(resp.getPairsCount());
+            for (io.kvraft.common.proto.KvProto.Pair p : resp.getPairsList()) {
+                pairs.add(new Pair(p.getKey().toByteArray(), p.getValue().toByteArray()));
             }
             result.complete(new Page(pairs, resp.getMore()));
         });
@@ -116,8 +134,7 @@ public final class RegionCapture implements AutoCloseable {
      */
     @Override
     public void close() {
-        transport.call(node, BackupCloseRequest.newBuilder().setSessionId(sessionId).build(), requestTimeoutMs)
-                .handle((r, e) -> null).join();
+        calls.call(node, BackupCloseRequest.newBuilder().setSessionId(sessionId).build()).handle((r, e) -> null).join();
     }
 
     public int regionId() {

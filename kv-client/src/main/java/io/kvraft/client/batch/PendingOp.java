@@ -1,4 +1,4 @@
-package io.kvraft.client;
+package io.kvraft.client.batch;
 
 import com.google.protobuf.ByteString;
 import io.kvraft.common.proto.KvProto.ReadMode;
@@ -15,7 +15,7 @@ import java.util.concurrent.CompletableFuture;
  * {@code result} with a Boolean (writes), the previous value or null (writes that return one), or a
  * byte[]/null (reads).
  */
-final class PendingOp {
+public final class PendingOp {
 
     final WriteOp write;       // null for a read; the first op of a group
     final List<WriteOp> group; // the ops of an all-or-nothing group, else null
@@ -36,12 +36,12 @@ final class PendingOp {
         this.deadlineNanos = deadlineNanos;
     }
 
-    static PendingOp write(WriteOp op, long deadlineNanos) {
+    public static PendingOp write(WriteOp op, long deadlineNanos) {
         return new PendingOp(op, null, null, null, op.getKey().toByteArray(), deadlineNanos);
     }
 
     /** Compare-and-puts that take effect together or not at all; routed by the first op's key. */
-    static PendingOp group(List<WriteOp> ops, long deadlineNanos) {
+    public static PendingOp group(List<WriteOp> ops, long deadlineNanos) {
         List<WriteOp> grouped = new java.util.ArrayList<>(ops.size());
         grouped.add(ops.get(0).toBuilder().setGroupSize(ops.size()).build());
         grouped.addAll(ops.subList(1, ops.size()));
@@ -49,7 +49,7 @@ final class PendingOp {
                 deadlineNanos);
     }
 
-    static PendingOp read(byte[] key, ReadMode mode, long deadlineNanos) {
+    public static PendingOp read(byte[] key, ReadMode mode, long deadlineNanos) {
         return new PendingOp(null, null, ByteString.copyFrom(key), mode, key, deadlineNanos);
     }
 
