@@ -40,6 +40,11 @@ public final class LoadOptions {
                     + " key is (default: 0).")
     Double scanRatio;
 
+    @Option(names = "--append-ratio", paramLabel = "R",
+            description = "Share of appends (RheaKV's merge) of a value of --value-size bytes to a key drawn as a"
+                    + " put's key is; puts are what gets, scans and appends leave (default: 0).")
+    Double appendRatio;
+
     @Option(names = "--scan-length", defaultValue = "" + WorkloadOptions.DEFAULT_SCAN_LENGTH, paramLabel = "N",
             description = "Keys per scan at most (the scan's limit) (default: ${DEFAULT-VALUE}).")
     int scanLength;
@@ -122,9 +127,9 @@ public final class LoadOptions {
         if (seed == null) {
             seed = ThreadLocalRandom.current().nextLong();
         }
-        if (workload != null && (readRatio != null || scanRatio != null)) {
-            throw new UsageException("--workload " + workload + " sets the mix: leave out --read-ratio and --scan-ratio,"
-                    + " or --workload");
+        if (workload != null && (readRatio != null || scanRatio != null || appendRatio != null)) {
+            throw new UsageException("--workload " + workload + " sets the mix: leave out --read-ratio, --scan-ratio"
+                    + " and --append-ratio, or --workload");
         }
         WorkloadPreset preset = workload == null ? WorkloadPreset.DEFAULT : workload;
         WorkloadPreset.Kind kind = preset.kind();
@@ -140,7 +145,8 @@ public final class LoadOptions {
                 : kind == WorkloadPreset.Kind.SEQUENCE || kind == WorkloadPreset.Kind.ALLOCATOR ? DEFAULT_SEQUENCE_KEYS
                 : DEFAULT_KEYS;
         return new WorkloadOptions(threads, inflight, durationSeconds, warmupSeconds,
-                workload == null ? null : workload.cliName(), reads, scans, scanLength, keySize, valueSize,
+                workload == null ? null : workload.cliName(), reads, scans,
+                appendRatio != null ? appendRatio : 0, scanLength, keySize, valueSize,
                 keyCount, keyDistribution, rate, effectiveReadMode, effectiveBatching, maxErrorRate, clientId, seed,
                 DurationConverter.seconds(drainTimeout), sequenceStep,
                 lockLease == null ? null : lockLease.toMillis());

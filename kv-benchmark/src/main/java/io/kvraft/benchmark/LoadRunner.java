@@ -129,7 +129,7 @@ public final class LoadRunner {
         double interval = options.openLoop() ? SECOND / options.rate() : 0;
         Worker[] workers = new Worker[options.threads()];
         for (int j = 0; j < workers.length; j++) {
-            Workload w = new Workload(keySpace, options.readRatio(), options.scanRatio(), options.valueSize(),
+            Workload w = new Workload(keySpace, options.readRatio(), options.scanRatio(), options.appendRatio(), options.valueSize(),
                     seeds.split());
             workers[j] = new Worker(j, w, results, t0, end, drainDeadline, interval, running, ticker);
         }
@@ -449,13 +449,14 @@ public final class LoadRunner {
             OpType op = workload.nextOp();
             AckedRecorder rec = recorder;
             byte[] key = op != OpType.PUT || rec == null ? workload.nextKey() : rec.uniqueKey();
-            byte[] value = op == OpType.PUT ? workload.nextValue() : null;
+            byte[] value = op == OpType.PUT || op == OpType.APPEND ? workload.nextValue() : null;
             CompletableFuture<?> f;
             try {
                 f = switch (op) {
                     case PUT -> client.put(key, value);
                     case GET -> client.get(key);
                     case SCAN -> client.scan(key, null, options.scanLength(), false);
+                    case APPEND -> client.append(key, value);
                     default -> throw new IllegalStateException("not a mix operation: " + op);
                 };
             } catch (RuntimeException e) {

@@ -2,11 +2,11 @@ package io.kvraft.benchmark;
 
 /**
  * The kinds of operation the load issues; {@link #label()} names them in reports, JSON and hlog tags. The mixes
- * issue puts, gets and scans; {@code --workload sequence} getSequence calls, {@code allocator} SequenceAllocator
+ * issue puts, gets, scans and appends; {@code --workload sequence} getSequence calls, {@code allocator} SequenceAllocator
  * numbers, {@code lock} a lock's acquire and then its release.
  */
 public enum OpType {
-    PUT("put"), GET("get"), SCAN("scan"), SEQUENCE("sequence"), ALLOC("alloc"), ACQUIRE("acquire"), RELEASE("release");
+    PUT("put"), GET("get"), SCAN("scan"), APPEND("append"), SEQUENCE("sequence"), ALLOC("alloc"), ACQUIRE("acquire"), RELEASE("release");
 
     private final String label;
 

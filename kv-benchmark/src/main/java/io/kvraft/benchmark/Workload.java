@@ -3,7 +3,7 @@ package io.kvraft.benchmark;
 import java.util.SplittableRandom;
 
 /**
- * One thread's stream of operations: get, scan or put by the ratios, the key (a scan's start key) by
+ * One thread's stream of operations: get, scan, append or put by the ratios, the key (a scan's start key) by
  * the key space, and fresh random value bytes. Not thread-safe; each load thread owns one.
  */
 public final class Workload {
@@ -11,17 +11,21 @@ public final class Workload {
     private final KeySpace keySpace;
     private final double readRatio;
     private final double scanRatio;
+    private final double appendRatio;
     private final int valueSize;
     private final SplittableRandom random;
 
     /**
      * @param readRatio share of gets
-     * @param scanRatio share of scans; puts are the rest ({@code readRatio + scanRatio <= 1})
+     * @param scanRatio share of scans
+     * @param appendRatio share of appends; puts are the rest ({@code readRatio + scanRatio + appendRatio <= 1})
      */
-    public Workload(KeySpace keySpace, double readRatio, double scanRatio, int valueSize, SplittableRandom random) {
+    public Workload(KeySpace keySpace, double readRatio, double scanRatio, double appendRatio, int valueSize,
+                    SplittableRandom random) {
         this.keySpace = keySpace;
         this.readRatio = readRatio;
         this.scanRatio = scanRatio;
+        this.appendRatio = appendRatio;
         this.valueSize = valueSize;
         this.random = random;
     }
@@ -34,11 +38,15 @@ public final class Workload {
         if (scanRatio >= 1) {
             return OpType.SCAN;
         }
-        if (readRatio <= 0 && scanRatio <= 0) {
+        if (appendRatio >= 1) {
+            return OpType.APPEND;
+        }
+        if (readRatio <= 0 && scanRatio <= 0 && appendRatio <= 0) {
             return OpType.PUT;
         }
         double u = random.nextDouble();
-        return u < readRatio ? OpType.GET : u < readRatio + scanRatio ? OpType.SCAN : OpType.PUT;
+        return u < readRatio ? OpType.GET : u < readRatio + scanRatio ? OpType.SCAN
+                : u < readRatio + scanRatio + appendRatio ? OpType.APPEND : OpType.PUT;
     }
 
     /** The key of a get or put, or the start key of a scan. */

@@ -14,7 +14,8 @@ import io.kvraft.client.ReadMode;
  * @param warmupSeconds      time before the measurement whose operations are not counted
  * @param workload           the --workload preset that set the ratios, or null when they were given (or defaulted)
  * @param readRatio          share of gets
- * @param scanRatio          share of scans; puts are the rest
+ * @param scanRatio          share of scans
+ * @param appendRatio        share of appends (RheaKV's merge) to a key of the key space; puts are the rest
  * @param scanLength         keys per scan at most (the scan's limit); null: 100
  * @param keySize            bytes per key
  * @param valueSize          bytes per value
@@ -38,6 +39,7 @@ public record WorkloadOptions(
         String workload,
         double readRatio,
         double scanRatio,
+        double appendRatio,
         Integer scanLength,
         int keySize,
         int valueSize,
@@ -77,8 +79,10 @@ public record WorkloadOptions(
         require(warmupSeconds >= 0 && Double.isFinite(warmupSeconds), "--warmup must be 0 or more, got " + warmupSeconds);
         require(readRatio >= 0 && readRatio <= 1, "--read-ratio must be between 0 and 1, got " + readRatio);
         require(scanRatio >= 0 && scanRatio <= 1, "--scan-ratio must be between 0 and 1, got " + scanRatio);
-        require(readRatio + scanRatio <= 1 + 1e-9, "--read-ratio " + fmt(readRatio) + " and --scan-ratio "
-                + fmt(scanRatio) + " add up to " + fmt(round(readRatio + scanRatio)) + ", over 1 (puts take the rest)");
+        require(appendRatio >= 0 && appendRatio <= 1, "--append-ratio must be between 0 and 1, got " + appendRatio);
+        require(readRatio + scanRatio + appendRatio <= 1 + 1e-9, "--read-ratio " + fmt(readRatio) + ", --scan-ratio "
+                + fmt(scanRatio) + " and --append-ratio " + fmt(appendRatio) + " add up to "
+                + fmt(round(readRatio + scanRatio + appendRatio)) + ", over 1 (puts take the rest)");
         require(scanLength >= 1, "--scan-length must be at least 1, got " + scanLength);
         require(keySize >= 1, "--key-size must be at least 1, got " + keySize);
         require(valueSize >= 1, "--value-size must be at least 1, got " + valueSize);
@@ -101,9 +105,9 @@ public record WorkloadOptions(
         }
     }
 
-    /** Share of puts: what gets and scans leave. */
+    /** Share of puts: what gets, scans and appends leave. */
     public double putRatio() {
-        return Math.max(0, 1 - readRatio - scanRatio);
+        return Math.max(0, 1 - readRatio - scanRatio - appendRatio);
     }
 
     /** The read mode as the client API's enum; null when the client config's is kept. */
@@ -137,8 +141,8 @@ public record WorkloadOptions(
                 break;
         }
         StringBuilder b = new StringBuilder();
-        double[] shares = {putRatio(), readRatio, scanRatio};
-        OpType[] types = {OpType.PUT, OpType.GET, OpType.SCAN};
+        double[] shares = {putRatio(), readRatio, scanRatio, appendRatio};
+        OpType[] types = {OpType.PUT, OpType.GET, OpType.SCAN, OpType.APPEND};
         for (int i = 0; i < types.length; i++) {
             if (shares[i] > 0) {
                 b.append(b.isEmpty() ? "" : ", ").append(types[i].label()).append(' ').append(fmt(round(shares[i])));
@@ -161,7 +165,7 @@ public record WorkloadOptions(
 
     public Builder toBuilder() {
         return new Builder().threads(threads).inflight(inflight).durationSeconds(durationSeconds)
-                .warmupSeconds(warmupSeconds).workload(workload).readRatio(readRatio).scanRatio(scanRatio)
+                .warmupSeconds(warmupSeconds).workload(workload).readRatio(readRatio).scanRatio(scanRatio).appendRatio(appendRatio)
                 .scanLength(scanLength).keySize(keySize).valueSize(valueSize)
                 .keys(keys).keyDistribution(keyDistribution).rate(rate).readMode(readMode).batching(batching)
                 .maxErrorRate(maxErrorRate).clientId(clientId).seed(seed).drainTimeoutSeconds(drainTimeoutSeconds)
@@ -204,6 +208,7 @@ public record WorkloadOptions(
         private String workload;
         private double readRatio = 0.1;
         private double scanRatio = 0;
+        private double appendRatio = 0;
         private Integer scanLength;
         private int keySize = 16;
         private int valueSize = 16;
@@ -226,6 +231,7 @@ public record WorkloadOptions(
         public Builder workload(String v) { workload = v; return this; }
         public Builder readRatio(double v) { readRatio = v; return this; }
         public Builder scanRatio(double v) { scanRatio = v; return this; }
+        public Builder appendRatio(double v) { appendRatio = v; return this; }
         public Builder scanLength(Integer v) { scanLength = v; return this; }
         public Builder keySize(int v) { keySize = v; return this; }
         public Builder valueSize(int v) { valueSize = v; return this; }
@@ -243,7 +249,7 @@ public record WorkloadOptions(
 
         public WorkloadOptions build() {
             return new WorkloadOptions(threads, inflight, durationSeconds, warmupSeconds, workload, readRatio,
-                    scanRatio, scanLength, keySize,
+                    scanRatio, appendRatio, scanLength, keySize,
                     valueSize, keys, keyDistribution, rate, readMode, batching, maxErrorRate, clientId, seed,
                     drainTimeoutSeconds, sequenceStep, lockLeaseMs);
         }

@@ -169,6 +169,16 @@ final class FakeKvClient implements KvClient {
     }
 
     @Override
+    public CompletableFuture<Void> append(byte[] key, byte[] value) {
+        map.merge(ByteBuffer.wrap(key), value, (old, more) -> {
+            byte[] joined = java.util.Arrays.copyOf(old, old.length + more.length);
+            System.arraycopy(more, 0, joined, old.length, more.length);
+            return joined;
+        });
+        return CompletableFuture.completedFuture(null);
+    }
+
+    @Override
     public CompletableFuture<byte[]> putIfAbsent(byte[] key, byte[] value) {
         return CompletableFuture.completedFuture(map.putIfAbsent(ByteBuffer.wrap(key), value));
     }

@@ -24,7 +24,7 @@ class WorkloadTest {
     @Test
     void readRatioHoldsOverManyDraws() {
         for (double ratio : new double[]{0.1, 0.5, 0.9}) {
-            Workload w = new Workload(KeySpace.uniform(1000, 16), ratio, 0, 16, new SplittableRandom(7));
+            Workload w = new Workload(KeySpace.uniform(1000, 16), ratio, 0, 0, 16, new SplittableRandom(7));
             int reads = 0;
             for (int i = 0; i < DRAWS; i++) {
                 if (w.nextOp() == OpType.GET) {
@@ -37,8 +37,8 @@ class WorkloadTest {
 
     @Test
     void readRatioZeroAndOneAreExact() {
-        Workload puts = new Workload(KeySpace.uniform(10, 16), 0.0, 0, 16, new SplittableRandom(1));
-        Workload gets = new Workload(KeySpace.uniform(10, 16), 1.0, 0, 16, new SplittableRandom(1));
+        Workload puts = new Workload(KeySpace.uniform(10, 16), 0.0, 0, 0, 16, new SplittableRandom(1));
+        Workload gets = new Workload(KeySpace.uniform(10, 16), 1.0, 0, 0, 16, new SplittableRandom(1));
         for (int i = 0; i < 10_000; i++) {
             assertThat(puts.nextOp()).isEqualTo(OpType.PUT);
             assertThat(gets.nextOp()).isEqualTo(OpType.GET);
@@ -49,7 +49,7 @@ class WorkloadTest {
     void keysAndValuesHaveTheConfiguredSizes() {
         for (int keySize : new int[]{8, 12, 16, 40}) {
             for (int valueSize : new int[]{1, 16, 1000}) {
-                Workload w = new Workload(KeySpace.uniform(1000, keySize), 0.5, 0, valueSize, new SplittableRandom(3));
+                Workload w = new Workload(KeySpace.uniform(1000, keySize), 0.5, 0, 0, valueSize, new SplittableRandom(3));
                 for (int i = 0; i < 100; i++) {
                     assertThat(w.nextKey()).hasSize(keySize);
                     assertThat(w.nextValue()).hasSize(valueSize);
@@ -60,7 +60,7 @@ class WorkloadTest {
 
     @Test
     void valuesAreRandomAndDistinct() {
-        Workload w = new Workload(KeySpace.uniform(1000, 16), 0, 0, 16, new SplittableRandom(3));
+        Workload w = new Workload(KeySpace.uniform(1000, 16), 0, 0, 0, 16, new SplittableRandom(3));
         Set<ByteBuffer> seen = new HashSet<>();
         for (int i = 0; i < 10_000; i++) {
             seen.add(ByteBuffer.wrap(w.nextValue()));
@@ -206,7 +206,7 @@ class WorkloadTest {
 
     /** Shares of put, get, scan over many seeded draws. */
     private static Map<OpType, Double> shares(double readRatio, double scanRatio, long seed) {
-        Workload w = new Workload(KeySpace.uniform(1000, 16), readRatio, scanRatio, 16, new SplittableRandom(seed));
+        Workload w = new Workload(KeySpace.uniform(1000, 16), readRatio, scanRatio, 0, 16, new SplittableRandom(seed));
         Map<OpType, Integer> n = new java.util.EnumMap<>(OpType.class);
         for (int i = 0; i < DRAWS; i++) {
             n.merge(w.nextOp(), 1, Integer::sum);
@@ -260,7 +260,7 @@ class WorkloadTest {
 
     @Test
     void when_scanRatioIsOne_then_everyOperationIsAScan() {
-        Workload w = new Workload(KeySpace.uniform(10, 16), 0, 1.0, 16, new SplittableRandom(1));
+        Workload w = new Workload(KeySpace.uniform(10, 16), 0, 1.0, 0, 16, new SplittableRandom(1));
         for (int i = 0; i < 10_000; i++) {
             assertThat(w.nextOp()).isEqualTo(OpType.SCAN);
         }
@@ -273,11 +273,13 @@ class WorkloadTest {
             "--workload a --sequence-step 10     | --sequence-step applies to --workload sequence and allocator only",
             "--workload sequence --lock-lease 3s | --lock-lease applies to --workload lock only",
             "--workload lock --lock-lease 25h    | --lock-lease must be 1 ms to 1 day, got 90000000 ms",
-            "--workload lock --read-ratio 0.5    | --workload lock sets the mix: leave out --read-ratio and --scan-ratio, or --workload",
-            "--read-ratio 0.9 --scan-ratio 0.2   | --read-ratio 0.9 and --scan-ratio 0.2 add up to 1.1, over 1 (puts take the rest)",
+            "--workload lock --read-ratio 0.5    | --workload lock sets the mix: leave out --read-ratio, --scan-ratio and --append-ratio, or --workload",
+            "--read-ratio 0.9 --scan-ratio 0.2   | --read-ratio 0.9, --scan-ratio 0.2 and --append-ratio 0 add up to 1.1, over 1 (puts take the rest)",
+            "--append-ratio 0.8 --read-ratio 0.3 | --read-ratio 0.3, --scan-ratio 0 and --append-ratio 0.8 add up to 1.1, over 1 (puts take the rest)",
+            "--append-ratio 2                    | --append-ratio must be between 0 and 1, got 2.0",
             "--scan-ratio 1.5                    | --scan-ratio must be between 0 and 1, got 1.5",
             "--scan-length 0                     | --scan-length must be at least 1, got 0",
-            "--workload e --read-ratio 0.5       | --workload e sets the mix: leave out --read-ratio and --scan-ratio, or --workload",
+            "--workload e --read-ratio 0.5       | --workload e sets the mix: leave out --read-ratio, --scan-ratio and --append-ratio, or --workload",
             "--read-mode eventual                | --read-mode must be one of read_index, leader_lease, follower, stale; got 'eventual'"})
     void when_theMixOrReadModeIsBad_then_oneLineAndExitCode2(String args, String message) {
         java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
@@ -356,5 +358,28 @@ class WorkloadTest {
             LoadOptions options = load;
         }).parseArgs(args);
         return load.toWorkload(1, 0, null, null);
+    }
+
+    @Test
+    void when_appendsHaveAShare_then_theyComeOutOfThePutsShare() {
+        Workload w = new Workload(KeySpace.uniform(1000, 16), 0.1, 0, 0.3, 16, new SplittableRandom(11));
+        Map<OpType, Integer> counts = new java.util.EnumMap<>(OpType.class);
+        for (int i = 0; i < 100_000; i++) {
+            counts.merge(w.nextOp(), 1, Integer::sum);
+        }
+        assertThat(counts.keySet()).containsExactlyInAnyOrder(OpType.GET, OpType.APPEND, OpType.PUT);
+        assertThat(counts.get(OpType.APPEND) / 100_000.0).isCloseTo(0.3, org.assertj.core.data.Offset.offset(0.01));
+        assertThat(counts.get(OpType.PUT) / 100_000.0).isCloseTo(0.6, org.assertj.core.data.Offset.offset(0.01));
+        Workload all = new Workload(KeySpace.uniform(10, 16), 0, 0, 1.0, 16, new SplittableRandom(1));
+        assertThat(all.nextOp()).isEqualTo(OpType.APPEND);
+    }
+
+    @Test
+    void when_theSharesPassOne_then_theMixIsRefusedNamingThem() {
+        assertThatThrownBy(() -> WorkloadOptions.builder().readRatio(0.5).scanRatio(0.3).appendRatio(0.3).build())
+                .isInstanceOf(UsageException.class).hasMessageContaining("--append-ratio 0.3")
+                .hasMessageContaining("over 1");
+        assertThat(WorkloadOptions.builder().readRatio(0.1).appendRatio(0.2).build().mix())
+                .isEqualTo("put 0.7, get 0.1, append 0.2");
     }
 }

@@ -81,6 +81,14 @@ public interface KvClient extends AutoCloseable {
     /** Stores {@code value} only when {@code key} is absent; completes with null when it did, else with the existing value. */
     CompletableFuture<byte[]> putIfAbsent(byte[] key, byte[] value);
 
+    /**
+     * Appends {@code value} to the value of {@code key} (RheaKV's {@code merge}, without its ',' between the parts);
+     * a key without a value takes {@code value} as it is. Fails with INVALID_ARGUMENT, changing nothing, when the
+     * result would be longer than the server's {@code limits.maxValueBytes}. Like every write, an append whose fate
+     * is unknown is never retried.
+     */
+    CompletableFuture<Void> append(byte[] key, byte[] value);
+
     /** Removes many keys, possibly in many regions; not atomic: on failure some may have been removed. */
     CompletableFuture<Void> deleteBatch(List<byte[]> keys);
 

@@ -103,6 +103,19 @@ final class RoutingKvClient implements KvClient {
     }
 
     @Override
+    public CompletableFuture<Void> append(byte[] key, byte[] value) {
+        return submit(PendingOp.write(WriteOp.newBuilder().setType(WriteOpType.APPEND).setKey(bytes(key))
+                .setValue(bytes(value)).build(), calls.deadline())).thenApply(r -> {
+                    if (!(Boolean) r) {
+                        throw new KvException(ErrorCode.INVALID_ARGUMENT, "appending " + bytes(value).size() + " bytes to "
+                                + Keys.printable(key) + " would make its value longer than the server's"
+                                + " limits.maxValueBytes; nothing was appended");
+                    }
+                    return null;
+                });
+    }
+
+    @Override
     public CompletableFuture<byte[]> putIfAbsent(byte[] key, byte[] value) {
         return submit(PendingOp.write(WriteOp.newBuilder().setType(WriteOpType.PUT_IF_ABSENT).setKey(bytes(key))
                 .setValue(bytes(value)).build(), calls.deadline())).thenApply(r -> (byte[]) r);

@@ -1,9 +1,10 @@
 package io.kvraft.client.batch;
 
+import io.kvraft.common.WriteKind;
+
 import com.google.protobuf.ByteString;
 import io.kvraft.common.proto.KvProto.ReadMode;
 import io.kvraft.common.proto.KvProto.WriteOp;
-import io.kvraft.common.proto.KvProto.WriteOpType;
 
 import java.util.List;
 
@@ -64,30 +65,21 @@ public final class PendingOp {
 
     /** Whether the answer is the value the key had before (GET_AND_PUT, PUT_IF_ABSENT) rather than a Boolean. */
     boolean returnsPrevious() {
-        return write != null && (write.getType() == WriteOpType.GET_AND_PUT || write.getType() == WriteOpType.PUT_IF_ABSENT);
+        return write != null && kind().answer() == WriteKind.Answer.PREVIOUS;
     }
 
     /** Whether the answer is a {@link CoordAnswer} (sequence and lock ops). */
     boolean returnsCoord() {
-        if (write == null) {
-            return false;
-        }
-        return switch (write.getType()) {
-            case GET_SEQUENCE, RESET_SEQUENCE, LOCK_ACQUIRE, LOCK_RENEW, LOCK_RELEASE -> true;
-            default -> false;
-        };
+        return write != null && kind().answer() == WriteKind.Answer.COORD;
     }
 
-    /**
-     * Only reads may be sent again after an answer was lost. A write that was applied but whose answer was lost,
-     * sent again after another client's write to the key, would apply a second time and undo that write.
-     * Three exceptions: taking numbers from a sequence again only skips the range whose answer was lost, which
-     * nobody ever gets, so no range is handed out twice; renewing a lock twice is renewing it once, later; and
-     * restoring a system record again changes nothing (its counters only move forward, to the same values).
-     */
+    /** Whether it may be sent again after an answer was lost: reads, and the writes {@link WriteKind} says may. */
     boolean idempotent() {
-        return write == null || write.getType() == WriteOpType.GET_SEQUENCE || write.getType() == WriteOpType.LOCK_RENEW
-                || write.getType() == WriteOpType.RESTORE_COORD;
+        return write == null || kind().retriedWhenUnknown();
+    }
+
+    private WriteKind kind() {
+        return WriteKind.of(write.getType());
     }
 
     int bytes() {

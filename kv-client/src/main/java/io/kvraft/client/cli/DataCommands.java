@@ -175,6 +175,29 @@ final class DataCommands {
         }
     }
 
+    @Command(name = "append", description = {
+            "Appends VALUE to the value of KEY (RheaKV's merge, without a separator); a KEY without a value",
+            "takes VALUE. Prints 'OK'; fails (exit 1) when the result would pass the server's limits.maxValueBytes."})
+    static final class Append implements Callable<Integer> {
+        @ParentCommand
+        KvCtl parent;
+        @Parameters(index = "0", paramLabel = "KEY")
+        String key;
+        @Parameters(index = "1", paramLabel = "VALUE")
+        String value;
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public Integer call() {
+            try (KvClient c = parent.connect()) {
+                KvClient.sync(c.append(parent.bytes(key), parent.bytes(value)));
+                spec.commandLine().getOut().println("OK");
+                return 0;
+            }
+        }
+    }
+
     @Command(name = "put-if-absent", description = {
             "Stores VALUE under KEY only if KEY has no value; prints 'OK' (exit 0),",
             "or the existing value on stdout with an error line (exit 1)."})

@@ -137,4 +137,16 @@ class DataCommandsCliTest {
         assertThat(cli("get", "new", "--read-mode", "follower").out().trim()).isEqualTo("fresh");
         assertThat(cli("--hex", "get", "6b").out().trim()).isEqualTo("7468726565"); // "three"
     }
+
+    @Test
+    void when_appendRuns_then_theValueGrowsByEachPart() {
+        Run first = cli("append", "log", "a");
+        Run second = cli("append", "log", "bc");
+
+        assertThat(first.code()).isZero();
+        assertThat(first.out().trim()).isEqualTo("OK");
+        assertThat(second.code()).isZero();
+        assertThat(cli("get", "log").out().trim()).isEqualTo("abc");
+        assertThat(cli("append", "").code()).as("no value: usage").isEqualTo(2);
+    }
 }

@@ -53,6 +53,9 @@ class RangeApiClusterTest {
     @TempDir
     static Path dir;
 
+    /** Small enough for an append to reach it. */
+    static final int MAX_VALUE_BYTES = 128;
+
     static InProcessCluster cluster;
     static KvClient client;
     static List<RegionInfo> regions;
@@ -60,7 +63,7 @@ class RangeApiClusterTest {
     @BeforeAll
     static void start() throws Exception {
         cluster = InProcessCluster.start(3, 24, dir, "memory", ServerConfig.RaftConfig.LOG_SHARED,
-                c -> c.withLimits(new LimitsConfig(null, null, null, 64)));
+                c -> c.withLimits(new LimitsConfig(null, MAX_VALUE_BYTES, null, 64)));
         cluster.awaitBalanced(60);
         client = cluster.client();
         regions = client.admin().regions().join().stream().sorted(Comparator.comparing(r -> r.startKey(),
@@ -238,6 +241,29 @@ class RangeApiClusterTest {
 
         assertThat(sync(client.containsKey(k))).isFalse();
         assertThat(sync(client.get(new byte[] {0x42, 2}))).isNull();
+    }
+
+    @Test
+    void when_appendedTo_then_theValueGrowsByEachPartUntilTheLimitRefusesOneWhole() {
+        byte[] k = {0x42, 5};
+
+        sync(client.append(k, bytes("a")));
+        sync(client.append(k, bytes("bc")));
+        assertThat(sync(client.get(k))).as("an absent key takes the first part as it is").isEqualTo(bytes("abc"));
+
+        byte[] tooMuch = new byte[MAX_VALUE_BYTES - 2];
+        assertThatThrownBy(() -> sync(client.append(k, tooMuch))).isInstanceOfSatisfying(KvException.class, e -> {
+            assertThat(e.code()).isEqualTo(io.kvraft.common.ErrorCode.INVALID_ARGUMENT);
+            assertThat(e.getMessage()).contains("limits.maxValueBytes");
+        });
+        assertThat(sync(client.get(k))).as("a refused append changes nothing").isEqualTo(bytes("abc"));
+        sync(client.append(k, new byte[MAX_VALUE_BYTES - 3]));
+        assertThat(sync(client.get(k))).hasSize(MAX_VALUE_BYTES);
+
+        assertCode(() -> sync(client.append(new byte[0], bytes("x"))), ErrorCode.INVALID_ARGUMENT);
+        assertCode(() -> sync(client.append(new byte[] {0x42, 6}, new byte[MAX_VALUE_BYTES + 1])),
+                ErrorCode.INVALID_ARGUMENT);
+        assertThat(sync(client.get(new byte[] {0x42, 6}))).isNull();
     }
 
     @Test
