@@ -22,7 +22,7 @@ public final class LoadOptions {
             description = "A named mix instead of --read-ratio/--scan-ratio: default (90%% put, 10%% get, the SOFAJRaft"
                     + " reference), a (50%% get, 50%% put: YCSB A), b (95%% get, 5%% put), c (100%% get), e (95%% scan,"
                     + " 5%% put: YCSB E). A put writes a key of the key space; a scan reads up to --scan-length keys"
-                    + " from a start key drawn by --key-distribution. Or a coordination workload (issue #22; no"
+                    + " from a start key drawn by --key-distribution. Or a coordination workload (no"
                     + " preload): sequence (getSequence(key, --sequence-step) on --keys sequence keys drawn by"
                     + " --key-distribution: calls/s and latency per call), allocator (each thread calls"
                     + " SequenceAllocator.next() in a loop, blocks of --sequence-step, one allocator per sequence key"

@@ -44,7 +44,7 @@ import java.util.concurrent.TimeoutException;
         exitCodeListHeading = "%nExit codes:%n",
         exitCodeList = {"0:every hand-over within --lease + --margin", "1:a hand-over took longer, a waiter got the"
                 + " lock while the holder lived, or the drill failed", "2:bad usage or configuration"},
-        description = "Lock hand-over drill (issue #22): a holder process takes a lock with --lease and keeps it alive"
+        description = "Lock hand-over drill: a holder process takes a lock with --lease and keeps it alive"
                 + " with the client's watchdog, this process waits for it in lock(), the holder is killed with"
                 + " kill -9 (only the PID started here); prints the time from the kill to the waiter's acquisition"
                 + " per round and min/median/max, against the bar lease + margin. Against the local 3-node"

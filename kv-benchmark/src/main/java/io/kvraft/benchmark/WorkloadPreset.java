@@ -9,7 +9,7 @@ import java.util.Locale;
 /**
  * Named workloads for {@code --workload}: operation mixes (the reference benchmark's, and YCSB's core workloads
  * A, B, C and E on this store's operations: an update is a put of an existing key; E's inserts are puts of keys
- * of the key space too, so the key space does not grow), and the coordination workloads of issue #22, which
+ * of the key space too, so the key space does not grow), and the coordination workloads, which
  * issue one kind of call each and preload nothing: getSequence, SequenceAllocator.next, and a lock's
  * acquire and release.
  */

@@ -91,9 +91,8 @@ final class RegionBatcher {
      * Whether a read_index get joins the write queue (batching.readsWithWrites; see {@link #sendQueued}). There it
      * leaves with the region's next write batch, as one of its read keys: at once when no write batch is in flight
      * (alone, as a ReadRequest, if no write waits either), else when the batch in flight returns. Joining only while
-     * writes already waited (session 40's rule) sent a get alone whenever the queue was empty at that instant, often
-     * right after a batch left under load: S1 at 1,024 in flight did 1.26x the operations a second with every get
-     * joining (docs/RESULTS.md, session 41), and level at 64 and 4,096.
+     * writes already waited would send a get alone whenever the queue was empty at that instant, as it often is right
+     * after a batch left under load (docs/RESULTS.md, reads and read modes).
      */
     private boolean ridesWrites(PendingOp op) {
         return batching.enabled() && batching.readsWithWrites() && op.readMode == ReadMode.READ_INDEX;

@@ -1,6 +1,7 @@
 package io.kvraft.common.rpc;
 
 import com.alipay.remoting.InvokeCallback;
+import com.alipay.remoting.InvokeContext;
 import com.alipay.remoting.ResponseStatus;
 import com.alipay.remoting.config.BoltClientOption;
 import com.alipay.remoting.exception.RemotingException;
@@ -108,7 +109,10 @@ public final class Transport implements AutoCloseable {
             return f;
         }
         try {
-            rpc.invokeWithCallback(address, request, new InvokeCallback() {
+            // as jraft's client does: no CRC of each frame (bolt computes one on both sides unless told otherwise)
+            InvokeContext noCrc = new InvokeContext();
+            noCrc.put(InvokeContext.BOLT_CRC_SWITCH, false);
+            rpc.invokeWithCallback(address, request, noCrc, new InvokeCallback() {
                 @Override
                 public void onResponse(Object result) {
                     answered.add(target);

@@ -161,8 +161,8 @@ class RouteTableTest {
 
     /**
      * A region answered with no leader, refreshed after each failed guess (a move's caller does so on REGION_NOT_FOUND):
-     * the guesses go on through the peers instead of starting over with each new route, which asked one replica, one
-     * that had lost its data, for minutes (the membership smoke of 2026-11-28).
+     * the guesses go on through the peers instead of starting over with each new route, which would ask one replica
+     * (one that lost its data, say) again and again.
      */
     @Test
     void when_aLeaderlessRegionIsRefreshedAfterEachGuess_then_theGuessesStillRotateThroughAllPeers() {
