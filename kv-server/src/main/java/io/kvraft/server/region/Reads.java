@@ -100,18 +100,29 @@ public final class Reads {
         };
     }
 
+    /**
+     * Why a read of {@code range} that waited (for an entry or a ReadIndex round) cannot be served now: the region is
+     * merging into another, or was split and no longer holds the whole range; null when it may be.
+     */
+    private Error moved(KeyRange range, String what) {
+        if (region.mergingInto() != 0) {
+            return region.merging();
+        }
+        if (!region.range().covers(range)) {
+            return Errors.of(ErrorCode.KEY_OUT_OF_RANGE, "region " + region.id() + " was split while the " + what
+                    + " waited; " + range + " is no longer inside its range " + region.range());
+        }
+        return null;
+    }
+
     /** One page of the keys in {@code range} (which the caller checked lies in this region). */
     public PendingRead scan(KeyRange range, boolean reverse, ScanPage.Builder page, Consumer<ScanResponse> reply) {
         return new PendingRead() {
             @Override
             public void serve() {
-                if (region.mergingInto() != 0) {
-                    fail(region.merging());
-                    return;
-                }
-                if (!region.range().covers(range)) {
-                    fail(Errors.of(ErrorCode.KEY_OUT_OF_RANGE, "region " + region.id() + " was split while the scan"
-                            + " waited; " + range + " is no longer inside its range " + region.range()));
+                Error moved = moved(range, "scan");
+                if (moved != null) {
+                    fail(moved);
                     return;
                 }
                 ScanPage result = store.scan(region.id(), range, reverse, page);
@@ -240,13 +251,9 @@ public final class Reads {
         return new PendingRead() {
             @Override
             public void serve() {
-                if (region.mergingInto() != 0) {
-                    fail(region.merging());
-                    return;
-                }
-                if (!region.range().covers(range)) {
-                    fail(Errors.of(ErrorCode.KEY_OUT_OF_RANGE, "region " + region.id() + " was split while the listing"
-                            + " waited; " + range + " is no longer inside its range " + region.range()));
+                Error moved = moved(range, "listing");
+                if (moved != null) {
+                    fail(moved);
                     return;
                 }
                 ScanPage result = store.scanSystem(region.id(), range, page);

@@ -27,11 +27,6 @@ public enum WriteOps {
 
     PUT(WriteKind.PUT) {
         @Override
-        Error check(Region region, WriteRequest req, int i, RequestChecks checks) {
-            return checks.keyedWrite(region, req, i);
-        }
-
-        @Override
         int apply(WriteBatch batch, int i, EntryApply entry) {
             WriteOp op = batch.getOps(i);
             entry.put(op.getKey().toByteArray(), op.getValue().toByteArray());
@@ -41,11 +36,6 @@ public enum WriteOps {
     },
 
     DELETE(WriteKind.DELETE) {
-        @Override
-        Error check(Region region, WriteRequest req, int i, RequestChecks checks) {
-            return checks.keyedWrite(region, req, i);
-        }
-
         @Override
         int apply(WriteBatch batch, int i, EntryApply entry) {
             byte[] key = batch.getOps(i).getKey().toByteArray();
@@ -57,11 +47,6 @@ public enum WriteOps {
 
     /** With {@code group_size} > 1, this op and the next ones take effect together or not at all. */
     COMPARE_AND_PUT(WriteKind.COMPARE_AND_PUT) {
-        @Override
-        Error check(Region region, WriteRequest req, int i, RequestChecks checks) {
-            return checks.keyedWrite(region, req, i);
-        }
-
         @Override
         int apply(WriteBatch batch, int i, EntryApply entry) {
             int group = Math.max(1, batch.getOps(i).getGroupSize());
@@ -108,11 +93,6 @@ public enum WriteOps {
 
     GET_AND_PUT(WriteKind.GET_AND_PUT) {
         @Override
-        Error check(Region region, WriteRequest req, int i, RequestChecks checks) {
-            return checks.keyedWrite(region, req, i);
-        }
-
-        @Override
         int apply(WriteBatch batch, int i, EntryApply entry) {
             WriteOp op = batch.getOps(i);
             byte[] key = op.getKey().toByteArray();
@@ -125,11 +105,6 @@ public enum WriteOps {
     },
 
     PUT_IF_ABSENT(WriteKind.PUT_IF_ABSENT) {
-        @Override
-        Error check(Region region, WriteRequest req, int i, RequestChecks checks) {
-            return checks.keyedWrite(region, req, i);
-        }
-
         @Override
         int apply(WriteBatch batch, int i, EntryApply entry) {
             WriteOp op = batch.getOps(i);
@@ -146,11 +121,6 @@ public enum WriteOps {
 
     /** RheaKV's merge: the value goes on the end of the key's value, within the leader's limits.maxValueBytes. */
     APPEND(WriteKind.APPEND) {
-        @Override
-        Error check(Region region, WriteRequest req, int i, RequestChecks checks) {
-            return checks.keyedWrite(region, req, i);
-        }
-
         @Override
         int apply(WriteBatch batch, int i, EntryApply entry) {
             WriteOp op = batch.getOps(i);
@@ -309,9 +279,11 @@ public enum WriteOps {
 
     /**
      * Checks op {@code i} of a client's write request on the leader, before it enters the log: key or range, sizes,
-     * op-specific fields; null when it may go.
+     * op-specific fields; null when it may go. By default a write of one key: its key, value and expected value.
      */
-    abstract Error check(Region region, WriteRequest req, int i, RequestChecks checks);
+    Error check(Region region, WriteRequest req, int i, RequestChecks checks) {
+        return checks.keyedWrite(region, req, i);
+    }
 
     /** Whether the op's keys lie in {@code region}, the region's range when its entry applies. */
     boolean inside(WriteOp op, KeyRange region) {
