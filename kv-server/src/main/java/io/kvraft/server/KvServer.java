@@ -105,7 +105,8 @@ public final class KvServer implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-        host.registerHandlers(new io.kvraft.server.rpc.BackupHandlers(host, gate, config.limits(), storeId, backups, backupPages)::register);
+        host.registerHandlers(new io.kvraft.server.rpc.BackupHandlers(host, gate, config.limits(), storeId, backups,
+                backupPages)::register);
         this.beats = config.raft().nodeHeartbeats() ? new io.kvraft.server.NodeBeats(host, peerProbe,
                 config.raft().electionTimeoutMs() / config.raft().electionHeartbeatFactor()) : null;
         if (beats != null) {
@@ -130,7 +131,7 @@ public final class KvServer implements AutoCloseable {
         this.mover = new io.kvraft.server.shape.ReplicaMover(host, peerProbe, moveWork,
                 config.moves().catchUpMs(), config.moves().strayLearnerMs());
         this.meta = new io.kvraft.server.meta.MetaService(config, host, host.rpcServer(), peerProbe,
-                () -> leaderCalls, housekeeping, storeId,
+                leaderCalls, housekeeping, storeId,
                 why -> onRefused.accept(why));
         host.registerHandlers(new AdminHandlers(host, gate, config.metrics().port(), storeId, splitter, merger, mover,
                 new io.kvraft.server.shape.RegionRecovery(host, meta::nodeState, config.raft().startupElectionTimeoutMs()),

@@ -27,7 +27,6 @@ import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.function.Consumer;
-import java.util.function.Supplier;
 
 /**
  * The cluster's membership on one node, around its replica of the map's group ({@link MetaGroup}), wired from its parts:
@@ -43,7 +42,7 @@ public final class MetaService implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(MetaService.class);
 
-    /** Moves replicas: the cluster's own client API (region leader found and retried there). */
+    /** Moves replicas, asked of the region's leader wherever it is (the node's RegionLeaderCalls). */
     public interface Mover {
         CompletableFuture<RegionInfo> move(int regionId, String from, String to);
 
@@ -70,7 +69,7 @@ public final class MetaService implements AutoCloseable {
      * @param fatal called once when the cluster refuses this node for good (removed, or another cluster's): the node
      *              must stop
      */
-    public MetaService(ServerConfig config, RegionHost host, RpcServer rpcServer, Transport peers, Supplier<Mover> mover,
+    public MetaService(ServerConfig config, RegionHost host, RpcServer rpcServer, Transport peers, Mover mover,
                        Executor housekeeping, String nodeId, Consumer<String> fatal) {
         this.config = config;
         this.housekeeping = housekeeping;

@@ -20,7 +20,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Supplier;
 
 /**
  * On the map's leader: placement ({@link Placement}) driven, up to {@code placement.movesAtOnce} replica moves of
@@ -42,7 +41,7 @@ final class PlacementDriver {
     }
 
     private final ServerConfig config;
-    private final Supplier<MetaService.Mover> mover;
+    private final MetaService.Mover mover;
     private final NodeReports reports;
     private final long intervalNanos;
     /** The moves under way, by region (at most {@code placement.movesAtOnce}). */
@@ -56,7 +55,7 @@ final class PlacementDriver {
     private final Map<Integer, Long> retryAt = new ConcurrentHashMap<>();
     private final AtomicLong movesDone = new AtomicLong();
 
-    PlacementDriver(ServerConfig config, Supplier<MetaService.Mover> mover, NodeReports reports) {
+    PlacementDriver(ServerConfig config, MetaService.Mover mover, NodeReports reports) {
         this.config = config;
         this.mover = mover;
         this.reports = reports;
@@ -131,9 +130,9 @@ final class PlacementDriver {
                 running.size() > 1 ? ", " + running.size() + " moves at once" : "");
         CompletableFuture<RegionInfo> f;
         try {
-            f = m.from().isEmpty() ? mover.get().add(m.regionId(), m.to())
-                    : m.from().equals(m.to()) ? mover.get().rebuild(m.regionId(), m.to())
-                    : mover.get().move(m.regionId(), m.from(), m.to());
+            f = m.from().isEmpty() ? mover.add(m.regionId(), m.to())
+                    : m.from().equals(m.to()) ? mover.rebuild(m.regionId(), m.to())
+                    : mover.move(m.regionId(), m.from(), m.to());
         } catch (RuntimeException e) {
             f = CompletableFuture.failedFuture(e);
         }
