@@ -16,15 +16,14 @@ import java.util.Optional;
  * still speeding things up.
  * <p>
  * Why three blocks and not two: on a slow 2-core machine the JIT climb is slow, under 5% per 10 s, so
- * comparing the last 10 s with the 10 s before alone ended the warm-up during the climb (after 29-35 s,
- * the measured 30 s that followed were 12-23% faster than the warm-up's last 10 s; one run ended at
- * 46k ops/s on a +3.9% rise and then measured 68k). The same climb shows over the 20 s before the last
- * block: at 4% per 10 s, the last block is 8% above the oldest, so the climb does not end the warm-up.
+ * comparing the last 10 s with the 10 s before alone would end the warm-up during the climb. The same climb
+ * shows over the 20 s before the last block: at 4% per 10 s, the last block is 8% above the oldest, so the
+ * climb does not end the warm-up.
  * <p>
  * When it is also told the CPU of the JIT compiler threads ({@link CompilerActivity}: the benchmark's and the local
  * servers' JVMs), a stable throughput ends the warm-up only once the compilers used at most {@code compilerShare} of
- * those JVMs' CPU over the last block: a fresh cluster JIT-compiles at 25-35% of its CPU for a minute or more, then at
- * under 5%, and a run once found 30 s of flat throughput at 63k ops/s while it still compiled, then measured 108k.
+ * those JVMs' CPU over the last block: a fresh cluster JIT-compiles a large share of its CPU for a minute or more, and
+ * its throughput may stay flat for a while then rise again.
  * <p>
  * It gives up at {@code maxSeconds}. Not thread-safe: the load's ticker thread feeds it.
  */

@@ -13,8 +13,7 @@ import java.util.Set;
 /**
  * The CPU time the JIT compiler threads of some JVMs used (the benchmark's own and the local cluster's servers), against
  * all their threads', read from Linux's {@code /proc}: a warm-up is not over while the compilers still take a fair share
- * of the CPU, however flat the throughput looks for a while (a run once stopped its warm-up on a 30 s plateau at 63k
- * ops/s and measured 108k). Written by hand: no JMX bean gives another JVM's compiler time without an agent in it, and
+ * of the CPU, however flat the throughput looks for a while. Written by hand: no JMX bean gives another JVM's compiler time without an agent in it, and
  * {@code /proc/PID/task/TID/comm} names HotSpot's compiler threads ("C1 CompilerThre", "C2 CompilerThre").
  * <p>
  * Compiler threads come and go (HotSpot starts and stops them with the load), so each thread's time is counted by its

@@ -8,9 +8,8 @@ package io.kvraft.server;
  * (JRaft-Group-Default) that hands each task over a SynchronousQueue and starts a thread when none is waiting,
  * up to 100 by default; past that it rejects the task. A rejected wake-up is lost: the leader appended new
  * entries but a replicator waiting for them is never told, and its region stops replicating until the
- * leadership moves (seen in CI: a 3-node cluster in one JVM, "RejectedExecutionException ... pool size = 100,
- * active threads = 26", then client timeouts on that region). A node under load uses about 16 of these
- * threads; the cap is raised so that a burst cannot cut a region off. A value set by the user is kept.
+ * leadership moves ("RejectedExecutionException ... pool size = 100", then client timeouts on that region).
+ * The cap is raised so that a burst cannot cut a region off. A value set by the user is kept.
  */
 public final class JraftDefaults {
 
