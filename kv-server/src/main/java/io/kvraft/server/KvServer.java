@@ -128,8 +128,7 @@ public final class KvServer implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-        this.mover = new io.kvraft.server.shape.ReplicaMover(host, peerProbe, moveWork,
-                config.moves().catchUpMs(), config.moves().strayLearnerMs());
+        this.mover = new io.kvraft.server.shape.ReplicaMover(host, peerProbe, moveWork, config.moves());
         this.meta = new io.kvraft.server.meta.MetaService(config, host, host.rpcServer(), peerProbe,
                 leaderCalls, housekeeping, storeId,
                 why -> onRefused.accept(why));

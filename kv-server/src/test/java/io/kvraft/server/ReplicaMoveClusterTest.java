@@ -173,13 +173,14 @@ class ReplicaMoveClusterTest {
 
     /**
      * The target takes the learner, holds back its catch-up and then stops: the leader gives the move up once the
-     * target has not reported its replica for {@code SILENT_TARGET_MS}, not after the catch-up bound (5 minutes), so the
+     * target has not reported its replica for {@code moves.silentTargetMs} (5 s here), not after the catch-up bound
+     * (5 minutes), so the
      * move thread of that node is free again and the region is as it was. A second move meanwhile is refused at once.
      */
     @Test
     @Timeout(value = 150, unit = SECONDS)
     void when_theTargetStopsBeforeItCatchesUp_then_theMoveIsGivenUpSoon_andNothingChanges() throws Exception {
-        try (InProcessCluster cluster = start("memory")) {
+        try (InProcessCluster cluster = start("memory", true, c -> c.withMoves(new ServerConfig.MovesConfig(null, null, 5_000L)))) {
             List<String> nodes = cluster.endpoints();
             KvClient client = cluster.client();
             putKeys(client);

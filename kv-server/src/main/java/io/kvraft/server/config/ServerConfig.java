@@ -581,13 +581,24 @@ public record ServerConfig(
      * @param strayLearnerMs how long learners that a lost leader's move left in a region stay there before the region's
      *                       leader takes them out and drops their replicas (a leader that loses its leadership mid-move
      *                       cannot take its learner out)
+     * @param silentTargetMs how long the node a replica moves to may leave the leader's questions about its replica
+     *                       unanswered (down, stopping, wiped) before the move is given up, long before catchUpMs
      */
-    public record MovesConfig(Long catchUpMs, Long strayLearnerMs) {
-        public static final MovesConfig DEFAULT = new MovesConfig(null, null);
+    public record MovesConfig(Long catchUpMs, Long strayLearnerMs, Long silentTargetMs) {
+        public static final MovesConfig DEFAULT = new MovesConfig(null, null, null);
+
+        /** The moves with the default silentTargetMs. */
+        public MovesConfig(Long catchUpMs, Long strayLearnerMs) {
+            this(catchUpMs, strayLearnerMs, null);
+        }
 
         public MovesConfig {
             catchUpMs = requireNonNullElse(catchUpMs, 300_000L);
             strayLearnerMs = requireNonNullElse(strayLearnerMs, 60_000L);
+            silentTargetMs = requireNonNullElse(silentTargetMs, 30_000L);
+            if (silentTargetMs < 1000) {
+                throw new IllegalArgumentException("moves.silentTargetMs must be at least 1000, got " + silentTargetMs);
+            }
             if (catchUpMs < 1000) {
                 throw new IllegalArgumentException("moves.catchUpMs must be at least 1000, got " + catchUpMs);
             }

@@ -1,6 +1,7 @@
 package io.kvraft.server.shape;
 
 import io.kvraft.server.host.RegionHost;
+import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.region.Region;
 
 import com.alipay.sofa.jraft.Node;
@@ -57,8 +58,6 @@ public final class ReplicaMover {
     private static final long RPC_TIMEOUT_MS = ReplicaCalls.RPC_TIMEOUT_MS;
     /** A source that is down does not drop its replica: a few quick tries, then the move is done without it. */
     private static final int DROP_ATTEMPTS = 3;
-    /** How long the target of a move may leave the leader's questions unanswered before the move is given up. */
-    static final long SILENT_TARGET_MS = 30_000;
 
     private final RegionHost host;
     private final Transport peers;
@@ -66,21 +65,25 @@ public final class ReplicaMover {
     private final Executor work;
     private final long catchUpTimeoutMs;
     private final long strayLearnerNanos;
+    /** How long the target of a move may leave the leader's questions unanswered before the move is given up. */
+    private final long silentTargetMs;
 
     /**
      * @param work             where moves run (they wait for snapshots and configuration changes): never a request
      *                         handler's thread
-     * @param catchUpTimeoutMs how long the new replica may take to catch up before the move is given up
-     * @param strayLearnerMs   how long the learner of a move given up on a node that lost the leadership stays before
-     *                         the next leader takes it out ({@link StrayLearners}); named in the log
+     * @param moves            how long the new replica may take to catch up, and its node stay silent, before the
+     *                         move is given up; how long the learner of a move given up on a node that lost the
+     *                         leadership stays before the next leader takes it out ({@link StrayLearners}; named in
+     *                         the log)
      */
-    public ReplicaMover(RegionHost host, Transport peers, Executor work, long catchUpTimeoutMs, long strayLearnerMs) {
+    public ReplicaMover(RegionHost host, Transport peers, Executor work, ServerConfig.MovesConfig moves) {
         this.host = host;
         this.peers = peers;
         this.calls = new ReplicaCalls(peers);
         this.work = work;
-        this.catchUpTimeoutMs = catchUpTimeoutMs;
-        this.strayLearnerNanos = TimeUnit.MILLISECONDS.toNanos(strayLearnerMs);
+        this.catchUpTimeoutMs = moves.catchUpMs();
+        this.strayLearnerNanos = TimeUnit.MILLISECONDS.toNanos(moves.strayLearnerMs());
+        this.silentTargetMs = moves.silentTargetMs();
     }
 
     /**
@@ -391,7 +394,7 @@ public final class ReplicaMover {
 
     /**
      * Null once node {@code to}'s replica of {@code region} has applied {@code index}, else why not: the timeout, or
-     * {@code to} not reporting the replica for {@link #SILENT_TARGET_MS} (a node that is down, stopping or wiped
+     * {@code to} not reporting the replica for {@code moves.silentTargetMs} (a node that is down, stopping or wiped
      * receives no snapshot, and the move would hold this node's move thread for the whole timeout). A replica that
      * receives a long snapshot is reported all along, and waited for. A leadership lost meanwhile does not end the
      * wait (the next leader goes on replicating to the learner); the caller then gives the move up, and the learner
@@ -405,8 +408,8 @@ public final class ReplicaMover {
         long answered = System.nanoTime();
         String silence = null;
         while (System.nanoTime() - deadline < 0) {
-            if (System.nanoTime() - answered > TimeUnit.MILLISECONDS.toNanos(SILENT_TARGET_MS)) {
-                return "node " + to + " did not report its replica for " + SILENT_TARGET_MS + " ms (last: " + silence
+            if (System.nanoTime() - answered > TimeUnit.MILLISECONDS.toNanos(silentTargetMs)) {
+                return "node " + to + " did not report its replica for " + silentTargetMs + " ms (last: " + silence
                         + ")";
             }
             if (System.nanoTime() - logged > TimeUnit.SECONDS.toNanos(5)) {

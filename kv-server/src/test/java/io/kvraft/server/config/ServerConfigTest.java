@@ -134,7 +134,7 @@ class ServerConfigTest {
         assertThat(c.balance().enabled()).isTrue();
         assertThat(c.merge()).isEqualTo(new ServerConfig.MergeConfig(false, 200_000L, 20L << 20, 10_000, 30_000));
         assertThat(c.replicationFactor()).as("3 nodes: every one holds every region").isEqualTo(3);
-        assertThat(c.moves()).isEqualTo(new ServerConfig.MovesConfig(300_000L, 60_000L));
+        assertThat(c.moves()).isEqualTo(new ServerConfig.MovesConfig(300_000L, 60_000L, 30_000L));
         assertThat(c.backup()).isEqualTo(new ServerConfig.BackupConfig(60_000L));
     }
 
@@ -144,11 +144,12 @@ class ServerConfigTest {
                 moves:
                   catchUpMs: 120000
                   strayLearnerMs: 2000
+                  silentTargetMs: 4000
                 backup:
                   sessionIdleMs: 5000
                 """));
 
-        assertThat(c.moves()).isEqualTo(new ServerConfig.MovesConfig(120_000L, 2_000L));
+        assertThat(c.moves()).isEqualTo(new ServerConfig.MovesConfig(120_000L, 2_000L, 4_000L));
         assertThat(c.backup()).isEqualTo(new ServerConfig.BackupConfig(5_000L));
     }
 
@@ -243,6 +244,7 @@ class ServerConfigTest {
             replication: {copies: 2}                      | unknown key 'replication.copies'
             moves: {catchUpMs: 10}                        | moves.catchUpMs must be at least 1000, got 10
             moves: {strayLearnerMs: 0}                    | moves.strayLearnerMs must be at least 1000
+            moves: {silentTargetMs: 999}                  | moves.silentTargetMs must be at least 1000, got 999
             moves: {catchUpMS: 1000}                      | unknown key 'moves.catchUpMS'
             backup: {sessionIdleMs: 5}                    | backup.sessionIdleMs must be at least 1000
             backup: {idleMs: 5000}                        | unknown key 'backup.idleMs'
