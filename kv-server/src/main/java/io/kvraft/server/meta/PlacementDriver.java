@@ -1,5 +1,6 @@
 package io.kvraft.server.meta;
 
+import io.kvraft.common.ErrorCode;
 import io.kvraft.common.KvException;
 import io.kvraft.common.RegionViews;
 import io.kvraft.common.proto.KvProto.ClusterMap;
@@ -29,7 +30,10 @@ import java.util.concurrent.atomic.AtomicLong;
 final class PlacementDriver {
 
     private static final Logger LOG = LoggerFactory.getLogger(PlacementDriver.class);
-    /** A region whose move failed is left alone this long. */
+    /**
+     * A region whose move failed is left alone this long; one whose move was refused as not matching the region (its
+     * replicas moved meanwhile: a recovery, a move by hand) only until fresh reports show it as it is.
+     */
     private static final long RETRY_AFTER_NANOS = TimeUnit.SECONDS.toNanos(30);
 
     /** A move under way since {@code startNanos}. */
@@ -143,7 +147,8 @@ final class PlacementDriver {
                 LOG.info("placement: region {}: {} -> {} done in {} ms; replicas on {}", m.regionId(), m.from(), m.to(),
                         ms, r.getPeersList());
             } else {
-                retryAt.put(m.regionId(), System.nanoTime() + RETRY_AFTER_NANOS);
+                boolean stale = KvException.unwrap(e).code() == ErrorCode.INVALID_ARGUMENT;
+                retryAt.put(m.regionId(), System.nanoTime() + (stale ? 3 * intervalNanos : RETRY_AFTER_NANOS));
                 LOG.warn("placement: region {}: {} -> {} failed after {} ms: {}", m.regionId(), m.from(), m.to(), ms,
                         KvException.unwrap(e).getMessage());
             }
