@@ -54,9 +54,9 @@ public interface KvAdmin extends AutoCloseable {
      * the right one's group is stopped and its files removed on every node, and its id is never used again. No data
      * moves. Returns the merged region. A merge happens whole or not at all: one that cannot finish (a replica of the
      * right region that does not get its final data in time, a leader change, a node crash) is rolled back, and the
-     * call fails with the reason. Fails with INVALID_ARGUMENT for regions that are not adjacent (or the same),
-     * REGION_NOT_FOUND for an unknown region, BUSY while either region is in another merge, STALE_EPOCH when a
-     * region changed before the merge applied, UNAVAILABLE when the merge was rolled back.
+     * call fails with the reason. Fails with INVALID_ARGUMENT for regions that are not adjacent (or the same) or not on
+     * the same nodes, REGION_NOT_FOUND for an unknown region, BUSY while either region is in another merge,
+     * STALE_EPOCH when a region changed before the merge applied, UNAVAILABLE when the merge was rolled back.
      */
     CompletableFuture<RegionInfo> merge(int leftId, int rightId);
 

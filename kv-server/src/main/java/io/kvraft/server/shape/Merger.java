@@ -103,10 +103,14 @@ public final class Merger {
         }
         Region right = host.region(rightId);
         if (right == null) {
-            // a region this one could merge with has a replica wherever this one has: on this node too
-            return failed(ErrorCode.REGION_NOT_FOUND, "", "no region " + rightId + " on " + host.endpoint() + ", which"
-                    + " holds a replica of region " + leftId + " (on " + left.peers() + "): only regions on the same"
-                    + " peers merge");
+            // a region this one could merge with has a replica wherever this one has: on this node too. One split off
+            // here whose group is still being made is retried (REGION_NOT_FOUND); any other is on other nodes, and the
+            // client learns it at once rather than after retrying until its deadline
+            boolean coming = host.catalog().get(rightId) != null
+                    || host.starting().stream().anyMatch(r -> r.getId() == rightId);
+            return failed(coming ? ErrorCode.REGION_NOT_FOUND : ErrorCode.INVALID_ARGUMENT, "", "no region " + rightId
+                    + " on " + host.endpoint() + ", which holds a replica of region " + leftId + " (on " + left.peers()
+                    + "): only regions on the same peers merge");
         }
         if (!samePeers(left, right)) {
             return failed(ErrorCode.INVALID_ARGUMENT, "", "region " + rightId + " has replicas on " + right.peers()
