@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A short nemesis run per engine, as CI runs it: every fault kind and the split and merge events in turn against a
-# local 3-node cluster, then the linearizability, lost-write and region-map checks. Exits non-zero on any violation, lost acknowledged write,
+# local 3-node cluster (MemoryDB with ReadIndex reads, RocksDB with leader-lease reads), then the linearizability,
+# lost-write and region-map checks. Exits non-zero on any violation, lost acknowledged write,
 # undecided key or missing recovery, and also when a fault kind cannot be injected or was not injected:
 # a smoke run that quietly drops faults would pass without testing them.
 # Usage: bench/nemesis-smoke.sh [DURATION per engine, default 90s, at least 90s so each of the 8 kinds gets a turn
@@ -132,7 +133,9 @@ run() {
 
 for engine in memory rocksdb; do
   if [ "$membership" != only ]; then
-    run "$engine" "target/nemesis-$engine" "$faults" "$duration"
+    # each engine's run in its own read mode, so the smoke checks both linearizable leader reads
+    if [ "$engine" = memory ]; then mode=read_index; else mode=leader_lease; fi
+    run "$engine" "target/nemesis-$engine" "$faults" "$duration" --read-mode "$mode"
   fi
   if [ "$membership" != 0 ] && [[ " ${NEMESIS_MEMBERSHIP_ENGINES:-memory rocksdb} " == *" $engine "* ]]; then
     # 4 nodes (and a spare for the joins), 3 replicas per region: replicas move off a drained node and back, onto a
