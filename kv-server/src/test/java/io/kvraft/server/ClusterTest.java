@@ -11,10 +11,10 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 
 import static java.util.concurrent.TimeUnit.SECONDS;
@@ -65,8 +65,9 @@ class ClusterTest {
 
     @Test
     void when_clusterStarts_then_everyRegionIsLedAndLeadersAreBalanced() {
-        cluster.awaitBalanced(120);
-        assertThat(cluster.leaderCounts().values()).containsExactly(8L, 8L, 8L);
+        // the counts are read once per poll: a transfer under way may show 9, 8, 7 between two reads
+        await().atMost(120, SECONDS).pollInterval(Duration.ofMillis(100)).untilAsserted(() ->
+                assertThat(cluster.leaderCounts().values()).containsExactly(8L, 8L, 8L));
     }
 
     @Test
@@ -174,12 +175,11 @@ class ClusterTest {
         for (int i = 0; i < keys.size(); i++) {
             assertThat(values.get(i)).isEqualTo(keys.get(i));
         }
-        Map<String, Long> leaders = cluster.leaderCounts();
-        assertThat(leaders.values().stream().mapToLong(Long::longValue).sum()).isEqualTo(24);
-        long applied = 0;
+        // and every node's own store gets every write (a leader's count of them would be off by a retried put, or by
+        // a write applied after its leader stepped down)
         for (int i = 0; i < cluster.size(); i++) {
-            applied += cluster.node(i).host().writeOps();
+            io.kvraft.server.store.KvStore store = cluster.node(i).store();
+            await().atMost(60, SECONDS).until(() -> keys.stream().allMatch(k -> java.util.Arrays.equals(store.get(k), k)));
         }
-        assertThat(applied).isEqualTo(20_000);
     }
 }

