@@ -88,10 +88,54 @@ public final class LocalClusterConfigs {
         return List.copyOf(ports);
     }
 
-    /** A port that was free a moment ago. */
+    /**
+     * A port that was free a moment ago: one the system picks (from its ephemeral range), or, with the system property
+     * {@value #PORTS_PROPERTY} set to {@code FROM-TO}, the next free one of that range. Test JVMs that run side by side
+     * each get a range of their own below the ephemeral one (the build sets it per fork): a port one JVM picked
+     * cannot then be taken by the other's pick, nor by an outgoing connection, before the server binds it.
+     */
     public static int freePort() {
-        try (ServerSocket s = new ServerSocket(0)) {
+        int[] range = portRange();
+        if (range == null) {
+            return bindable(0);
+        }
+        for (int tries = 0; tries <= range[1] - range[0]; tries++) {
+            int port = range[0] + Math.floorMod(NEXT_PORT.getAndIncrement(), range[1] - range[0] + 1);
+            try {
+                return bindable(port);
+            } catch (UncheckedIOException taken) {
+                // in use (a server of an earlier test still closing, or another program): the next one
+            }
+        }
+        throw new IllegalStateException("no free port in " + System.getProperty(PORTS_PROPERTY) + " (" + PORTS_PROPERTY + ")");
+    }
+
+    /** The system property that names the range {@link #freePort} takes ports from, {@code FROM-TO}. */
+    public static final String PORTS_PROPERTY = "kv.test.ports";
+    private static final java.util.concurrent.atomic.AtomicInteger NEXT_PORT = new java.util.concurrent.atomic.AtomicInteger();
+
+    private static int[] portRange() {
+        String value = System.getProperty(PORTS_PROPERTY, "").strip();
+        if (value.isEmpty()) {
+            return null;
+        }
+        String[] parts = value.split("-");
+        try {
+            int from = Integer.parseInt(parts[0].strip());
+            int to = Integer.parseInt(parts[1].strip());
+            if (parts.length == 2 && from >= 1024 && from <= to && to <= 65535) {
+                return new int[]{from, to};
+            }
+        } catch (RuntimeException bad) {
+            // told below
+        }
+        throw new IllegalArgumentException(PORTS_PROPERTY + " must be FROM-TO (1024 <= FROM <= TO <= 65535), got '" + value + "'");
+    }
+
+    private static int bindable(int port) {
+        try (ServerSocket s = new ServerSocket()) {
             s.setReuseAddress(true);
+            s.bind(new java.net.InetSocketAddress("127.0.0.1", port));
             return s.getLocalPort();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
