@@ -3,6 +3,7 @@
 # benchmark loads the machine beside it (its embedded 3-node cluster, open loop at RATE ops/s). Prints each run's
 # exit code, time, load average and failing tests; the runs' outputs stay in the work dir it names.
 # Usage: bench/suite-beside-load.sh [RUNS] [RATE]   (default 3 runs, 20000 ops/s)
+#   MVN_ARGS="-Dtest.forks=2" bench/suite-beside-load.sh 3   passes more options to each `mvn -B test`
 # Stops only the benchmark it started (by PID), on failure too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +27,8 @@ for i in $(seq 1 "$runs"); do
   t0=$SECONDS
   echo "run $i: start $(date +%T), load average $(uptime | sed 's/.*load average: //')"
   rc=0
-  mvn -B test >"$work/run-$i.txt" 2>&1 || rc=$?
+  # shellcheck disable=SC2086 # MVN_ARGS: options, split on purpose
+  mvn -B test ${MVN_ARGS:-} >"$work/run-$i.txt" 2>&1 || rc=$?
   echo "run $i: exit $rc after $(( (SECONDS - t0) / 60 )) min $(( (SECONDS - t0) % 60 )) s, load average $(uptime | sed 's/.*load average: //')"
   grep -E '^\[(INFO|ERROR)\] Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+$' "$work/run-$i.txt" | sed 's/^/  /' || true
   grep -E '<<< (FAILURE|ERROR)!$' "$work/run-$i.txt" | grep -v 'Tests run' | sed 's/^/  /' || true
