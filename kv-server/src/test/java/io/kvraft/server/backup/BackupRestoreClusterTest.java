@@ -18,9 +18,7 @@ import io.kvraft.common.proto.KvProto;
 import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;
-import io.kvraft.common.proto.KvProto.WriteRequest;
 import io.kvraft.common.proto.KvProto.WriteResponse;
-import io.kvraft.common.rpc.Transport;
 import io.kvraft.server.InProcessCluster;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -332,13 +330,7 @@ class BackupRestoreClusterTest {
 
     /** One write op straight to the leader of the key's region, past the client's checks. */
     private static WriteResponse send(byte[] key, WriteOp op) {
-        int region = source.regionOf(key);
-        int leader = source.leaderOf(region);
-        try (Transport transport = new Transport()) {
-            WriteRequest req = WriteRequest.newBuilder().setRegionId(region)
-                    .setRegionEpoch(source.node(leader).host().region(region).epoch()).addOps(op).build();
-            return transport.<WriteResponse>call(source.node(leader).config().endpoint(), req, 10_000).join();
-        }
+        return source.writeToLeader(source.regionOf(key), op);
     }
 
     private static int openSessions() {

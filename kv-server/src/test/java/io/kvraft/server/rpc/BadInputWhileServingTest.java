@@ -51,7 +51,7 @@ class BadInputWhileServingTest {
 
     @Test
     void when_badInputHitsEveryNodeDuringLoad_then_eachGetsItsErrorAndTheGoodClientSeesNone() throws Exception {
-        try (InProcessCluster cluster = InProcessCluster.start(3, 24, dir, "memory");
+        try (InProcessCluster cluster = InProcessCluster.start(3, 6, dir, "memory");
              Transport raw = new Transport()) {
             cluster.awaitBalanced(120);
             KvClient good = cluster.client();
@@ -90,7 +90,7 @@ class BadInputWhileServingTest {
 
     @Test
     void when_aNodeIsShuttingDown_then_itAnswersShuttingDown() throws Exception {
-        try (InProcessCluster cluster = InProcessCluster.start(3, 24, dir, "memory");
+        try (InProcessCluster cluster = InProcessCluster.start(3, 6, dir, "memory");
              Transport raw = new Transport()) {
             cluster.awaitBalanced(120);
             KvServer leaving = cluster.node(2);
