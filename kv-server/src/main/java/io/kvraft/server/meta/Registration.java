@@ -19,6 +19,7 @@ import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.Executor;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
@@ -33,6 +34,9 @@ final class Registration {
     private static final Logger LOG = LoggerFactory.getLogger(Registration.class);
     static final String CLUSTER_ID_FILE = "CLUSTER_ID";
     private static final long RPC_TIMEOUT_MS = 5_000;
+    /** The first tries to register follow each other {@link #QUICK_RETRY_MS} apart, not a step apart. */
+    private static final int QUICK_TRIES = 20;
+    private static final long QUICK_RETRY_MS = 100;
     private static final int DISK_EVERY_REPORTS = 10;
 
     private final ServerConfig config;
@@ -40,6 +44,7 @@ final class Registration {
     private final MetaGroup group;
     private final Transport peers;
     private final Executor housekeeping;
+    private final Executor quickRetry;
     private final Consumer<String> fatal;
     private final String nodeId;
     private final Path dataDir;
@@ -69,6 +74,7 @@ final class Registration {
         this.group = group;
         this.peers = peers;
         this.housekeeping = housekeeping;
+        this.quickRetry = CompletableFuture.delayedExecutor(QUICK_RETRY_MS, TimeUnit.MILLISECONDS, housekeeping);
         this.fatal = fatal;
         this.nodeId = nodeId;
         this.dataDir = Path.of(config.dataDir());
@@ -157,6 +163,15 @@ final class Registration {
                 notYet(to, e.toString());
             } else {
                 registered(to, resp);
+            }
+            if (!registered && !closed && registerTries <= QUICK_TRIES) {
+                // at a cluster's start the map is made, and the other nodes come up, within moments: try again
+                // soon rather than at the next step, a placement interval (1 s) later
+                quickRetry.execute(() -> {
+                    if (!registered && !closed) {
+                        register();
+                    }
+                });
             }
         }));
     }
