@@ -56,7 +56,7 @@ class ReadFreshnessTest {
     @ValueSource(strings = {"read_index", "leader_lease"})
     void when_readsRunBesideWritesAndLeaderMoves_then_noReadReturnsAValueOlderThanAnAcknowledgedWrite(String readMode)
             throws Exception {
-        cluster = InProcessCluster.start(3, 6, dir, "memory");
+        cluster = InProcessCluster.start(3, 24, dir, "memory");
         cluster.awaitBalanced(120);
         KvClient writer = cluster.client();
         KvClient reader = cluster.client(new ClientConfig(cluster.endpoints(), null, null, readMode, null));
