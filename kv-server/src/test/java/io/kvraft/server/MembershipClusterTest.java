@@ -144,13 +144,19 @@ class MembershipClusterTest {
 
     private NodeStateResponse setState(Transport t, InProcessCluster cluster, String node, NodeState state, boolean force) {
         NodeStateRequest req = NodeStateRequest.newBuilder().setEndpoint(node).setState(state).setForce(force).build();
-        return t.<NodeStateResponse>call(metaLeader(cluster).config().endpoint(), req, 10_000).join();
+        // the map's leadership moves in these tests (its voters leave a drained node): a node that no longer leads
+        // it changed nothing, and the one that leads now is asked
+        return await().atMost(60, SECONDS).until(
+                () -> t.<NodeStateResponse>call(metaLeader(cluster).config().endpoint(), req, 10_000).join(),
+                r -> !MAP_MOVED.contains(r.getError().getCode()));
     }
 
     private ClusterResponse clusterView(Transport t, InProcessCluster cluster) {
-        return t.<ClusterResponse>call(metaLeader(cluster).config().endpoint(), ClusterRequest.getDefaultInstance(), 10_000)
-                .join();
+        return await().atMost(60, SECONDS).until(() -> t.<ClusterResponse>call(metaLeader(cluster).config().endpoint(),
+                ClusterRequest.getDefaultInstance(), 10_000).join(), r -> !MAP_MOVED.contains(r.getError().getCode()));
     }
+
+    private static final java.util.Set<ErrorCode> MAP_MOVED = java.util.EnumSet.of(ErrorCode.NOT_LEADER, ErrorCode.NO_LEADER);
 
     private static NodeState stateOf(ClusterMap map, String node) {
         return map.getNodesList().stream().filter(n -> n.getEndpoint().equals(node)).map(NodeRecord::getState)

@@ -132,14 +132,14 @@ class BackupRestoreClusterTest {
             t.start();
             writers.add(t);
         }
-        await().atMost(30, SECONDS).until(() -> acked.size() > preloaded + 500);
-        Map<Integer, Integer> ackedBeforeBackup = new HashMap<>(acked);
-
+        Map<Integer, Integer> ackedBeforeBackup;
         Path backupDir = dir.resolve("backup-under-load");
         Backup.Result result;
-        try {
+        try { // the writers stop however this ends: left running they would write into the other tests' source
+            await().atMost(120, SECONDS).until(() -> acked.size() > preloaded + 500);
+            ackedBeforeBackup = new HashMap<>(acked);
             result = Backup.run(sourceClient, backupDir, new Backup.Options(0, 2, 100, 0, 3), null);
-            await().atMost(30, SECONDS).until(() -> acked.size() > ackedBeforeBackup.size() + 200); // writes went on
+            await().atMost(120, SECONDS).until(() -> acked.size() > ackedBeforeBackup.size() + 200); // writes went on
         } finally {
             stop.set(true);
             for (Thread t : writers) {
