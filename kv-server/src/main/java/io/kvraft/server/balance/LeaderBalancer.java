@@ -31,7 +31,8 @@ import java.util.function.LongSupplier;
  * region with a replica on the node two below, and that peer's own round hands one on ({@link #chainEnd}).
  * After a split or merge here (a region's epoch changed, or a region came or went) the balancer moves
  * nothing for a settle period: a region that has just elected its first leader, or its parent, is not
- * stalled by a transfer in the same second.
+ * stalled by a transfer in the same second. A peer that did not take a leadership it was handed is no target for a
+ * while ({@link TransferBackoff}).
  */
 public final class LeaderBalancer implements Runnable {
 
@@ -47,6 +48,7 @@ public final class LeaderBalancer implements Runnable {
     private final Function<String, CompletableFuture<List<RegionInfo>>> regionsOf;
     private final AtomicBoolean asking = new AtomicBoolean();
     private final Settle settle;
+    private final TransferBackoff backoff = new TransferBackoff(System::nanoTime);
     /** Where the next round starts looking among the led regions; only the balancing thread touches it. */
     private int rotation;
     /**
@@ -96,10 +98,20 @@ public final class LeaderBalancer implements Runnable {
         Map<Integer, Long> epochs = new HashMap<>();
         for (Region r : host.regions()) {
             epochs.put(r.id(), r.epoch());
+            String failed = backoff.check(r.id(), r.isLeader(), r.transferring(), r.term(), r.leaderHint());
+            if (failed != null) {
+                LOG.warn("region {}: {} did not take the leadership within an election timeout; not balancing towards"
+                        + " it for {} s", r.id(), failed, backoff.backoffMs(failed) / 1000);
+            }
         }
+        backoff.retain(epochs.keySet());
         if (settle.quiet(epochs)) {
             return;
         }
+        // no targets: draining nodes (their replicas leave), peers that did not take a leadership lately, and those a
+        // transfer is under way to
+        java.util.Set<String> avoid = new java.util.HashSet<>(host.draining());
+        avoid.addAll(backoff.avoided());
         Map<String, Integer> counts = new HashMap<>();
         for (String p : host.peers()) {
             counts.put(p, 0);
@@ -138,7 +150,7 @@ public final class LeaderBalancer implements Runnable {
             int least = Integer.MAX_VALUE;
             for (String ep : r.alivePeers()) { // empty if it no longer leads
                 int c = counts.getOrDefault(ep, 0);
-                if (!ep.equals(host.endpoint()) && c < least && !host.draining().contains(ep)) { // its replicas leave
+                if (!ep.equals(host.endpoint()) && c < least && !avoid.contains(ep)) {
                     least = c;
                     target = ep;
                 }
@@ -159,9 +171,8 @@ public final class LeaderBalancer implements Runnable {
                 continue;
             }
             for (String ep : r.alivePeers()) {
-                if (!ep.equals(host.endpoint()) && counts.getOrDefault(ep, 0) == mine - 1
-                        && !host.draining().contains(ep)) {
-                    handOverByWayOf(r, ep, mine, counts);
+                if (!ep.equals(host.endpoint()) && counts.getOrDefault(ep, 0) == mine - 1 && !avoid.contains(ep)) {
+                    handOverByWayOf(r, ep, mine, counts, avoid);
                     return;
                 }
             }
@@ -173,7 +184,7 @@ public final class LeaderBalancer implements Runnable {
      * list shows it leads exactly one fewer and leads a region with a replica on a node that, asked itself, leads at
      * most {@code mine - 2}: that node's count then rises by one in {@code via}'s next round, and this node's falls.
      */
-    private void handOverByWayOf(Region r, String via, int mine, Map<String, Integer> counts) {
+    private void handOverByWayOf(Region r, String via, int mine, Map<String, Integer> counts, java.util.Set<String> avoid) {
         if (!asking.compareAndSet(false, true)) {
             return;
         }
@@ -184,7 +195,7 @@ public final class LeaderBalancer implements Runnable {
             }
             int viaLeads = (int) regions.stream().filter(x -> x.getRole().equals("LEADER")).count();
             answered.put(via, new long[]{viaLeads, System.nanoTime()});
-            String end = viaLeads == mine - 1 ? chainEnd(host.endpoint(), via, mine, regions, known, host.draining())
+            String end = viaLeads == mine - 1 ? chainEnd(host.endpoint(), via, mine, regions, known, avoid)
                     : null;
             if (end == null) {
                 return CompletableFuture.<ChainEnd>completedFuture(null);
@@ -215,11 +226,11 @@ public final class LeaderBalancer implements Runnable {
     /**
      * The node, other than {@code self} and {@code via}, with the fewest leaders among the replicas of the regions
      * {@code via} leads, when it leads at most {@code mine - 2} as far as {@code via}'s list and {@code counts} show
-     * (each a lower bound: a node may lead regions neither holds); null when there is none. Draining nodes are left
-     * out: their replicas leave.
+     * (each a lower bound: a node may lead regions neither holds); null when there is none. Nodes in {@code avoid} are
+     * left out: draining ones (their replicas leave) and those that lately did not take a leadership.
      */
     static String chainEnd(String self, String via, int mine, List<RegionInfo> viaRegions, Map<String, Integer> counts,
-                           java.util.Set<String> draining) {
+                           java.util.Set<String> avoid) {
         Map<String, Integer> seen = new HashMap<>();
         for (RegionInfo x : viaRegions) {
             if (!x.getLeader().isEmpty()) {
@@ -233,7 +244,7 @@ public final class LeaderBalancer implements Runnable {
                 continue;
             }
             for (String p : x.getPeersList()) {
-                if (p.equals(self) || p.equals(via) || draining.contains(p)) {
+                if (p.equals(self) || p.equals(via) || avoid.contains(p)) {
                     continue;
                 }
                 int c = Math.max(seen.getOrDefault(p, 0), counts.getOrDefault(p, 0));
@@ -276,7 +287,11 @@ public final class LeaderBalancer implements Runnable {
         if (!r.isLeader() || r.leaderPinned()) {
             return; // lost the leadership (or a merge began) while the peer was asked; the next round looks again
         }
+        long term = r.term();
         Status st = r.node().transferLeadershipTo(PeerId.parsePeer(target));
+        if (st.isOk()) {
+            backoff.started(r.id(), target, term);
+        }
         LOG.info("region {}: leader {} -> {} to balance ({} vs {} leaders): {}", r.id(), host.endpoint(), target,
                 mine, least, st.isOk() ? "started" : st.getErrorMsg());
     }
