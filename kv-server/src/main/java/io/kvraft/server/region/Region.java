@@ -7,7 +7,6 @@ import com.alipay.sofa.jraft.Node;
 import com.alipay.sofa.jraft.RaftGroupService;
 import com.alipay.sofa.jraft.Status;
 import com.alipay.sofa.jraft.entity.PeerId;
-import com.alipay.sofa.jraft.error.RaftError;
 import com.alipay.sofa.jraft.option.NodeOptions;
 import com.alipay.sofa.jraft.rpc.RpcServer;
 import io.kvraft.common.proto.KvProto.Error;
@@ -16,7 +15,7 @@ import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.common.proto.KvProto.RegionState;
 import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.server.config.ServerConfig.LimitsConfig;
-import io.kvraft.server.config.ServerConfig.RaftConfig;
+import io.kvraft.server.config.RaftConfig;
 import io.kvraft.common.Errors;
 import io.kvraft.server.store.KeyRange;
 import io.kvraft.server.store.KvStore;
@@ -519,15 +518,6 @@ public final class Region {
 
     /** Maps a jraft failure onto the wire: not-leader errors carry the leader hint. */
     public Error errorOf(Status status) {
-        RaftError e = status.getRaftError();
-        String hint = leaderHint();
-        return switch (e) {
-            case EPERM -> Errors.of(hint.isEmpty() ? ErrorCode.NO_LEADER : ErrorCode.NOT_LEADER, hint,
-                    "region " + id + ": " + status.getErrorMsg());
-            case EBUSY, EAGAIN -> Errors.of(ErrorCode.BUSY, hint, "region " + id + ": " + status.getErrorMsg());
-            case ENODESHUTDOWN, ESHUTDOWN -> Errors.of(ErrorCode.SHUTTING_DOWN, hint, "region " + id + " is shutting down");
-            case ETIMEDOUT -> Errors.of(ErrorCode.TIMEOUT, hint, "region " + id + ": " + status.getErrorMsg());
-            default -> Errors.of(ErrorCode.INTERNAL, hint, "region " + id + ": " + status);
-        };
+        return RaftErrors.of(id, status, leaderHint(), transferring());
     }
 }

@@ -4,6 +4,7 @@ import io.kvraft.server.host.RegionHost;
 import io.kvraft.server.region.Region;
 
 import com.alipay.sofa.jraft.Status;
+import com.alipay.sofa.jraft.error.RaftError;
 import io.kvraft.common.proto.KvProto.Error;
 import io.kvraft.common.proto.KvProto.ErrorCode;
 import io.kvraft.common.proto.KvProto.MergeResponse;
@@ -320,10 +321,18 @@ public final class Merger {
         return null;
     }
 
-    /** A proposal's outcome: {@code error} null when the entry applied (then {@code changed} and {@code state} say how). */
-    private record Outcome(Error error, boolean changed, RegionState state) {
+    /**
+     * A proposal's outcome: {@code error} null when the entry applied (then {@code changed} and {@code state} say how);
+     * {@code refused} when jraft refused it before appending it (EBUSY: a leadership transfer, or a full queue).
+     */
+    private record Outcome(Error error, boolean changed, RegionState state, boolean refused) {
+        Outcome(Error error, boolean changed, RegionState state) {
+            this(error, changed, state, false);
+        }
+
         static Outcome of(Region region, Status status, boolean changed, RegionState state) {
-            return status.isOk() ? new Outcome(null, changed, state) : new Outcome(region.errorOf(status), false, null);
+            return status.isOk() ? new Outcome(null, changed, state)
+                    : new Outcome(region.errorOf(status), false, null, status.getRaftError() == RaftError.EBUSY);
         }
 
         static Outcome failed(ErrorCode code, String hint, String detail) {
@@ -377,7 +386,13 @@ public final class Merger {
                                 + ", the region it would merge into on " + peers + ": only regions on the same peers merge");
                     }
                 }
-                return propose(region, op);
+                Outcome here = propose(region, op);
+                if (here.error() == null || here.error().getCode() != ErrorCode.NO_LEADER || !here.refused()) {
+                    return here;
+                }
+                last = here; // refused before it was appended: the leadership is leaving this node; ask the next leader
+                LockSupport.parkNanos(POLL_NANOS / 2);
+                continue;
             }
             String target = !hint.isEmpty() ? hint : region.leaderHint();
             hint = "";

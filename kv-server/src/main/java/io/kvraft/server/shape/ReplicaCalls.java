@@ -109,4 +109,27 @@ final class ReplicaCalls {
     static Status await(java.util.function.Consumer<CompletableFuture<Status>> call) {
         return awaitNudging(null, 2 * RPC_TIMEOUT_MS, call);
     }
+
+    /** How long a configuration change that jraft refuses as busy with another is asked again. */
+    static final long CONF_BUSY_MS = 3_000;
+    private static final long CONF_BUSY_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+
+    /**
+     * {@link #await} for a configuration change, asked again every 100 ms for up to {@link #CONF_BUSY_MS} while jraft
+     * refuses it as "Doing another configuration change" (EBUSY): a leader's own first entry, or a change that is
+     * committing, is done in moments (a move right after an election failed on it). A leadership transfer under way
+     * is not waited for: jraft's node does not lead then.
+     */
+    static Status awaitConfChange(com.alipay.sofa.jraft.Node node,
+                                  java.util.function.Consumer<CompletableFuture<Status>> call) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CONF_BUSY_MS);
+        while (true) {
+            Status st = await(call);
+            if (st.isOk() || st.getRaftError() != com.alipay.sofa.jraft.error.RaftError.EBUSY || !node.isLeader()
+                    || System.nanoTime() - deadline > 0) {
+                return st;
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(CONF_BUSY_RETRY_NANOS);
+        }
+    }
 }

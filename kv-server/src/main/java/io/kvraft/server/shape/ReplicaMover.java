@@ -304,7 +304,7 @@ public final class ReplicaMover {
             return failed(ErrorCode.UNAVAILABLE, "", "region " + id + ": node " + to + " did not start a replica: " + added);
         }
         // 2. a learner: jraft sends it a snapshot, then the log
-        Status st = ReplicaCalls.await(done -> node.addLearners(List.of(learner), done::complete));
+        Status st = ReplicaCalls.awaitConfChange(node, done -> node.addLearners(List.of(learner), done::complete));
         if (!st.isOk()) {
             calls.dropOn(to, region, before);
             return failed(ReplicaCalls.codeOf(st), region.leaderHint(), "region " + id + ": " + to + " not added as a learner: "
@@ -330,7 +330,7 @@ public final class ReplicaMover {
         after.add(to);
         // a source that is down (its disk died) is tried once at the end, not a few times
         boolean sourceAlive = region.alivePeers().contains(from);
-        st = ReplicaCalls.await(done -> node.removeLearners(List.of(learner), done::complete));
+        st = ReplicaCalls.awaitConfChange(node, done -> node.removeLearners(List.of(learner), done::complete));
         LOG.info("region {}: {} left the learners: {}", id, to, st);
         if (st.isOk()) {
             Configuration conf = new Configuration(after.stream().map(PeerId::parsePeer).toList());
