@@ -438,25 +438,22 @@ final class RegionLifecycle implements ShapeHooks {
                 + " removed", regionId, voters, range);
     }
 
-    /** Starts no more groups and stops those that run, waiting for each. */
+    /**
+     * Starts no more groups and stops those that run, waiting for each, also on an interrupted thread (the interrupt is
+     * kept for the caller): the caller closes the log and the store the groups write to next, and a RocksDB closed
+     * under a running group, or one still starting, takes the JVM down.
+     */
     void close() {
         closed = true;
         starter.shutdownNow();
-        try {
-            starter.awaitTermination(30, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        if (!Uninterruptible.awaitTermination(starter, 30, TimeUnit.SECONDS)) {
+            LOG.warn("a region group still starting after 30 s; stopping the others");
         }
         for (Region r : regions.values()) {
             r.shutdown();
         }
         for (Region r : regions.values()) {
-            try {
-                r.join();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                break;
-            }
+            Uninterruptible.run(r::join);
         }
     }
 }

@@ -16,6 +16,7 @@ import io.kvraft.common.proto.KvProto.ErrorCode;
 import io.kvraft.common.proto.KvProto.MetaCommand;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.host.RaftOptionsFactory;
+import io.kvraft.server.host.Uninterruptible;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -172,11 +173,8 @@ public final class MetaGroup implements AutoCloseable {
     @Override
     public void close() {
         service.shutdown();
-        try {
-            service.join();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        // also on an interrupted thread: its log is a RocksDB, and a process that exits with it still open can crash
+        Uninterruptible.run(service::join);
         LOG.info("cluster map group stopped");
     }
 }

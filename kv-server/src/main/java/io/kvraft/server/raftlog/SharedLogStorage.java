@@ -154,11 +154,12 @@ public final class SharedLogStorage implements LogStorage {
         if (entries == null || entries.isEmpty()) {
             return 0;
         }
-        try (WriteBatch batch = new WriteBatch()) {
-            for (LogEntry entry : entries) {
-                put(batch, entry);
-            }
-            log.write(batch);
+        try {
+            log.write(batch -> {
+                for (LogEntry entry : entries) {
+                    put(batch, entry);
+                }
+            });
         } catch (RocksDBException e) {
             LOG.error("group {}: cannot append {} log entries: {}", group, entries.size(), e.getMessage());
             return 0;
@@ -204,10 +205,11 @@ public final class SharedLogStorage implements LogStorage {
     public boolean truncatePrefix(long firstIndexKept) {
         long from = firstIndex;
         forgetRecent(Long.MIN_VALUE, firstIndexKept - 1);
-        try (WriteBatch batch = new WriteBatch()) {
-            log.putFirstIndex(batch, group, firstIndexKept);
-            log.deleteRange(batch, group, Math.min(from, firstIndexKept), firstIndexKept);
-            log.write(batch);
+        try {
+            log.write(batch -> {
+                log.putFirstIndex(batch, group, firstIndexKept);
+                log.deleteRange(batch, group, Math.min(from, firstIndexKept), firstIndexKept);
+            });
         } catch (RocksDBException e) {
             LOG.error("group {}: cannot truncate its log before {}: {}", group, firstIndexKept, e.getMessage());
             return false;
@@ -222,9 +224,9 @@ public final class SharedLogStorage implements LogStorage {
     @Override
     public boolean truncateSuffix(long lastIndexKept) {
         forgetRecent(lastIndexKept + 1, Long.MAX_VALUE); // before the deletion: a reader must not find them after it
-        try (WriteBatch batch = new WriteBatch()) {
-            log.deleteRange(batch, group, lastIndexKept + 1, Math.max(lastIndex, lastIndexKept) + 1);
-            log.write(batch);
+        long last = lastIndex;
+        try {
+            log.write(batch -> log.deleteRange(batch, group, lastIndexKept + 1, Math.max(last, lastIndexKept) + 1));
         } catch (RocksDBException e) {
             LOG.error("group {}: cannot truncate its log after {}: {}", group, lastIndexKept, e.getMessage());
             return false;
@@ -246,11 +248,13 @@ public final class SharedLogStorage implements LogStorage {
             entry.setId(new LogId(nextLogIndex, 0));
         }
         forgetRecent(Long.MIN_VALUE, Long.MAX_VALUE);
-        try (WriteBatch batch = new WriteBatch()) {
-            log.deleteRange(batch, group, 0, Long.MAX_VALUE);
-            log.putFirstIndex(batch, group, nextLogIndex);
-            put(batch, entry);
-            log.write(batch);
+        LogEntry first = entry;
+        try {
+            log.write(batch -> {
+                log.deleteRange(batch, group, 0, Long.MAX_VALUE);
+                log.putFirstIndex(batch, group, nextLogIndex);
+                put(batch, first);
+            });
         } catch (RocksDBException e) {
             LOG.error("group {}: cannot reset its log to {}: {}", group, nextLogIndex, e.getMessage());
             return false;

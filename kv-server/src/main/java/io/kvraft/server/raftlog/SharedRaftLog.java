@@ -22,6 +22,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.Consumer;
 
 /**
  * The Raft logs of all region groups of a node in one RocksDB ({@code raft/log}), so that the 24
@@ -32,6 +35,10 @@ import java.util.List;
  * ordered range. Column families: {@code log} (every entry), {@code conf} (configuration entries
  * again, read back at start to rebuild jraft's configuration history), {@code meta} (each group's
  * first log index after a prefix truncation).
+ *
+ * <p>Every use of the database or its column families holds a read lock that {@link #close()} takes for
+ * writing: a call after the close fails with an exception, never on a freed native handle (which takes the
+ * JVM down), and the close waits for calls under way.
  */
 public final class SharedRaftLog implements AutoCloseable {
 
@@ -49,6 +56,9 @@ public final class SharedRaftLog implements AutoCloseable {
     private final ColumnFamilyHandle meta;
     private final WriteOptions writeOptions;
     private final ReadOptions readOptions;
+    private final Lock using;
+    private final Lock closing;
+    private boolean closed;
 
     /**
      * Opens (or creates) the log at {@code dir}.
@@ -100,6 +110,32 @@ public final class SharedRaftLog implements AutoCloseable {
         meta = handles.get(3);
         writeOptions = new WriteOptions().setSync(sync);
         readOptions = new ReadOptions().setTotalOrderSeek(true);
+        ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+        using = lock.readLock();
+        closing = lock.writeLock();
+    }
+
+    /** Takes the read lock; false, without it, once the log is closed. */
+    private boolean enter() {
+        using.lock();
+        if (closed) {
+            using.unlock();
+            return false;
+        }
+        return true;
+    }
+
+    private RocksDBException closedError() {
+        return new RocksDBException("the Raft log " + dir + " is closed");
+    }
+
+    private IllegalStateException closedState() {
+        return new IllegalStateException("the Raft log " + dir + " is closed");
+    }
+
+    /** Fills a batch against the log's column families. */
+    interface BatchFill {
+        void fill(WriteBatch batch) throws RocksDBException;
     }
 
     public Path dir() {
@@ -122,6 +158,22 @@ public final class SharedRaftLog implements AutoCloseable {
         return ByteBuffer.allocate(Integer.BYTES).putInt(group).array();
     }
 
+    /**
+     * Writes one batch, filled by {@code fill} against {@link #logFamily()} / {@link #confFamily()} (only inside it:
+     * the handles are freed by the close); synced when raft.sync is on.
+     */
+    void write(BatchFill fill) throws RocksDBException {
+        if (!enter()) {
+            throw closedError();
+        }
+        try (WriteBatch batch = new WriteBatch()) {
+            fill.fill(batch);
+            db.write(writeOptions, batch);
+        } finally {
+            using.unlock();
+        }
+    }
+
     ColumnFamilyHandle logFamily() {
         return log;
     }
@@ -130,51 +182,76 @@ public final class SharedRaftLog implements AutoCloseable {
         return conf;
     }
 
-    /** Writes a batch built against {@link #logFamily()} / {@link #confFamily()}; synced when raft.sync is on. */
-    void write(WriteBatch batch) throws RocksDBException {
-        db.write(writeOptions, batch);
-    }
-
     byte[] get(int group, long index) throws RocksDBException {
-        return db.get(log, readOptions, key(group, index));
+        if (!enter()) {
+            throw closedError();
+        }
+        try {
+            return db.get(log, readOptions, key(group, index));
+        } finally {
+            using.unlock();
+        }
     }
 
     /** The group's first stored index, or -1 when it has no entries. */
     long firstStoredIndex(int group) {
+        if (!enter()) {
+            throw closedState();
+        }
         try (RocksIterator it = db.newIterator(log, readOptions)) {
             it.seek(key(group, 0));
             return it.isValid() && groupOf(it.key()) == group ? indexOf(it.key()) : -1;
+        } finally {
+            using.unlock();
         }
     }
 
     /** The group's last stored index, or -1 when it has no entries. */
     long lastStoredIndex(int group) {
+        if (!enter()) {
+            throw closedState();
+        }
         try (RocksIterator it = db.newIterator(log, readOptions)) {
             it.seekForPrev(key(group, Long.MAX_VALUE));
             return it.isValid() && groupOf(it.key()) == group ? indexOf(it.key()) : -1;
+        } finally {
+            using.unlock();
         }
     }
 
     /** Calls {@code visitor} with the group's configuration entries in index order. */
-    void forEachConf(int group, java.util.function.Consumer<byte[]> visitor) {
+    void forEachConf(int group, Consumer<byte[]> visitor) {
+        if (!enter()) {
+            throw closedState();
+        }
         try (RocksIterator it = db.newIterator(conf, readOptions)) {
             for (it.seek(key(group, 0)); it.isValid() && groupOf(it.key()) == group; it.next()) {
                 visitor.accept(it.value());
             }
+        } finally {
+            using.unlock();
         }
     }
 
     /** The first log index recorded by the group's last prefix truncation or reset, or -1. */
     long savedFirstIndex(int group) throws RocksDBException {
-        byte[] v = db.get(meta, metaKey(group));
-        return v == null ? -1 : ByteBuffer.wrap(v).getLong();
+        if (!enter()) {
+            throw closedError();
+        }
+        try {
+            byte[] v = db.get(meta, metaKey(group));
+            return v == null ? -1 : ByteBuffer.wrap(v).getLong();
+        } finally {
+            using.unlock();
+        }
     }
 
+    /** Inside a {@link #write} fill: records the group's first index. */
     void putFirstIndex(WriteBatch batch, int group, long firstIndex) throws RocksDBException {
         batch.put(meta, metaKey(group), ByteBuffer.allocate(Long.BYTES).putLong(firstIndex).array());
     }
 
-    /** Adds deletions of the group's entries with index in [from, to) in both entry families. */
+    /** Inside a {@link #write} fill: deletes the group's entries with index in [from, to) in both entry families. */
     void deleteRange(WriteBatch batch, int group, long from, long to) throws RocksDBException {
         if (from < to) {
             batch.deleteRange(log, key(group, from), key(group, to));
@@ -184,10 +261,11 @@ public final class SharedRaftLog implements AutoCloseable {
 
     /** Forgets everything of one group: its entries and its first index (a region reset to empty). */
     public void dropGroup(int group) {
-        try (WriteBatch batch = new WriteBatch()) {
-            deleteRange(batch, group, 0, Long.MAX_VALUE);
-            batch.delete(meta, metaKey(group));
-            db.write(writeOptions, batch);
+        try {
+            write(batch -> {
+                deleteRange(batch, group, 0, Long.MAX_VALUE);
+                batch.delete(meta, metaKey(group));
+            });
         } catch (RocksDBException e) {
             throw new IllegalStateException("cannot drop the Raft log of group " + group + " in " + dir + ": " + e.getMessage(), e);
         }
@@ -202,13 +280,23 @@ public final class SharedRaftLog implements AutoCloseable {
         }
     }
 
+    /** Closes the database once the calls under way have returned; later calls fail. Idempotent. */
     @Override
     public void close() {
-        for (ColumnFamilyHandle h : handles) {
-            h.close();
+        closing.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            for (ColumnFamilyHandle h : handles) {
+                h.close();
+            }
+            db.close();
+            close(writeOptions, readOptions, cfOptions, dbOptions);
+        } finally {
+            closing.unlock();
         }
-        db.close();
-        close(writeOptions, readOptions, cfOptions, dbOptions);
     }
 
     private static void close(AutoCloseable... resources) {

@@ -17,6 +17,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** jraft's LogStorage contract, as its RocksDBLogStorage keeps it, over one group's range of the shared log. */
 class SharedLogStorageTest {
@@ -184,10 +185,7 @@ class SharedLogStorageTest {
             SharedLogStorage s = open(log, 4, new ConfigurationManager());
             s.appendEntries(range(1, 10, 1));
             // take the group's entries out of RocksDB behind the storage's back: only the kept ones remain readable
-            try (org.rocksdb.WriteBatch batch = new org.rocksdb.WriteBatch()) {
-                log.deleteRange(batch, 4, 1, 11);
-                log.write(batch);
-            }
+            log.write(batch -> log.deleteRange(batch, 4, 1, 11));
             long firstKept = 10 - SharedLogStorage.RECENT + 1;
             for (long i = firstKept; i <= 10; i++) {
                 assertThat(dataOf(s.getEntry(i))).as("entry %d", i).isEqualTo("v" + i);
@@ -205,11 +203,29 @@ class SharedLogStorageTest {
             String big = "x".repeat(SharedLogStorage.RECENT_MAX_DATA_BYTES + 1);
             s.appendEntries(List.of(data(big, 10, 5)));
             assertThat(dataOf(s.getEntry(10))).isEqualTo(big);
-            try (org.rocksdb.WriteBatch batch = new org.rocksdb.WriteBatch()) {
-                log.deleteRange(batch, 4, 10, 11);
-                log.write(batch);
-            }
+            log.write(batch -> log.deleteRange(batch, 4, 10, 11));
             assertThat(s.getEntry(10)).isNull();
+        }
+    }
+
+    @Test
+    void when_theLogIsClosed_then_callsFailInsteadOfReachingTheFreedDatabase() {
+        SharedRaftLog log = new SharedRaftLog(dir, true);
+        SharedLogStorage s = open(log, 3, new ConfigurationManager());
+        s.appendEntries(groupRange(3, 1, 5, 1));
+        log.close();
+        log.close(); // idempotent
+
+        // a group that outlived the close (a replica dropped on a worker thread) gets failures, not a SIGSEGV
+        assertThat(s.appendEntries(groupRange(3, 6, 6, 1))).isZero();
+        assertThat(s.truncatePrefix(3)).isFalse();
+        assertThat(s.reset(10)).isFalse();
+        assertThatThrownBy(() -> log.dropGroup(3)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+        assertThatThrownBy(() -> log.hasGroup(3)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+        assertThatThrownBy(() -> log.get(3, 1)).isInstanceOf(org.rocksdb.RocksDBException.class).hasMessageContaining("closed");
+
+        try (SharedRaftLog again = new SharedRaftLog(dir, true)) {
+            assertOwnEntries(open(again, 3, new ConfigurationManager()), 3, 5, 1);
         }
     }
 
