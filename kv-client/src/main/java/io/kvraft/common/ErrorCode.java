@@ -37,7 +37,13 @@ public enum ErrorCode {
     /** A node whose data directory belongs to another cluster. */
     WRONG_CLUSTER,
     /** The node was removed from the cluster for good; it may not come back with its data. */
-    NODE_REMOVED;
+    NODE_REMOVED,
+    /**
+     * The region leader's store has no room for more data (MemoryDB: its heap past {@code store.maxHeapFraction} after
+     * a collection): a write that would add data is refused, deletes pass. Not retried: room comes from deletes or a
+     * larger heap, not from waiting.
+     */
+    STORE_FULL;
 
     private static final ErrorCode[] BY_NUMBER = values();
 

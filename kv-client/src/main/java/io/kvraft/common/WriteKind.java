@@ -9,29 +9,29 @@ import io.kvraft.common.proto.KvProto.WriteOpType;
  */
 public enum WriteKind {
 
-    PUT(WriteOpType.PUT, Answer.SUCCEEDED, Counted.PUT, false, true),
-    DELETE(WriteOpType.DELETE, Answer.SUCCEEDED, Counted.DELETE, false, true),
-    COMPARE_AND_PUT(WriteOpType.COMPARE_AND_PUT, Answer.SUCCEEDED, Counted.CAS, false, true),
-    DELETE_RANGE(WriteOpType.DELETE_RANGE, Answer.SUCCEEDED, Counted.DELETE, false, true),
-    GET_AND_PUT(WriteOpType.GET_AND_PUT, Answer.PREVIOUS, Counted.PUT, false, true),
-    PUT_IF_ABSENT(WriteOpType.PUT_IF_ABSENT, Answer.PREVIOUS, Counted.PUT, false, true),
-    APPEND(WriteOpType.APPEND, Answer.SUCCEEDED, Counted.PUT, false, true),
+    PUT(WriteOpType.PUT, Answer.SUCCEEDED, Counted.PUT, false, true, true),
+    DELETE(WriteOpType.DELETE, Answer.SUCCEEDED, Counted.DELETE, false, true, false),
+    COMPARE_AND_PUT(WriteOpType.COMPARE_AND_PUT, Answer.SUCCEEDED, Counted.CAS, false, true, true),
+    DELETE_RANGE(WriteOpType.DELETE_RANGE, Answer.SUCCEEDED, Counted.DELETE, false, true, false),
+    GET_AND_PUT(WriteOpType.GET_AND_PUT, Answer.PREVIOUS, Counted.PUT, false, true, true),
+    PUT_IF_ABSENT(WriteOpType.PUT_IF_ABSENT, Answer.PREVIOUS, Counted.PUT, false, true, true),
+    APPEND(WriteOpType.APPEND, Answer.SUCCEEDED, Counted.PUT, false, true, true),
     /** Taking numbers again only skips the range whose answer was lost: nobody ever gets it, none is handed out twice. */
-    GET_SEQUENCE(WriteOpType.GET_SEQUENCE, Answer.COORD, Counted.NONE, true, true),
-    RESET_SEQUENCE(WriteOpType.RESET_SEQUENCE, Answer.COORD, Counted.NONE, false, true),
-    LOCK_ACQUIRE(WriteOpType.LOCK_ACQUIRE, Answer.COORD, Counted.NONE, false, true),
+    GET_SEQUENCE(WriteOpType.GET_SEQUENCE, Answer.COORD, Counted.NONE, true, true, true),
+    RESET_SEQUENCE(WriteOpType.RESET_SEQUENCE, Answer.COORD, Counted.NONE, false, true, false),
+    LOCK_ACQUIRE(WriteOpType.LOCK_ACQUIRE, Answer.COORD, Counted.NONE, false, true, true),
     /** Renewing a lease twice is renewing it once, later. */
-    LOCK_RENEW(WriteOpType.LOCK_RENEW, Answer.COORD, Counted.NONE, true, true),
-    LOCK_RELEASE(WriteOpType.LOCK_RELEASE, Answer.COORD, Counted.NONE, false, true),
+    LOCK_RENEW(WriteOpType.LOCK_RENEW, Answer.COORD, Counted.NONE, true, true, false),
+    LOCK_RELEASE(WriteOpType.LOCK_RELEASE, Answer.COORD, Counted.NONE, false, true, false),
     /** A restored record's counters only move forward, to the same values: applying it again changes nothing. */
-    RESTORE_COORD(WriteOpType.RESTORE_COORD, Answer.SUCCEEDED, Counted.NONE, true, true),
-    BACKUP_POINT(WriteOpType.BACKUP_POINT, Answer.SUCCEEDED, Counted.NONE, false, false),
-    SPLIT(WriteOpType.SPLIT, Answer.SUCCEEDED, Counted.NONE, false, false),
-    PREPARE_MERGE(WriteOpType.PREPARE_MERGE, Answer.SUCCEEDED, Counted.NONE, false, false),
-    COMMIT_MERGE(WriteOpType.COMMIT_MERGE, Answer.SUCCEEDED, Counted.NONE, false, false),
-    MERGE_ABORT(WriteOpType.MERGE_ABORT, Answer.SUCCEEDED, Counted.NONE, false, false),
-    MERGE_ROLLBACK(WriteOpType.MERGE_ROLLBACK, Answer.SUCCEEDED, Counted.NONE, false, false),
-    CONF_CHANGED(WriteOpType.CONF_CHANGED, Answer.SUCCEEDED, Counted.NONE, false, false);
+    RESTORE_COORD(WriteOpType.RESTORE_COORD, Answer.SUCCEEDED, Counted.NONE, true, true, true),
+    BACKUP_POINT(WriteOpType.BACKUP_POINT, Answer.SUCCEEDED, Counted.NONE, false, false, false),
+    SPLIT(WriteOpType.SPLIT, Answer.SUCCEEDED, Counted.NONE, false, false, false),
+    PREPARE_MERGE(WriteOpType.PREPARE_MERGE, Answer.SUCCEEDED, Counted.NONE, false, false, false),
+    COMMIT_MERGE(WriteOpType.COMMIT_MERGE, Answer.SUCCEEDED, Counted.NONE, false, false, false),
+    MERGE_ABORT(WriteOpType.MERGE_ABORT, Answer.SUCCEEDED, Counted.NONE, false, false, false),
+    MERGE_ROLLBACK(WriteOpType.MERGE_ROLLBACK, Answer.SUCCEEDED, Counted.NONE, false, false, false),
+    CONF_CHANGED(WriteOpType.CONF_CHANGED, Answer.SUCCEEDED, Counted.NONE, false, false, false);
 
     /** What the answer carries for an op of the kind, besides its error. */
     public enum Answer {
@@ -61,13 +61,16 @@ public enum WriteKind {
     private final Counted counted;
     private final boolean retriedWhenUnknown;
     private final boolean fromClients;
+    private final boolean grows;
 
-    WriteKind(WriteOpType type, Answer answer, Counted counted, boolean retriedWhenUnknown, boolean fromClients) {
+    WriteKind(WriteOpType type, Answer answer, Counted counted, boolean retriedWhenUnknown, boolean fromClients,
+              boolean grows) {
         this.type = type;
         this.answer = answer;
         this.counted = counted;
         this.retriedWhenUnknown = retriedWhenUnknown;
         this.fromClients = fromClients;
+        this.grows = grows;
     }
 
     /** The kind of {@code type}, or null for a number this side does not know. */
@@ -100,5 +103,10 @@ public enum WriteKind {
     /** Whether clients may send it; the others are proposed by region leaders only. */
     public boolean fromClients() {
         return fromClients;
+    }
+
+    /** Whether it may add data to the store (a value, a sequence or lock record): refused while the store is full. */
+    public boolean grows() {
+        return grows;
     }
 }

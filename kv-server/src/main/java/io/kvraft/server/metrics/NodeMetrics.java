@@ -89,6 +89,15 @@ public final class NodeMetrics implements AutoCloseable {
         new RegionCollector(host::regions, this::region).register(prometheus);
     }
 
+    /**
+     * MemoryDB's heap check: {@code kv_node_store_full} (1 while writes that add data are refused with STORE_FULL) and
+     * {@code kv_node_store_heap_fraction} (the old generation's occupancy after its last collection).
+     */
+    public void bindHeapCheck(java.util.function.BooleanSupplier full, java.util.function.DoubleSupplier fraction) {
+        registry.register("kv.node.store_full", (Gauge<Integer>) () -> full.getAsBoolean() ? 1 : 0);
+        registry.register("kv.node.store_heap_fraction", (Gauge<Double>) fraction::getAsDouble);
+    }
+
     /** Region {@code id}'s timings on this node (the region layer reports into them). */
     public RegionMetrics region(int id) {
         return regions.computeIfAbsent(id, i -> new RegionMetrics());

@@ -15,6 +15,7 @@ import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteRequest;
 import io.kvraft.common.proto.KvProto.WriteResponse;
 import io.kvraft.server.config.ServerConfig.LimitsConfig;
+import io.kvraft.server.store.HeapGuard;
 import io.kvraft.server.host.RegionHost;
 import io.kvraft.server.metrics.KvMetrics;
 import io.kvraft.server.raft.Processors;
@@ -38,13 +39,16 @@ public final class DataHandlers {
     private final RequestChecks checks;
     private final LimitsConfig limits;
     private final KvMetrics metrics;
+    private final HeapGuard heap;
 
-    public DataHandlers(RegionHost host, RequestGate gate, LimitsConfig limits, KvMetrics metrics) {
+    /** @param heap MemoryDB's heap check ({@code store.maxHeapFraction}); null for RocksDB */
+    public DataHandlers(RegionHost host, RequestGate gate, LimitsConfig limits, KvMetrics metrics, HeapGuard heap) {
         this.host = host;
         this.gate = gate;
         this.checks = new RequestChecks(limits);
         this.limits = limits;
         this.metrics = metrics;
+        this.heap = heap;
     }
 
     public void register(RpcServer server) {
@@ -151,6 +155,11 @@ public final class DataHandlers {
         if (error == null) {
             error = RequestGate.checkLeader(region);
         }
+        if (error == null && heap != null && heap.full() && grows(req)) {
+            error = Errors.of(ErrorCode.STORE_FULL, "node " + host.endpoint() + ": heap " + Math.round(heap.fraction() * 100)
+                    + "% full after a collection, over store.maxHeapFraction " + Math.round(heap.limit() * 100)
+                    + "%: writes that add data are refused, deletes pass");
+        }
         if (error != null) {
             if (waits > 0 && waitsForLeader(region, error, () -> write(req, returnsValues, reply, waits - 1))) {
                 return;
@@ -159,6 +168,16 @@ public final class DataHandlers {
             return;
         }
         region.writes().write(req.getOpsList(), req.getReadKeysList(), bytes, returnsValues, reply);
+    }
+
+    private static boolean grows(WriteRequest req) {
+        for (int i = 0; i < req.getOpsCount(); i++) {
+            WriteKind kind = WriteKind.of(req.getOps(i).getType());
+            if (kind != null && kind.grows()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private void read(RpcContext ctx, ReadRequest req) {
