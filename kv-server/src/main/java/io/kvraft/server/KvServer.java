@@ -7,9 +7,11 @@ import io.kvraft.server.metrics.NodeMetrics;
 import io.kvraft.server.balance.LeaderBalancer;
 import io.kvraft.server.region.Region;
 import io.kvraft.server.host.RegionHost;
+import io.kvraft.server.host.Uninterruptible;
 import io.kvraft.server.rpc.AdminHandlers;
 import io.kvraft.server.rpc.DataHandlers;
 import io.kvraft.server.rpc.RequestGate;
+import io.kvraft.server.store.HeapGuard;
 import io.kvraft.server.store.KvStore;
 import io.kvraft.server.store.MemoryStore;
 import io.kvraft.server.store.RocksStore;
@@ -27,6 +29,7 @@ import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -53,7 +56,11 @@ public final class KvServer implements AutoCloseable {
     private static final int MAX_BACKUP_SESSIONS = 64;
     /** How long the node looks for a region's leader when it asks one (as a client's operationTimeoutMs). */
     private static final long OPERATION_TIMEOUT_MS = 30_000;
+    /** How long close() waits for a worker's task (a replica drop clearing its range) before closing under it. */
+    private static final long CLOSE_TASK_WAIT_S = 30;
     private final NodeMetrics metrics = new NodeMetrics();
+    /** MemoryDB's heap check (store.maxHeapFraction); null on RocksDB. */
+    private final HeapGuard heap;
     private volatile boolean closed;
     private volatile ScheduledFuture<?> balancer;
     private final io.kvraft.server.shape.Splitter splitter;
@@ -70,8 +77,11 @@ public final class KvServer implements AutoCloseable {
     private final io.kvraft.server.NodeBeats beats;
     /** The cluster map: membership, node reports and (on its leader) placement. */
     private final io.kvraft.server.meta.MetaService meta;
-    /** Told when the cluster refuses this node for good (removed, or another cluster's); closes the node by default. */
-    private volatile java.util.function.Consumer<String> onRefused = why -> new Thread(this::close, "kv-refused").start();
+    /**
+     * Told when the cluster refuses this node for good (removed, or another cluster's), on a thread of its own; closes
+     * the node by default.
+     */
+    private volatile java.util.function.Consumer<String> onRefused = why -> close();
 
     private KvServer(ServerConfig config, UnaryOperator<KvStore> storeWrapper) throws IOException {
         this.config = config;
@@ -97,7 +107,8 @@ public final class KvServer implements AutoCloseable {
             throw e;
         }
         this.gate = new RequestGate(host);
-        host.registerHandlers(new DataHandlers(host, gate, config.limits(), metrics.kv())::register);
+        this.heap = config.store().engine().equals("memory") ? HeapGuard.ofJvm(config.store().maxHeapFraction()) : null;
+        host.registerHandlers(new DataHandlers(host, gate, config.limits(), metrics.kv(), heap)::register);
         this.backups = new io.kvraft.server.backup.BackupSessions(System::nanoTime,
                 config.backup().sessionIdleMs(), MAX_BACKUP_SESSIONS);
         this.backupPages = Executors.newSingleThreadExecutor(r -> {
@@ -131,11 +142,16 @@ public final class KvServer implements AutoCloseable {
         this.mover = new io.kvraft.server.shape.ReplicaMover(host, peerProbe, moveWork, config.moves());
         this.meta = new io.kvraft.server.meta.MetaService(config, host, host.rpcServer(), peerProbe,
                 leaderCalls, housekeeping, storeId,
-                why -> onRefused.accept(why));
+                // not on the housekeeping thread that learnt it: close() stops that executor, which would interrupt
+                // the very thread that then stops the groups and closes the shared log and the store
+                why -> new Thread(() -> onRefused.accept(why), "kv-refused").start());
         host.registerHandlers(new AdminHandlers(host, gate, config.metrics().port(), storeId, splitter, merger, mover,
                 new io.kvraft.server.shape.RegionRecovery(host, meta::nodeState, config.raft().startupElectionTimeoutMs()),
                 meta::clusterRegions)::register);
         metrics.bind(host, gate::inFlight);
+        if (heap != null) {
+            metrics.bindHeapCheck(heap::full, heap::fraction);
+        }
     }
 
     public static KvServer start(ServerConfig config) throws IOException {
@@ -173,6 +189,9 @@ public final class KvServer implements AutoCloseable {
         server.housekeeping.scheduleWithFixedDelay(new io.kvraft.server.shape.ReplicaGc(server.host, server.peerProbe,
                 server.moveWork, 2L * gcMs, System::nanoTime), gcMs, gcMs, TimeUnit.MILLISECONDS);
         server.housekeeping.scheduleWithFixedDelay(server.backups::expireIdle, 1, 1, TimeUnit.SECONDS);
+        if (server.heap != null) {
+            server.housekeeping.scheduleWithFixedDelay(server.heap::check, 1, 1, TimeUnit.SECONDS);
+        }
         server.housekeeping.scheduleWithFixedDelay(new io.kvraft.server.shape.StrayLearners(server.host,
                 server.peerProbe, server.moveWork, config.moves().strayLearnerMs(), System::nanoTime), 1, 1,
                 TimeUnit.SECONDS);
@@ -189,7 +208,7 @@ public final class KvServer implements AutoCloseable {
         return server;
     }
 
-    /** What to do when the cluster refuses this node for good; the default closes it. */
+    /** What to do, on a thread of its own, when the cluster refuses this node for good; the default closes it. */
     public void onRefused(java.util.function.Consumer<String> handler) {
         this.onRefused = handler;
     }
@@ -310,6 +329,12 @@ public final class KvServer implements AutoCloseable {
         LOG.info("shutdown 4/4: done in {} ms", ms(start));
     }
 
+    private static void awaitEnd(ExecutorService executor, String what) {
+        if (!Uninterruptible.awaitTermination(executor, CLOSE_TASK_WAIT_S, TimeUnit.SECONDS)) {
+            LOG.warn("a {} task still running {} s into the close; closing under it", what, CLOSE_TASK_WAIT_S);
+        }
+    }
+
     private static long ms(long startNanos) {
         return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
     }
@@ -327,6 +352,11 @@ public final class KvServer implements AutoCloseable {
         }
         splitWork.shutdownNow();
         moveWork.shutdownNow();
+        // their tasks drop replicas, split and merge regions: one still running when the log or the store below is
+        // closed would write through freed native handles, which takes the JVM down
+        awaitEnd(housekeeping, "housekeeping");
+        awaitEnd(splitWork, "split and merge");
+        awaitEnd(moveWork, "replica move");
         metrics.close();
         meta.close();
         host.close();

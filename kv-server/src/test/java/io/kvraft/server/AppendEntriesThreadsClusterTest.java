@@ -2,7 +2,7 @@ package io.kvraft.server;
 
 import io.kvraft.client.KvClient;
 import io.kvraft.client.admin.RegionInfo;
-import io.kvraft.server.config.ServerConfig.RaftConfig;
+import io.kvraft.server.config.RaftConfig;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;

@@ -1,5 +1,6 @@
 package io.kvraft.server;
 
+import io.kvraft.server.config.RaftConfig;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.admin.MapRegions;
 import io.kvraft.client.admin.MergedRegions;
@@ -115,7 +116,7 @@ class ClusterRouteLookupTest {
     void when_aNodeHoldingSomeRegionsIsAskedForTheClusterMapsRoutes_then_itAnswersEveryRegion_andAClientOfThatNodeRoutesEveryKey()
             throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(NODES, REGIONS, dir, "memory",
-                ServerConfig.RaftConfig.LOG_SHARED, c -> c.withReplication(new ReplicationConfig(3))
+                RaftConfig.LOG_SHARED, c -> c.withReplication(new ReplicationConfig(3))
                         .withSplit(new SplitConfig(false, null, null, null, null))
                         .withPlacement(new PlacementConfig(false, 200, null, null))); // reports every 200 ms, no moves
              Transport t = new Transport(io.kvraft.common.config.TlsConfig.OFF)) {
@@ -217,7 +218,7 @@ class ClusterRouteLookupTest {
     void when_theMapHasNoLeader_then_aNodeAnswersFromItsCopyOfTheMap_andAClientOfThatNodeRoutesEveryKey()
             throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(NODES, REGIONS, dir, "memory",
-                ServerConfig.RaftConfig.LOG_SHARED, c -> c.withReplication(new ReplicationConfig(3))
+                RaftConfig.LOG_SHARED, c -> c.withReplication(new ReplicationConfig(3))
                         .withSplit(new SplitConfig(false, null, null, null, null))
                         .withPlacement(new PlacementConfig(false, 200, null, null)));
              Transport t = new Transport(io.kvraft.common.config.TlsConfig.OFF)) {

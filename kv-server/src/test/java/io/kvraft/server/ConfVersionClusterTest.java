@@ -1,5 +1,6 @@
 package io.kvraft.server;
 
+import io.kvraft.server.config.RaftConfig;
 import com.google.protobuf.ByteString;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.proto.KvProto.ErrorCode;
@@ -43,7 +44,7 @@ class ConfVersionClusterTest {
     Path dir;
 
     private InProcessCluster start(String engine) throws Exception {
-        InProcessCluster cluster = InProcessCluster.start(4, 4, dir, engine, ServerConfig.RaftConfig.LOG_SHARED,
+        InProcessCluster cluster = InProcessCluster.start(4, 4, dir, engine, RaftConfig.LOG_SHARED,
                 c -> c.withReplication(new ReplicationConfig(3)).withSplit(new SplitConfig(false, null, null, null, null))
                         .withPlacement(new ServerConfig.PlacementConfig(false, null, null, null)));
         await().atMost(60, SECONDS).until(cluster::allRegionsLed);

@@ -5,9 +5,9 @@ import io.kvraft.client.KvClients;
 import io.kvraft.client.config.ClientConfig;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.config.ServerConfig.BalanceConfig;
-import io.kvraft.server.config.ServerConfig.ClusterConfig;
-import io.kvraft.server.config.ServerConfig.RaftConfig;
-import io.kvraft.server.config.ServerConfig.StoreConfig;
+import io.kvraft.server.config.ClusterConfig;
+import io.kvraft.server.config.RaftConfig;
+import io.kvraft.server.config.StoreConfig;
 import io.kvraft.server.region.Region;
 import io.kvraft.server.store.KvStore;
 

@@ -133,7 +133,7 @@ class LeaderMoveWritesTest {
     void when_theOldLeaderAppliesEntriesAfterItsLeadershipEnded_then_theirWritesAreAnsweredApplied(String engine)
             throws Exception {
         List<GatedApply> gates = new ArrayList<>();
-        cluster = InProcessCluster.start(3, 4, dir, engine, io.kvraft.server.config.ServerConfig.RaftConfig.LOG_SHARED,
+        cluster = InProcessCluster.start(3, 4, dir, engine, io.kvraft.server.config.RaftConfig.LOG_SHARED,
                 c -> c.withBalance(new io.kvraft.server.config.ServerConfig.BalanceConfig(false, 200, null)), store -> {
                     GatedApply g = new GatedApply(store);
                     gates.add(g);

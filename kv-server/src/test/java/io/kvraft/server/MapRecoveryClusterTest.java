@@ -1,5 +1,6 @@
 package io.kvraft.server;
 
+import io.kvraft.server.config.RaftConfig;
 import io.kvraft.client.KvClient;
 import io.kvraft.client.admin.ClusterInfo;
 import io.kvraft.client.admin.MapRecoveryPlan;
@@ -10,7 +11,7 @@ import io.kvraft.common.proto.KvProto.RecoverMapRequest;
 import io.kvraft.common.proto.KvProto.RecoverMapResponse;
 import io.kvraft.common.rpc.Transport;
 import io.kvraft.server.config.ServerConfig;
-import io.kvraft.server.config.ServerConfig.ClusterConfig;
+import io.kvraft.server.config.ClusterConfig;
 import io.kvraft.server.config.ServerConfig.PlacementConfig;
 import io.kvraft.server.config.ServerConfig.ReplicationConfig;
 import io.kvraft.server.config.ServerConfig.SplitConfig;
@@ -64,7 +65,7 @@ class MapRecoveryClusterTest {
     @Test
     void when_twoOfThreeNodesAreLost_then_theMapAndEveryRegionAreRecoveredFromTheThird() throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(3, REGIONS, dir, "memory",
-                ServerConfig.RaftConfig.LOG_SHARED,
+                RaftConfig.LOG_SHARED,
                 c -> c.withReplication(new ReplicationConfig(3))
                         .withSplit(new SplitConfig(false, null, null, null, null))
                         .withPlacement(new PlacementConfig(true, 200, 2_000L, null)));

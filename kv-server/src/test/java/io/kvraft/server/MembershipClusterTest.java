@@ -1,5 +1,6 @@
 package io.kvraft.server;
 
+import io.kvraft.server.config.RaftConfig;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.proto.KvProto.ClusterMap;
 import io.kvraft.common.proto.KvProto.ClusterRequest;
@@ -11,7 +12,7 @@ import io.kvraft.common.proto.KvProto.NodeStateRequest;
 import io.kvraft.common.proto.KvProto.NodeStateResponse;
 import io.kvraft.common.rpc.Transport;
 import io.kvraft.server.config.ServerConfig;
-import io.kvraft.server.config.ServerConfig.ClusterConfig;
+import io.kvraft.server.config.ClusterConfig;
 import io.kvraft.server.config.ServerConfig.PlacementConfig;
 import io.kvraft.server.config.ServerConfig.SplitConfig;
 import io.kvraft.server.region.Region;
@@ -181,7 +182,7 @@ class MembershipClusterTest {
     @Test
     void nodesJoinDrainAndLeave() throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(3, REGIONS, dir, "memory",
-                ServerConfig.RaftConfig.LOG_SHARED, MembershipClusterTest::tune);
+                RaftConfig.LOG_SHARED, MembershipClusterTest::tune);
              Transport t = new Transport(io.kvraft.common.config.TlsConfig.OFF)) {
             try {
                 await().atMost(60, SECONDS).until(cluster::allRegionsLed);
@@ -263,7 +264,7 @@ class MembershipClusterTest {
     @Test
     void replicasOfANodeDownTooLongAreRebuilt() throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(4, REGIONS, dir, "memory",
-                ServerConfig.RaftConfig.LOG_SHARED, c -> tune(c).withReplication(new ServerConfig.ReplicationConfig(3))
+                RaftConfig.LOG_SHARED, c -> tune(c).withReplication(new ServerConfig.ReplicationConfig(3))
                         .withPlacement(new PlacementConfig(true, 200, 3_000L, null)))) {
             try {
                 await().atMost(60, SECONDS).until(cluster::allRegionsLed);
@@ -305,7 +306,7 @@ class MembershipClusterTest {
     @Test
     void aWipedNodeAtItsOwnAddressIsRebuiltNotTrusted() throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(3, REGIONS, dir, "memory",
-                ServerConfig.RaftConfig.LOG_SHARED, MembershipClusterTest::tune)) {
+                RaftConfig.LOG_SHARED, MembershipClusterTest::tune)) {
             try {
                 await().atMost(60, SECONDS).until(cluster::allRegionsLed);
                 await().atMost(60, SECONDS).until(() -> all(cluster).stream().allMatch(s -> s.meta().registered()));

@@ -1,5 +1,6 @@
 package io.kvraft.server;
 
+import io.kvraft.server.config.RaftConfig;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
 import io.kvraft.common.ErrorCode;
@@ -48,7 +49,7 @@ class MergeClusterTest {
 
     private static InProcessCluster start(Path dir, String engine, MergeConfig merge) throws Exception {
         UnaryOperator<ServerConfig> tweak = c -> c.withSplit(NO_AUTO_SPLIT).withMerge(merge);
-        InProcessCluster cluster = InProcessCluster.start(3, 1, dir, engine, ServerConfig.RaftConfig.LOG_SHARED, tweak);
+        InProcessCluster cluster = InProcessCluster.start(3, 1, dir, engine, RaftConfig.LOG_SHARED, tweak);
         await().atMost(60, SECONDS).until(cluster::allRegionsLed);
         return cluster;
     }

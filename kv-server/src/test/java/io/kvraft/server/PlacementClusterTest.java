@@ -1,5 +1,6 @@
 package io.kvraft.server;
 
+import io.kvraft.server.config.RaftConfig;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
 import io.kvraft.common.ErrorCode;
@@ -42,7 +43,7 @@ class PlacementClusterTest {
     Path dir;
 
     private InProcessCluster start() throws Exception {
-        InProcessCluster cluster = InProcessCluster.start(NODES, REGIONS, dir, "memory", ServerConfig.RaftConfig.LOG_SHARED,
+        InProcessCluster cluster = InProcessCluster.start(NODES, REGIONS, dir, "memory", RaftConfig.LOG_SHARED,
                 c -> c.withReplication(new ReplicationConfig(3)).withSplit(new SplitConfig(false, null, null, null, null))
                         .withPlacement(new ServerConfig.PlacementConfig(false, null, null, null))); // the layout's placement only
         await().atMost(60, SECONDS).until(cluster::allRegionsLed);

@@ -11,7 +11,7 @@ import io.kvraft.common.proto.KvProto.WriteRequest;
 import io.kvraft.common.proto.KvProto.WriteResponse;
 import io.kvraft.common.rpc.Transport;
 import io.kvraft.server.config.ServerConfig.BalanceConfig;
-import io.kvraft.server.config.ServerConfig.RaftConfig;
+import io.kvraft.server.config.RaftConfig;
 import io.kvraft.server.region.Region;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;

@@ -57,7 +57,7 @@ class RegionRecoveryClusterTest {
     void when_aRegionLosesTwoOfThreeReplicas_then_itIsRecoveredFromTheThird_onceTheLostNodesAreRemoved()
             throws Exception {
         try (InProcessCluster cluster = InProcessCluster.start(5, REGIONS, dir, "memory",
-                io.kvraft.server.config.ServerConfig.RaftConfig.LOG_SHARED,
+                io.kvraft.server.config.RaftConfig.LOG_SHARED,
                 c -> c.withReplication(new ReplicationConfig(3))
                         .withSplit(new SplitConfig(false, null, null, null, null))
                         .withPlacement(new PlacementConfig(true, 200, 2_000L, null)));
@@ -215,7 +215,7 @@ class RegionRecoveryClusterTest {
     void when_twoOfFourVotersSurvive_then_bothTakeTheNewVoters_theFollowerToo() throws Exception {
         int regions = 2;
         try (InProcessCluster cluster = InProcessCluster.start(6, regions, dir, "memory",
-                io.kvraft.server.config.ServerConfig.RaftConfig.LOG_SHARED,
+                io.kvraft.server.config.RaftConfig.LOG_SHARED,
                 c -> c.withReplication(new ReplicationConfig(4))
                         .withSplit(new SplitConfig(false, null, null, null, null))
                         .withPlacement(new PlacementConfig(false, 200, 2_000L, null)))) {

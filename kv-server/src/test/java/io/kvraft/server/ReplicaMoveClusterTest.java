@@ -1,5 +1,6 @@
 package io.kvraft.server;
 
+import io.kvraft.server.config.RaftConfig;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
 import io.kvraft.common.ErrorCode;
@@ -53,7 +54,7 @@ class ReplicaMoveClusterTest {
 
     /** @param more further changes to every node's config */
     private InProcessCluster start(String engine, boolean balance, UnaryOperator<ServerConfig> more) throws Exception {
-        InProcessCluster cluster = InProcessCluster.start(4, 4, dir, engine, ServerConfig.RaftConfig.LOG_SHARED,
+        InProcessCluster cluster = InProcessCluster.start(4, 4, dir, engine, RaftConfig.LOG_SHARED,
                 c -> {
                     ServerConfig moves = c.withReplication(new ReplicationConfig(3))
                             .withSplit(new SplitConfig(false, null, null, null, null))

@@ -6,7 +6,7 @@ import io.kvraft.client.KvClient;
 import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.server.RaftTestSupport.LogCapture;
 import io.kvraft.server.config.ServerConfig.BalanceConfig;
-import io.kvraft.server.config.ServerConfig.RaftConfig;
+import io.kvraft.server.config.RaftConfig;
 import io.kvraft.server.region.Region;
 import io.kvraft.server.store.KeyRange;
 import io.kvraft.server.store.KvStore;

@@ -2,7 +2,7 @@ package io.kvraft.server;
 
 import com.alipay.sofa.jraft.option.RaftOptions;
 import io.kvraft.client.KvClient;
-import io.kvraft.server.config.ServerConfig.RaftConfig;
+import io.kvraft.server.config.RaftConfig;
 import io.kvraft.server.region.Region;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;

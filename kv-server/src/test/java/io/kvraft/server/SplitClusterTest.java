@@ -1,5 +1,6 @@
 package io.kvraft.server;
 
+import io.kvraft.server.config.RaftConfig;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.KvException;
 import io.kvraft.common.ErrorCode;
@@ -50,7 +51,7 @@ class SplitClusterTest {
 
     private static InProcessCluster start(Path dir, String engine, SplitConfig split) throws Exception {
         UnaryOperator<ServerConfig> tweak = c -> c.withSplit(split);
-        InProcessCluster cluster = InProcessCluster.start(3, 1, dir, engine, ServerConfig.RaftConfig.LOG_SHARED, tweak);
+        InProcessCluster cluster = InProcessCluster.start(3, 1, dir, engine, RaftConfig.LOG_SHARED, tweak);
         await().atMost(60, SECONDS).until(cluster::allRegionsLed);
         return cluster;
     }

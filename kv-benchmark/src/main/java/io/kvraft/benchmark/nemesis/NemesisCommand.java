@@ -3,7 +3,7 @@ package io.kvraft.benchmark.nemesis;
 import io.kvraft.benchmark.BenchmarkMain;
 import io.kvraft.benchmark.DurationConverter;
 import io.kvraft.benchmark.UsageException;
-import io.kvraft.server.config.ServerConfig.RaftConfig;
+import io.kvraft.server.config.RaftConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParentCommand;

@@ -4,9 +4,6 @@ import io.kvraft.common.config.HostPort;
 import io.kvraft.common.config.YamlConfig;
 
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.HexFormat;
 import java.util.List;
 
 import static java.util.Objects.requireNonNull;
@@ -31,7 +28,7 @@ import static java.util.Objects.requireNonNullElse;
  * @param backup      how long a backup session may sit unread
  */
 // Longer than 500 lines: the YAML's schema, a record per section, nested because region/, rpc/ and the tests name them
-// ServerConfig.RaftConfig, ServerConfig.LimitsConfig, ... and Jackson's type errors for a section quote that name.
+// RaftConfig, ServerConfig.LimitsConfig, ... and Jackson's type errors for a section quote that name.
 public record ServerConfig(
         String endpoint,
         String dataDir,
@@ -165,90 +162,6 @@ public record ServerConfig(
     }
 
     /**
-     * @param peers       every node's endpoint at the cluster's start; each region has a replica on
-     *                    {@code replication.factor} of them, and the first three (or all, when fewer) hold the
-     *                    cluster map's Raft group. Not given on a node that joins: then its join list and itself.
-     * @param regionCount regions the key space is split into, evenly by the first two key bytes
-     * @param splitKeys   explicit split points (hex, ascending), instead of the even split; regionCount
-     *                    must then be splitKeys.size() + 1
-     * @param join        members of a running cluster (host:port) that this node, started on an empty data directory,
-     *                    asks to let it join; it starts with no region, and the cluster moves replicas onto it
-     */
-    public record ClusterConfig(List<String> peers, Integer regionCount, List<String> splitKeys, List<String> join) {
-        public ClusterConfig {
-            join = List.copyOf(requireNonNullElse(join, List.of()));
-            join.forEach(HostPort::parse);
-            if (peers == null && !join.isEmpty()) {
-                peers = join;
-            }
-            requireNonNull(peers, "cluster.peers is required (or cluster.join, on a node that joins a running cluster)");
-            peers = List.copyOf(peers);
-            if (peers.isEmpty()) {
-                throw new IllegalArgumentException("cluster.peers must not be empty");
-            }
-            peers.forEach(HostPort::parse);
-            if (peers.stream().distinct().count() != peers.size()) {
-                throw new IllegalArgumentException("cluster.peers has duplicates: " + peers);
-            }
-            splitKeys = List.copyOf(requireNonNullElse(splitKeys, List.of()));
-            parseSplits(splitKeys);  // hex, non-empty, strictly ascending: fail at load, naming the file
-            regionCount = requireNonNullElse(regionCount, splitKeys.isEmpty() ? 24 : splitKeys.size() + 1);
-            if (regionCount < 1 || regionCount > 65536) {
-                throw new IllegalArgumentException("cluster.regionCount must be in 1..65536, got " + regionCount);
-            }
-            if (!splitKeys.isEmpty() && regionCount != splitKeys.size() + 1) {
-                throw new IllegalArgumentException("cluster.regionCount (" + regionCount
-                        + ") must be splitKeys.size() + 1 (" + (splitKeys.size() + 1) + ")");
-            }
-        }
-
-        /** Parses split keys given in hex; rejects non-hex, empty and not strictly ascending keys. */
-        public static List<byte[]> parseSplits(List<String> hex) {
-            List<byte[]> splits = new ArrayList<>();
-            for (String h : hex) {
-                byte[] key;
-                try {
-                    key = HexFormat.of().parseHex(h);
-                } catch (IllegalArgumentException e) {
-                    throw new IllegalArgumentException("cluster.splitKeys: '" + h + "' is not hex");
-                }
-                if (key.length == 0) {
-                    throw new IllegalArgumentException("cluster.splitKeys: empty split key");
-                }
-                if (!splits.isEmpty() && Arrays.compareUnsigned(splits.get(splits.size() - 1), key) >= 0) {
-                    throw new IllegalArgumentException("cluster.splitKeys must be strictly ascending at '" + h + "'");
-                }
-                splits.add(key);
-            }
-            return splits;
-        }
-
-        public ClusterConfig(List<String> peers, Integer regionCount, List<String> splitKeys) {
-            this(peers, regionCount, splitKeys, null);
-        }
-
-        /** Whether this node joins a running cluster ({@code cluster.join}) rather than being one it starts with. */
-        public boolean joining() {
-            return !join.isEmpty();
-        }
-
-        /** A joining node's peers: the members it knows of and itself. */
-        ClusterConfig withSelf(String endpoint) {
-            if (peers.contains(endpoint)) {
-                return this;
-            }
-            List<String> all = new java.util.ArrayList<>(peers);
-            all.add(endpoint);
-            return new ClusterConfig(all, regionCount, splitKeys, join);
-        }
-
-        /** The nodes that hold the cluster map's Raft group when the cluster starts: the first three peers. */
-        public List<String> metaVoters() {
-            return joining() ? List.of() : peers.subList(0, Math.min(3, peers.size()));
-        }
-    }
-
-    /**
      * @param factor replicas per region (null: 3, or every node when there are fewer). The regions of the initial
      *               layout are placed round the nodes of {@code cluster.peers} in turn, region i on nodes i .. i+factor-1
      *               (with {@code factor} equal to the node count, every node holds every region); a region split off
@@ -261,172 +174,6 @@ public record ServerConfig(
             if (factor != null && factor < 1) {
                 throw new IllegalArgumentException("replication.factor must be at least 1, got " + factor);
             }
-        }
-    }
-
-    /**
-     * @param engine           {@code memory} (MemoryDB) or {@code rocksdb}
-     * @param blockCacheBytes  RocksDB block cache
-     * @param writeBufferBytes RocksDB memtable size
-     * @param compression      RocksDB compression: none, lz4, zstd, snappy
-     * @param hashIndex        MemoryDB only: a hash index beside the skip list (default true): gets and
-     *                         overwrites take one hash lookup, at about 80 bytes more per key
-     */
-    public record StoreConfig(String engine, Long blockCacheBytes, Long writeBufferBytes, String compression,
-                              Boolean hashIndex) {
-        public static final StoreConfig DEFAULT = new StoreConfig(null, null, null, null, null);
-
-        public StoreConfig {
-            engine = requireNonNullElse(engine, "memory");
-            blockCacheBytes = requireNonNullElse(blockCacheBytes, 64L << 20);
-            writeBufferBytes = requireNonNullElse(writeBufferBytes, 32L << 20);
-            compression = requireNonNullElse(compression, "lz4");
-            hashIndex = requireNonNullElse(hashIndex, true);
-            if (!engine.equals("memory") && !engine.equals("rocksdb")) {
-                throw new IllegalArgumentException("store.engine must be memory or rocksdb, got '" + engine + "'");
-            }
-            if (!List.of("none", "lz4", "zstd", "snappy").contains(compression)) {
-                throw new IllegalArgumentException("store.compression must be none, lz4, zstd or snappy, got '" + compression + "'");
-            }
-        }
-    }
-
-    /**
-     * Raft settings, mapped onto jraft's NodeOptions and RaftOptions in one place (RaftOptionsFactory).
-     *
-     * @param electionTimeoutMs         a follower that hears no leader for this long starts an election.
-     *                                  Heartbeats go every electionTimeoutMs / electionHeartbeatFactor. The
-     *                                  default 5000 keeps 72 idle groups under 0.1 core; failover then takes
-     *                                  5-10 s. Lower it for faster failover at the price of idle CPU.
-     * @param startupElectionTimeoutMs  the election timeout a region uses until it first sees a leader, so a
-     *                                  fresh cluster elects within a few seconds; then electionTimeoutMs applies.
-     *                                  At least two heartbeats long (the default: two heartbeats, at least 1 s).
-     * @param electionHeartbeatFactor   election timeout / heartbeat interval; the default 5 (a heartbeat a second
-     *                                  with the default timeout, TiKV's ratio) costs half the idle wake-ups of
-     *                                  jraft's 10 and leaves failover as it was (a follower waits out the timeout)
-     * @param sync                      fsync the Raft log before acknowledging (durability across power loss)
-     * @param snapshotIntervalSecs      each region snapshots its store this often (0 = never) and the log is truncated
-     * @param replicatorPipeline        pipeline AppendEntries to followers (jraft RaftOptions.replicatorPipeline); off
-     *                                  also holds the leader to two AppendEntries outstanding per follower, the least
-     *                                  jraft's replicator works with (jraft's flag alone changes only the followers)
-     * @param maxReplicatorInflightMsgs jraft's limit on AppendEntries in flight per follower when pipelining (jraft
-     *                                  lets one more than this be outstanding); not used with the pipeline off
-     * @param maxProposalsInflight      Raft log entries a region leader has in flight; further writes wait and
-     *                                  are coalesced into the next entry as soon as one commits
-     * @param maxRequestsPerEntry       client requests coalesced into one log entry at most (a batch RPC counts
-     *                                  once, whatever its size); 1 turns the leader's coalescing off
-     * @param disruptorBufferSize       jraft's ring buffers per group (smaller saves memory with many groups)
-     * @param logStorage                shared (one RocksDB log per node, appends of all groups share fsyncs) or per-region (jraft's)
-     * @param appendEntriesThreads      pool threads on which a follower handles AppendEntries for all its groups (one more
-     *                                  joins while groups hold them all); 0 = jraft's own (with pipelining a thread per
-     *                                  group and leader, 48 per node with 24 groups)
-     * @param nodeHeartbeats            one heartbeat per node pair and interval vouches for every region the two share
-     *                                  (the regions the sender leads), and a region whose replicas all answer and that
-     *                                  committed nothing for two intervals sends jraft's own heartbeats 30 times less
-     *                                  often; failover is unchanged (a follower still campaigns an election timeout
-     *                                  after its leader's node went quiet). Off: jraft's heartbeats alone, one per
-     *                                  region and follower
-     */
-    public record RaftConfig(
-            Integer electionTimeoutMs,
-            Integer startupElectionTimeoutMs,
-            Integer electionHeartbeatFactor,
-            Boolean sync,
-            Integer snapshotIntervalSecs,
-            Boolean replicatorPipeline,
-            Integer maxReplicatorInflightMsgs,
-            Integer maxProposalsInflight,
-            Integer maxRequestsPerEntry,
-            Integer disruptorBufferSize,
-            String logStorage,
-            Integer appendEntriesThreads,
-            Boolean nodeHeartbeats,
-            Boolean readsRideWrites) {
-
-        /** One RocksDB log for all groups of the node (appends share fsyncs). */
-        public static final String LOG_SHARED = "shared";
-        /** jraft's own: one RocksDB log per group. */
-        public static final String LOG_PER_REGION = "per-region";
-
-        public static final RaftConfig DEFAULT = new RaftConfig(null, null, null, null, null, null, null, null, null, null, null, null, null,
-                null);
-
-        public RaftConfig {
-            electionTimeoutMs = requireNonNullElse(electionTimeoutMs, 5000);
-            electionHeartbeatFactor = requireNonNullElse(electionHeartbeatFactor, 5);
-            startupElectionTimeoutMs = requireNonNullElse(startupElectionTimeoutMs,
-                    Math.min(electionTimeoutMs, Math.max(1000, 2 * electionTimeoutMs / electionHeartbeatFactor)));
-            sync = requireNonNullElse(sync, true);
-            snapshotIntervalSecs = requireNonNullElse(snapshotIntervalSecs, 600);
-            replicatorPipeline = requireNonNullElse(replicatorPipeline, true);
-            maxReplicatorInflightMsgs = requireNonNullElse(maxReplicatorInflightMsgs, 256);
-            maxProposalsInflight = requireNonNullElse(maxProposalsInflight, 1);
-            maxRequestsPerEntry = requireNonNullElse(maxRequestsPerEntry, 4096);
-            disruptorBufferSize = requireNonNullElse(disruptorBufferSize, 1024);
-            logStorage = requireNonNullElse(logStorage, LOG_SHARED);
-            appendEntriesThreads = requireNonNullElse(appendEntriesThreads, 2);
-            nodeHeartbeats = requireNonNullElse(nodeHeartbeats, true);
-            readsRideWrites = requireNonNullElse(readsRideWrites, true);
-            if (appendEntriesThreads < 0 || appendEntriesThreads > 64) {
-                throw new IllegalArgumentException("raft.appendEntriesThreads must be 0 (jraft's own threads) to 64, got "
-                        + appendEntriesThreads);
-            }
-            if (!logStorage.equals(LOG_SHARED) && !logStorage.equals(LOG_PER_REGION)) {
-                throw new IllegalArgumentException("raft.logStorage must be '" + LOG_SHARED + "' or '" + LOG_PER_REGION
-                        + "', got '" + logStorage + "'");
-            }
-            if (electionTimeoutMs < 100 || startupElectionTimeoutMs < 100) {
-                throw new IllegalArgumentException("raft.electionTimeoutMs and startupElectionTimeoutMs must be at least 100");
-            }
-            if (electionHeartbeatFactor < 2 || electionTimeoutMs / electionHeartbeatFactor < 10) {
-                throw new IllegalArgumentException("raft.electionHeartbeatFactor must be >= 2 and leave heartbeats of >= 10 ms");
-            }
-            if (startupElectionTimeoutMs > electionTimeoutMs
-                    || startupElectionTimeoutMs < 2 * (electionTimeoutMs / electionHeartbeatFactor)) {
-                throw new IllegalArgumentException("raft.startupElectionTimeoutMs must be between two heartbeats ("
-                        + 2 * (electionTimeoutMs / electionHeartbeatFactor) + " ms) and electionTimeoutMs");
-            }
-            if (snapshotIntervalSecs < 0 || maxReplicatorInflightMsgs < 1 || maxProposalsInflight < 1 || maxRequestsPerEntry < 1) {
-                throw new IllegalArgumentException("raft: counts and intervals must be positive");
-            }
-            if (disruptorBufferSize < 1 || Integer.bitCount(disruptorBufferSize) != 1) {
-                throw new IllegalArgumentException("raft.disruptorBufferSize must be a power of two, got " + disruptorBufferSize);
-            }
-        }
-
-        /** With reads riding on write entries (the default). */
-        public RaftConfig(Integer electionTimeoutMs, Integer startupElectionTimeoutMs, Integer electionHeartbeatFactor,
-                          Boolean sync, Integer snapshotIntervalSecs, Boolean replicatorPipeline,
-                          Integer maxReplicatorInflightMsgs, Integer maxProposalsInflight, Integer maxRequestsPerEntry,
-                          Integer disruptorBufferSize, String logStorage, Integer appendEntriesThreads,
-                          Boolean nodeHeartbeats) {
-            this(electionTimeoutMs, startupElectionTimeoutMs, electionHeartbeatFactor, sync, snapshotIntervalSecs,
-                    replicatorPipeline, maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry,
-                    disruptorBufferSize, logStorage, appendEntriesThreads, nodeHeartbeats, null);
-        }
-
-        public RaftConfig withElectionTimeoutMs(int ms) {
-            return new RaftConfig(ms, null, electionHeartbeatFactor, sync, snapshotIntervalSecs, replicatorPipeline,
-                    maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize, logStorage,
-                    appendEntriesThreads, nodeHeartbeats, readsRideWrites);
-        }
-
-        public RaftConfig withAppendEntriesThreads(int threads) {
-            return new RaftConfig(electionTimeoutMs, startupElectionTimeoutMs, electionHeartbeatFactor, sync, snapshotIntervalSecs,
-                    replicatorPipeline, maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize,
-                    logStorage, threads, nodeHeartbeats, readsRideWrites);
-        }
-
-        public RaftConfig withSnapshotIntervalSecs(int secs) {
-            return new RaftConfig(electionTimeoutMs, startupElectionTimeoutMs, electionHeartbeatFactor, sync, secs, replicatorPipeline,
-                    maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize, logStorage,
-                    appendEntriesThreads, nodeHeartbeats, readsRideWrites);
-        }
-
-        public RaftConfig withNodeHeartbeats(boolean on) {
-            return new RaftConfig(electionTimeoutMs, startupElectionTimeoutMs, electionHeartbeatFactor, sync, snapshotIntervalSecs,
-                    replicatorPipeline, maxReplicatorInflightMsgs, maxProposalsInflight, maxRequestsPerEntry, disruptorBufferSize,
-                    logStorage, appendEntriesThreads, on, readsRideWrites);
         }
     }
 

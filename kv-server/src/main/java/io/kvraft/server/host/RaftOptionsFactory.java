@@ -12,7 +12,7 @@ import com.alipay.sofa.jraft.option.RaftOptions;
 import com.alipay.sofa.jraft.storage.impl.RocksDBLogStorage;
 import com.alipay.sofa.jraft.util.StorageOptionsFactory;
 import io.kvraft.server.config.ServerConfig;
-import io.kvraft.server.config.ServerConfig.RaftConfig;
+import io.kvraft.server.config.RaftConfig;
 import io.kvraft.server.raftlog.SharedLogStorage;
 import io.kvraft.server.raftlog.SharedRaftLog;
 import org.rocksdb.BlockBasedTableConfig;

@@ -9,7 +9,7 @@ import com.alipay.sofa.jraft.rpc.RpcServer;
 import com.alipay.sofa.jraft.util.Endpoint;
 import io.kvraft.common.rpc.WireProtocol;
 import io.kvraft.server.config.ServerConfig;
-import io.kvraft.server.config.ServerConfig.RaftConfig;
+import io.kvraft.server.config.RaftConfig;
 import io.kvraft.server.raftlog.SharedRaftLog;
 import io.kvraft.server.store.KvStore;
 import org.slf4j.Logger;

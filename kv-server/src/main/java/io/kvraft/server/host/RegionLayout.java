@@ -2,7 +2,7 @@ package io.kvraft.server.host;
 
 import io.kvraft.server.region.Region;
 
-import io.kvraft.server.config.ServerConfig.ClusterConfig;
+import io.kvraft.server.config.ClusterConfig;
 import io.kvraft.server.store.KeyRange;
 
 import java.util.ArrayList;

@@ -1,6 +1,7 @@
 package io.kvraft.server.launch;
 
 import io.kvraft.common.KvException;
+import io.kvraft.common.proto.KvProto.ErrorCode;
 import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.common.proto.KvProto.RegionsRequest;
 import io.kvraft.common.proto.KvProto.RegionsResponse;
@@ -26,8 +27,12 @@ import java.util.function.IntFunction;
  */
 public final class ProcessCluster implements AutoCloseable {
 
-    /** JVM options each server gets unless the caller gives its own. ParallelGC costs far less CPU than G1 here. */
-    public static final List<String> DEFAULT_SERVER_JVM_ARGS = List.of("-Xms256m", "-Xmx768m", "-XX:+UseParallelGC");
+    /**
+     * JVM options each server gets unless the caller gives its own. ParallelGC costs far less CPU than G1 here. Out of
+     * heap a node exits (3) rather than answer on with Raft threads that died of it.
+     */
+    public static final List<String> DEFAULT_SERVER_JVM_ARGS = List.of("-Xms256m", "-Xmx768m", "-XX:+UseParallelGC",
+            "-XX:+ExitOnOutOfMemoryError");
 
     /**
      * What a JVM of ours started with {@code -cp} needs for jraft, bolt and netty (with {@code -jar} the jar's
@@ -320,6 +325,10 @@ public final class ProcessCluster implements AutoCloseable {
                         .join();
             } catch (RuntimeException e) {
                 return "node " + (i + 1) + ": " + KvException.unwrap(e).getMessage();
+            }
+            if (resp.hasError() && resp.getError().getCode() != ErrorCode.OK) {
+                // a new node waiting for the cluster map lists no region yet: not a cluster with nothing to lead
+                return "node " + (i + 1) + ": " + resp.getError().getCode() + " " + resp.getError().getDetail();
             }
             for (RegionInfo r : resp.getRegionsList()) {
                 regions.add(r.getId());

@@ -11,7 +11,7 @@ import io.kvraft.common.proto.KvProto.WriteBatch;
 import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;
 import io.kvraft.common.proto.KvProto.WriteResponse;
-import io.kvraft.server.config.ServerConfig.RaftConfig;
+import io.kvraft.server.config.RaftConfig;
 import io.kvraft.server.coord.Locks;
 
 import java.nio.ByteBuffer;

@@ -4,7 +4,7 @@ import io.kvraft.client.KvClient;
 import io.kvraft.client.cli.KvCtl;
 import io.kvraft.server.InProcessCluster;
 import io.kvraft.server.config.ServerConfig.PlacementConfig;
-import io.kvraft.server.config.ServerConfig.RaftConfig;
+import io.kvraft.server.config.RaftConfig;
 import io.kvraft.server.config.ServerConfig.ReplicationConfig;
 import io.kvraft.server.config.ServerConfig.SplitConfig;
 import org.junit.jupiter.api.Test;

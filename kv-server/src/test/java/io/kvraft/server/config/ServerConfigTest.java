@@ -95,8 +95,8 @@ class ServerConfigTest {
         assertThat(c.cluster().peers()).containsExactly("10.0.0.1:9000", "10.0.0.2:9000", "10.0.0.3:9000");
         assertThat(c.cluster().regionCount()).isEqualTo(3);
         assertThat(c.cluster().splitKeys()).containsExactly("55", "aa");
-        assertThat(c.store()).isEqualTo(new ServerConfig.StoreConfig("rocksdb", 1L << 20, 2L << 20, "zstd", false));
-        assertThat(c.raft()).isEqualTo(new ServerConfig.RaftConfig(2000, 800, 8, false, 0, false, 16, 4, 100, 256, "per-region", 2, false,
+        assertThat(c.store()).isEqualTo(new StoreConfig("rocksdb", 1L << 20, 2L << 20, "zstd", false));
+        assertThat(c.raft()).isEqualTo(new RaftConfig(2000, 800, 8, false, 0, false, 16, 4, 100, 256, "per-region", 2, false,
                 false));
         assertThat(c.limits()).isEqualTo(new ServerConfig.LimitsConfig(100, 0, 7));
         assertThat(c.balance()).isEqualTo(new ServerConfig.BalanceConfig(false, 250, 500));
@@ -110,6 +110,19 @@ class ServerConfigTest {
         assertThat(without.store().hashIndex()).isFalse();
         assertThat(without.summary()).contains("store.engine=memory store.hashIndex=false raft.sync=true");
         assertThat(with.summary()).contains("store.engine=memory raft.sync=true").doesNotContain("hashIndex");
+    }
+
+    @Test
+    void when_maxHeapFractionIsSet_then_itIsTakenAndAValueOutOfRangeIsRefusedWithTheKeyNamed() throws IOException {
+        assertThat(ServerConfig.load(write(BASE)).store().maxHeapFraction()).isEqualTo(0.85);
+        assertThat(ServerConfig.load(write(BASE + "store:\n  maxHeapFraction: 0.7\n")).store().maxHeapFraction())
+                .isEqualTo(0.7);
+        assertThat(ServerConfig.load(write(BASE + "store:\n  maxHeapFraction: 1\n")).store().maxHeapFraction())
+                .isEqualTo(1.0);
+        for (String bad : new String[]{"0", "1.5", "-0.2"}) {
+            assertThat(loadFails(BASE + "store:\n  maxHeapFraction: " + bad + "\n"))
+                    .as(bad).hasMessageContaining("store.maxHeapFraction must be above 0.1 and at most 1");
+        }
     }
 
     @Test
@@ -163,7 +176,7 @@ class ServerConfigTest {
             """)
     void when_theFactorIsLeftOut_then_itIsThreeOrEveryNodeWhenThereAreFewer(int nodes, Integer factor, int expected) {
         List<String> peers = java.util.stream.IntStream.rangeClosed(1, nodes).mapToObj(i -> "127.0.0.1:" + (8180 + i)).toList();
-        ServerConfig c = new ServerConfig(peers.get(0), "d", new ServerConfig.ClusterConfig(peers, null, null), null, null,
+        ServerConfig c = new ServerConfig(peers.get(0), "d", new ClusterConfig(peers, null, null), null, null,
                 null, null).withReplication(new ServerConfig.ReplicationConfig(factor));
 
         assertThat(c.replicationFactor()).isEqualTo(expected);
@@ -430,7 +443,7 @@ class ServerConfigTest {
 
     @Test
     void when_aNodeJoinsNamingItself_then_itIsRefused() {
-        assertThatThrownBy(() -> new ServerConfig("127.0.0.1:9", "d", new ServerConfig.ClusterConfig(null, null, null,
+        assertThatThrownBy(() -> new ServerConfig("127.0.0.1:9", "d", new ClusterConfig(null, null, null,
                 List.of("127.0.0.1:9")), null, null, null, null))
                 .hasMessageContaining("names this node's own endpoint");
     }

@@ -7,7 +7,7 @@ import io.kvraft.client.KvClient;
 import io.kvraft.client.admin.RegionInfo;
 import io.kvraft.server.IdempotentWrites;
 import io.kvraft.server.InProcessCluster;
-import io.kvraft.server.config.ServerConfig.RaftConfig;
+import io.kvraft.server.config.RaftConfig;
 import io.kvraft.server.store.KeyRange;
 import io.kvraft.server.store.KvStore;
 import io.kvraft.server.store.MemoryStore;

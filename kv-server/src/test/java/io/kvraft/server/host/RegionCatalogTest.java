@@ -1,6 +1,6 @@
 package io.kvraft.server.host;
 
-import io.kvraft.server.config.ServerConfig.ClusterConfig;
+import io.kvraft.server.config.ClusterConfig;
 import io.kvraft.server.host.RegionLayout.RegionSpec;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

@@ -2,7 +2,7 @@ package io.kvraft.server.host;
 
 import io.kvraft.server.config.ServerConfig;
 
-import io.kvraft.server.config.ServerConfig.ClusterConfig;
+import io.kvraft.server.config.ClusterConfig;
 import io.kvraft.server.host.RegionLayout.RegionSpec;
 import io.kvraft.server.store.KeyRange;
 import org.junit.jupiter.api.Test;
@@ -165,7 +165,7 @@ class RegionLayoutTest {
             80,7f    | strictly ascending at '7f'
             """)
     void when_splitKeysAreParsedDirectly_then_badOnesAreRejected(String keys, String words) {
-        assertThatThrownBy(() -> ServerConfig.ClusterConfig.parseSplits(List.of(keys.split(","))))
+        assertThatThrownBy(() -> ClusterConfig.parseSplits(List.of(keys.split(","))))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining(words);
     }

@@ -48,17 +48,21 @@ class DurableRestartTest {
         // short snapshot interval so restarts go through local snapshots; no balancer moving leaders mid-cycle
         List<Path> configs = LocalClusterConfigs.write(dir, 3, engine, "electionTimeoutMs: 1000\nsnapshotIntervalSecs: 5",
                 "enabled: false", "");
+        // the writer gives up soon (2 s a try, 5 s a put) so the puts in flight at a kill settle; the reader that checks
+        // them after a restart has the defaults (5 s, 30 s): on a loaded machine a restarted cluster's first multiGet
+        // over every region outlasted 5 s
         ClientConfig clientConfig = new ClientConfig(null, 2_000L, 5_000L, null, null);
         long t0 = System.nanoTime();
         try (ProcessCluster cluster = ProcessCluster.start(configs, dir.resolve("data"), SMALL_JVM, Duration.ofSeconds(120));
-             KvClient client = KvClients.connect(clientConfig.withServers(cluster.servers()))) {
+             KvClient client = KvClients.connect(clientConfig.withServers(cluster.servers()));
+             KvClient reader = KvClients.connect(new ClientConfig(cluster.servers(), null, null, null, null))) {
             Map<Long, Long> acked = new ConcurrentHashMap<>(); // key id -> value; every put has its own key
             AtomicLong failed = new AtomicLong();
             AtomicLong nextId = new AtomicLong();
             Semaphore inflight = new Semaphore(INFLIGHT);
             System.out.printf("%s: cluster ready in %d ms%n", engine, ms(t0));
             try {
-                runCycles(engine, cluster, client, acked, failed, nextId, inflight);
+                runCycles(engine, cluster, client, reader, acked, failed, nextId, inflight);
             } catch (Throwable t) {
                 printNodeErrors(cluster.dataRoot());
                 throw t;
@@ -66,7 +70,7 @@ class DurableRestartTest {
         }
     }
 
-    private static void runCycles(String engine, ProcessCluster cluster, KvClient client, Map<Long, Long> acked,
+    private static void runCycles(String engine, ProcessCluster cluster, KvClient client, KvClient reader, Map<Long, Long> acked,
                                   AtomicLong failed, AtomicLong nextId, Semaphore inflight) throws Exception {
         for (int cycle = 1; cycle <= CYCLES; cycle++) {
             long start = System.nanoTime();
@@ -105,7 +109,7 @@ class DurableRestartTest {
             inflight.release(INFLIGHT);
 
             List<Long> ids = new ArrayList<>(acked.keySet());
-            List<byte[]> values = client.multiGet(ids.stream().map(DurableRestartTest::key).toList()).join();
+            List<byte[]> values = reader.multiGet(ids.stream().map(DurableRestartTest::key).toList()).join();
             long missing = 0;
             for (int i = 0; i < ids.size(); i++) {
                 byte[] v = values.get(i);

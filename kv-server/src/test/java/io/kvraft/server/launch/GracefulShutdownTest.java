@@ -58,7 +58,9 @@ class GracefulShutdownTest {
              Transport transport = new Transport()) {
             // leaders spread 8/8/8 first: a balancing transfer towards node 1 still under way when it gets SIGTERM
             // could leave a region waiting an election timeout, which is not what this test is about
-            await().atMost(120, SECONDS).until(() -> ledBy(transport, cluster.servers()).equals(List.of(8, 8, 8)));
+            // a node too busy to answer in time (a loaded machine) is asked again
+            await().atMost(120, SECONDS).ignoreExceptions()
+                    .until(() -> ledBy(transport, cluster.servers()).equals(List.of(8, 8, 8)));
             String stopped = cluster.servers().get(0);
             Map<Long, Long> acked = new ConcurrentHashMap<>();
             Queue<String> failures = new ConcurrentLinkedQueue<>();
@@ -149,7 +151,7 @@ class GracefulShutdownTest {
     private static List<Integer> ledBy(Transport transport, List<String> nodes) {
         List<Integer> led = new ArrayList<>();
         for (String s : nodes) {
-            RegionsResponse r = transport.<RegionsResponse>call(s, RegionsRequest.getDefaultInstance(), 2000).join();
+            RegionsResponse r = transport.<RegionsResponse>call(s, RegionsRequest.getDefaultInstance(), 5000).join();
             led.add((int) r.getRegionsList().stream().filter(info -> info.getRole().equals("LEADER")).count());
         }
         return led;

@@ -1,5 +1,6 @@
 package io.kvraft.server.range;
 
+import io.kvraft.server.config.RaftConfig;
 import com.google.protobuf.ByteString;
 import io.kvraft.client.CasEntry;
 import io.kvraft.client.KeyValue;
@@ -62,7 +63,7 @@ class RangeApiClusterTest {
 
     @BeforeAll
     static void start() throws Exception {
-        cluster = InProcessCluster.start(3, 24, dir, "memory", ServerConfig.RaftConfig.LOG_SHARED,
+        cluster = InProcessCluster.start(3, 24, dir, "memory", RaftConfig.LOG_SHARED,
                 c -> c.withLimits(new LimitsConfig(null, MAX_VALUE_BYTES, null, 64)));
         cluster.awaitBalanced(60);
         client = cluster.client();

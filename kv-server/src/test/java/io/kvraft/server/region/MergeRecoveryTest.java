@@ -1,5 +1,6 @@
 package io.kvraft.server.region;
 
+import io.kvraft.server.config.RaftConfig;
 import io.kvraft.client.KvClient;
 import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;
@@ -43,7 +44,7 @@ class MergeRecoveryTest {
     private static InProcessCluster start(Path dir) throws Exception {
         UnaryOperator<ServerConfig> tweak = c -> c.withSplit(new SplitConfig(false, null, null, null, null))
                 .withMerge(new MergeConfig(false, null, null, 200, 1500));
-        InProcessCluster cluster = InProcessCluster.start(3, 1, dir, "memory", ServerConfig.RaftConfig.LOG_SHARED, tweak);
+        InProcessCluster cluster = InProcessCluster.start(3, 1, dir, "memory", RaftConfig.LOG_SHARED, tweak);
         await().atMost(60, SECONDS).until(cluster::allRegionsLed);
         return cluster;
     }

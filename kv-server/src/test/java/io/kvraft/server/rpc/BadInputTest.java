@@ -14,7 +14,7 @@ import io.kvraft.common.proto.KvProto.WriteResponse;
 import io.kvraft.common.rpc.Transport;
 import io.kvraft.server.InProcessCluster;
 import io.kvraft.server.config.ServerConfig.BalanceConfig;
-import io.kvraft.server.config.ServerConfig.RaftConfig;
+import io.kvraft.server.config.RaftConfig;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
