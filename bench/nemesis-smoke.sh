@@ -6,6 +6,9 @@
 # a smoke run that quietly drops faults would pass without testing them.
 # Usage: bench/nemesis-smoke.sh [DURATION per engine, default 90s, at least 90s so each of the 8 kinds gets a turn
 # (one every 10 s, the last one a kill)]
+# NEMESIS_ROCKSDB_FAULTS and NEMESIS_ROCKSDB_DURATION (default: the same as MemoryDB's) give the RocksDB run other
+# kinds and time; CI runs it with the kinds that touch the engine or the leader-lease reads (kill, kill-majority,
+# pause, split, merge, clock) in 70 s, the network kinds (partition, loss) on MemoryDB only.
 # Partition and loss need root (network namespaces); CI runs this as root. To run fewer kinds on purpose
 # (say without root), name them: NEMESIS_FAULTS=kill,kill-majority,pause,split,merge,clock bench/nemesis-smoke.sh
 # NEMESIS_MEMBERSHIP=1 (off by default) adds a second run per engine on 4 nodes with 3 replicas per region, for
@@ -34,7 +37,7 @@ fail() {
 }
 
 wants() {
-  { [ "$membership" != only ] && [[ ",$faults," == *",$1,"* ]]; } \
+  { [ "$membership" != only ] && [[ ",$faults,${NEMESIS_ROCKSDB_FAULTS:-}," == *",$1,"* ]]; } \
     || { [ "$membership" != 0 ] && [[ ",$membership_faults," == *",$1,"* ]]; }
 }
 
@@ -134,8 +137,12 @@ run() {
 for engine in memory rocksdb; do
   if [ "$membership" != only ]; then
     # each engine's run in its own read mode, so the smoke checks both linearizable leader reads
-    if [ "$engine" = memory ]; then mode=read_index; else mode=leader_lease; fi
-    run "$engine" "target/nemesis-$engine" "$faults" "$duration" --read-mode "$mode"
+    if [ "$engine" = memory ]; then
+      run "$engine" "target/nemesis-$engine" "$faults" "$duration" --read-mode read_index
+    else
+      run "$engine" "target/nemesis-$engine" "${NEMESIS_ROCKSDB_FAULTS:-$faults}" "${NEMESIS_ROCKSDB_DURATION:-$duration}" \
+        --read-mode leader_lease
+    fi
   fi
   if [ "$membership" != 0 ] && [[ " ${NEMESIS_MEMBERSHIP_ENGINES:-memory rocksdb} " == *" $engine "* ]]; then
     # 4 nodes (and a spare for the joins), 3 replicas per region: replicas move off a drained node and back, onto a

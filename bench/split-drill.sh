@@ -12,8 +12,8 @@
 #              more is accepted only when an automatic split after the restart made it: the limits are checked
 #              again then, and RocksDB's key estimate moves when memtables are flushed; it is printed with the
 #              split's reason), and `kv-benchmark verify --acked` of every recorded put.
-#              Full: 1,000,000 keys at 10,000/s, maxKeys 55,000, >= 16 regions. --short: 100,000 keys at
-#              5,000/s, maxKeys 10,000, >= 8 regions.
+#              Full: 1,000,000 keys at 10,000/s, maxKeys 55,000, >= 16 regions. --short: 50,000 keys at
+#              5,000/s, maxKeys 5,000, >= 8 regions.
 #  storm       MemoryDB, 1 region at start, the default benchmark (8 x 512 in flight, 90% put / 10% get, 100,000
 #              keys); after its warm-up regions are split by hand (`kv-client split`, at the middle key, breadth
 #              first: 1 -> 2 -> 4 -> 8 -> 16) one every few seconds (start to start) until 16 regions.
@@ -162,7 +162,7 @@ wait_converged() {
 
 phase_auto() {
   local engine=$1 keys max_keys min_regions rate acked t0 t_load round r0 count led per spread _
-  if [ "$short" = 1 ]; then keys=100000; max_keys=10000; min_regions=8; rate=5000
+  if [ "$short" = 1 ]; then keys=50000; max_keys=5000; min_regions=8; rate=5000
   else keys=1000000; max_keys=55000; min_regions=16; rate=10000; fi
   start "auto-$engine" "$engine" 1 "split:
   enabled: true
