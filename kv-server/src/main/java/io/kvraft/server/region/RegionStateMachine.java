@@ -351,8 +351,10 @@ public final class RegionStateMachine extends StateMachineAdapter {
             region.timings().snapshot(replayedTo);
             done.run(Status.OK());
         } catch (IOException | RuntimeException e) {
-            LOG.error("region {}: snapshot save failed: {}", region.id(), e.toString());
-            done.run(new Status(RaftError.EIO, "snapshot save failed: %s", e.getMessage()));
+            // EAGAIN, not EIO: jraft stops a group whose snapshot failed with EIO until the node restarts, yet the log
+            // and the last snapshot are intact (a full disk, say), and the next interval tries again
+            LOG.error("region {}: snapshot save failed (the next interval tries again): {}", region.id(), e.toString());
+            done.run(new Status(RaftError.EAGAIN, "snapshot save failed: %s", e.getMessage()));
         }
     }
 
