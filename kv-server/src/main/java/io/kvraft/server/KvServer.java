@@ -11,7 +11,9 @@ import io.kvraft.server.host.Uninterruptible;
 import io.kvraft.server.rpc.AdminHandlers;
 import io.kvraft.server.rpc.DataHandlers;
 import io.kvraft.server.rpc.RequestGate;
+import io.kvraft.server.store.DiskGuard;
 import io.kvraft.server.store.HeapGuard;
+import io.kvraft.server.store.WriteRoom;
 import io.kvraft.server.store.KvStore;
 import io.kvraft.server.store.MemoryStore;
 import io.kvraft.server.store.RocksStore;
@@ -59,8 +61,8 @@ public final class KvServer implements AutoCloseable {
     /** How long close() waits for a worker's task (a replica drop clearing its range) before closing under it. */
     private static final long CLOSE_TASK_WAIT_S = 30;
     private final NodeMetrics metrics = new NodeMetrics();
-    /** MemoryDB's heap check (store.maxHeapFraction); null on RocksDB. */
-    private final HeapGuard heap;
+    /** Whether regions may take writes that add data: this node's heap (MemoryDB) and disk, and its peers' word. */
+    private final WriteRoom room;
     private volatile boolean closed;
     private volatile ScheduledFuture<?> balancer;
     private final io.kvraft.server.shape.Splitter splitter;
@@ -91,6 +93,10 @@ public final class KvServer implements AutoCloseable {
         Path dataDir = Path.of(config.dataDir());
         DataDir.prepare(dataDir, config.store().engine());
         String storeId = DataDir.storeId(dataDir);
+        this.room = new WriteRoom(config.endpoint(),
+                config.store().engine().equals("memory") ? HeapGuard.ofJvm(config.store().maxHeapFraction()) : null,
+                config.store().minFreeDiskBytes() > 0 ? DiskGuard.of(dataDir, config.store().minFreeDiskBytes()) : null,
+                System::nanoTime);
         this.store = storeWrapper.apply(openStore(config, dataDir));
         this.housekeeping = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "kv-housekeeping");
@@ -107,8 +113,7 @@ public final class KvServer implements AutoCloseable {
             throw e;
         }
         this.gate = new RequestGate(host);
-        this.heap = config.store().engine().equals("memory") ? HeapGuard.ofJvm(config.store().maxHeapFraction()) : null;
-        host.registerHandlers(new DataHandlers(host, gate, config.limits(), metrics.kv(), heap)::register);
+        host.registerHandlers(new DataHandlers(host, gate, config.limits(), metrics.kv(), room)::register);
         this.backups = new io.kvraft.server.backup.BackupSessions(System::nanoTime,
                 config.backup().sessionIdleMs(), MAX_BACKUP_SESSIONS);
         this.backupPages = Executors.newSingleThreadExecutor(r -> {
@@ -119,7 +124,7 @@ public final class KvServer implements AutoCloseable {
         host.registerHandlers(new io.kvraft.server.rpc.BackupHandlers(host, gate, config.limits(), storeId, backups,
                 backupPages)::register);
         this.beats = config.raft().nodeHeartbeats() ? new io.kvraft.server.NodeBeats(host, peerProbe,
-                config.raft().electionTimeoutMs() / config.raft().electionHeartbeatFactor()) : null;
+                config.raft().electionTimeoutMs() / config.raft().electionHeartbeatFactor(), room) : null;
         if (beats != null) {
             host.registerHandlers(beats::register);
         }
@@ -149,9 +154,8 @@ public final class KvServer implements AutoCloseable {
                 new io.kvraft.server.shape.RegionRecovery(host, meta::nodeState, config.raft().startupElectionTimeoutMs()),
                 meta::clusterRegions)::register);
         metrics.bind(host, gate::inFlight);
-        if (heap != null) {
-            metrics.bindHeapCheck(heap::full, heap::fraction);
-        }
+        metrics.bindWriteRoom(room::full, room.heap() == null ? null : room.heap()::fraction,
+                room.disk() == null ? null : room.disk()::freeBytes);
     }
 
     public static KvServer start(ServerConfig config) throws IOException {
@@ -189,8 +193,8 @@ public final class KvServer implements AutoCloseable {
         server.housekeeping.scheduleWithFixedDelay(new io.kvraft.server.shape.ReplicaGc(server.host, server.peerProbe,
                 server.moveWork, 2L * gcMs, System::nanoTime), gcMs, gcMs, TimeUnit.MILLISECONDS);
         server.housekeeping.scheduleWithFixedDelay(server.backups::expireIdle, 1, 1, TimeUnit.SECONDS);
-        if (server.heap != null) {
-            server.housekeeping.scheduleWithFixedDelay(server.heap::check, 1, 1, TimeUnit.SECONDS);
+        if (server.room.heap() != null || server.room.disk() != null) {
+            server.housekeeping.scheduleWithFixedDelay(server.room::check, 0, 1, TimeUnit.SECONDS);
         }
         server.housekeeping.scheduleWithFixedDelay(new io.kvraft.server.shape.StrayLearners(server.host,
                 server.peerProbe, server.moveWork, config.moves().strayLearnerMs(), System::nanoTime), 1, 1,

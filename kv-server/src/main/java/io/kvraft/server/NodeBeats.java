@@ -6,6 +6,7 @@ import io.kvraft.server.host.RegionHost;
 import io.kvraft.server.raft.HeartbeatBursts;
 import io.kvraft.server.raft.QuietRegions;
 import io.kvraft.server.region.Region;
+import io.kvraft.server.store.WriteRoom;
 
 import com.alipay.sofa.jraft.Node;
 import com.alipay.sofa.jraft.entity.PeerId;
@@ -39,7 +40,9 @@ import java.util.concurrent.TimeUnit;
  * What jraft's heartbeats carried is sent on purpose instead: when a quiet leader's committed index moved since the
  * last round, and when a follower did not answer as its follower (restarted, or behind by a term), the leader sends its
  * waiting jraft heartbeats of that region at once ({@link HeartbeatBursts#sendNow}): they carry its term and committed
- * index, and jraft probes a follower whose answer shows it behind. Written by hand: jraft has no coalesced heartbeats.
+ * index, and jraft probes a follower whose answer shows it behind. A peer whose heap or disk is full says so in its
+ * answer ({@link WriteRoom}): it cannot refuse what its leaders append, so they refuse writes that add data for it.
+ * Written by hand: jraft has no coalesced heartbeats.
  */
 public final class NodeBeats implements AutoCloseable {
 
@@ -56,10 +59,14 @@ public final class NodeBeats implements AutoCloseable {
     /** Regions (by id) whose followers did not all answer as followers in the last round: nudged in the next. */
     private final Set<Integer> unanswered = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
-    public NodeBeats(RegionHost host, Transport transport, long intervalMs) {
+    private final WriteRoom room;
+
+    /** @param room told of the peers whose heap or disk is full, which tell it in their answers */
+    public NodeBeats(RegionHost host, Transport transport, long intervalMs, WriteRoom room) {
         this.host = host;
         this.transport = transport;
         this.intervalMs = intervalMs;
+        this.room = room;
     }
 
     /** Registers the receiving side on the node's RPC server. */
@@ -125,6 +132,7 @@ public final class NodeBeats implements AutoCloseable {
             if (err != null) {
                 return; // the peer's acks age; the guards then let jraft decide
             }
+            room.peerSays(peer, resp.getStoreFull());
             Set<Integer> followed = new HashSet<>(resp.getFollowedList());
             for (RegionTerm rt : beat.getRegionsList()) {
                 Region r = host.region(rt.getRegion());
@@ -143,7 +151,7 @@ public final class NodeBeats implements AutoCloseable {
 
     /** A peer's beat: each region whose replica here follows the sender in the beat's term is vouched for. */
     private void handle(RpcContext ctx, NodeBeatRequest beat) {
-        NodeBeatResponse.Builder resp = NodeBeatResponse.newBuilder();
+        NodeBeatResponse.Builder resp = NodeBeatResponse.newBuilder().setStoreFull(room.localRefusal());
         long now = System.nanoTime();
         for (RegionTerm rt : beat.getRegionsList()) {
             Region r = host.region(rt.getRegion());

@@ -18,15 +18,20 @@ import static java.util.Objects.requireNonNullElse;
  *                         (deletes pass) until deletes bring it 0.05 below; 1 never refuses. MemoryDB holds every
  *                         pair on the heap, and a node out of heap exits, as its replicas, holding the same pairs,
  *                         would next
+ * @param minFreeDiskBytes both engines: once the file system of the data directory has less room than this (default
+ *                         256 MiB), a region leader with a replica here refuses writes that add data with STORE_FULL
+ *                         (deletes pass) until it has a quarter more again; 0 never refuses. What is left is kept for
+ *                         the Raft log's entries in flight, deletes, snapshots and compactions: a node whose Raft log
+ *                         cannot append stops its regions until it is restarted
  */
 public record StoreConfig(String engine, Long blockCacheBytes, Long writeBufferBytes, String compression,
-                          Boolean hashIndex, Double maxHeapFraction) {
-    public static final StoreConfig DEFAULT = new StoreConfig(null, null, null, null, null, null);
+                          Boolean hashIndex, Double maxHeapFraction, Long minFreeDiskBytes) {
+    public static final StoreConfig DEFAULT = new StoreConfig(null, null, null, null, null, null, null);
 
-    /** The store with {@code maxHeapFraction}'s default. */
+    /** The store with {@code maxHeapFraction}'s and {@code minFreeDiskBytes}' defaults. */
     public StoreConfig(String engine, Long blockCacheBytes, Long writeBufferBytes, String compression,
                        Boolean hashIndex) {
-        this(engine, blockCacheBytes, writeBufferBytes, compression, hashIndex, null);
+        this(engine, blockCacheBytes, writeBufferBytes, compression, hashIndex, null, null);
     }
 
     public StoreConfig {
@@ -39,6 +44,11 @@ public record StoreConfig(String engine, Long blockCacheBytes, Long writeBufferB
         if (!(maxHeapFraction > 0.1 && maxHeapFraction <= 1)) {
             throw new IllegalArgumentException("store.maxHeapFraction must be above 0.1 and at most 1 (1: never"
                     + " refuse writes), got " + maxHeapFraction);
+        }
+        minFreeDiskBytes = requireNonNullElse(minFreeDiskBytes, 256L << 20);
+        if (minFreeDiskBytes < 0) {
+            throw new IllegalArgumentException("store.minFreeDiskBytes must be 0 (never refuse writes) or more, got "
+                    + minFreeDiskBytes);
         }
         if (!engine.equals("memory") && !engine.equals("rocksdb")) {
             throw new IllegalArgumentException("store.engine must be memory or rocksdb, got '" + engine + "'");

@@ -90,12 +90,20 @@ public final class NodeMetrics implements AutoCloseable {
     }
 
     /**
-     * MemoryDB's heap check: {@code kv_node_store_full} (1 while writes that add data are refused with STORE_FULL) and
-     * {@code kv_node_store_heap_fraction} (the old generation's occupancy after its last collection).
+     * The write room: {@code kv_node_store_full} (1 while this node's own heap or disk makes its region leaders refuse
+     * writes that add data with STORE_FULL), {@code kv_node_store_heap_fraction} (MemoryDB: the old generation's
+     * occupancy after its last collection; null: none) and {@code kv_node_disk_free_bytes} (the data directory's file
+     * system; null: not checked).
      */
-    public void bindHeapCheck(java.util.function.BooleanSupplier full, java.util.function.DoubleSupplier fraction) {
+    public void bindWriteRoom(java.util.function.BooleanSupplier full, java.util.function.DoubleSupplier heapFraction,
+                              java.util.function.LongSupplier diskFreeBytes) {
         registry.register("kv.node.store_full", (Gauge<Integer>) () -> full.getAsBoolean() ? 1 : 0);
-        registry.register("kv.node.store_heap_fraction", (Gauge<Double>) fraction::getAsDouble);
+        if (heapFraction != null) {
+            registry.register("kv.node.store_heap_fraction", (Gauge<Double>) heapFraction::getAsDouble);
+        }
+        if (diskFreeBytes != null) {
+            registry.register("kv.node.disk_free_bytes", (Gauge<Long>) diskFreeBytes::getAsLong);
+        }
     }
 
     /** Region {@code id}'s timings on this node (the region layer reports into them). */

@@ -15,7 +15,7 @@ import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteRequest;
 import io.kvraft.common.proto.KvProto.WriteResponse;
 import io.kvraft.server.config.ServerConfig.LimitsConfig;
-import io.kvraft.server.store.HeapGuard;
+import io.kvraft.server.store.WriteRoom;
 import io.kvraft.server.host.RegionHost;
 import io.kvraft.server.metrics.KvMetrics;
 import io.kvraft.server.raft.Processors;
@@ -39,16 +39,16 @@ public final class DataHandlers {
     private final RequestChecks checks;
     private final LimitsConfig limits;
     private final KvMetrics metrics;
-    private final HeapGuard heap;
+    private final WriteRoom room;
 
-    /** @param heap MemoryDB's heap check ({@code store.maxHeapFraction}); null for RocksDB */
-    public DataHandlers(RegionHost host, RequestGate gate, LimitsConfig limits, KvMetrics metrics, HeapGuard heap) {
+    /** @param room whether a region may take writes that add data (the heap, the disks of its replicas' nodes) */
+    public DataHandlers(RegionHost host, RequestGate gate, LimitsConfig limits, KvMetrics metrics, WriteRoom room) {
         this.host = host;
         this.gate = gate;
         this.checks = new RequestChecks(limits);
         this.limits = limits;
         this.metrics = metrics;
-        this.heap = heap;
+        this.room = room;
     }
 
     public void register(RpcServer server) {
@@ -155,10 +155,11 @@ public final class DataHandlers {
         if (error == null) {
             error = RequestGate.checkLeader(region);
         }
-        if (error == null && heap != null && heap.full() && grows(req)) {
-            error = Errors.of(ErrorCode.STORE_FULL, "node " + host.endpoint() + ": heap " + Math.round(heap.fraction() * 100)
-                    + "% full after a collection, over store.maxHeapFraction " + Math.round(heap.limit() * 100)
-                    + "%: writes that add data are refused, deletes pass");
+        if (error == null) {
+            String full = room.refusal(region.peers()); // cheap while no node is full, as grows() is not
+            if (full != null && grows(req)) {
+                error = Errors.of(ErrorCode.STORE_FULL, full);
+            }
         }
         if (error != null) {
             if (waits > 0 && waitsForLeader(region, error, () -> write(req, returnsValues, reply, waits - 1))) {

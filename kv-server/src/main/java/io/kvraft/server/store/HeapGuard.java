@@ -74,6 +74,11 @@ public final class HeapGuard {
         return limit;
     }
 
+    /** The refusal's words, for a client's STORE_FULL and the node's peers. */
+    public String why() {
+        return "heap " + pct(fraction) + "% full after a collection, over store.maxHeapFraction " + pct(limit) + "%";
+    }
+
     /** Reads the heap again (once a second, on the node's housekeeping thread) and turns the refusal on or off. */
     public void check() {
         long max = heap.max();

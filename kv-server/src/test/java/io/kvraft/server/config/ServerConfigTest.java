@@ -126,6 +126,17 @@ class ServerConfigTest {
     }
 
     @Test
+    void when_minFreeDiskBytesIsSet_then_itIsTakenAndANegativeValueIsRefusedWithTheKeyNamed() throws IOException {
+        assertThat(ServerConfig.load(write(BASE)).store().minFreeDiskBytes()).isEqualTo(256L << 20);
+        assertThat(ServerConfig.load(write(BASE + "store:\n  minFreeDiskBytes: 0\n")).store().minFreeDiskBytes())
+                .isZero();
+        assertThat(ServerConfig.load(write(BASE + "store:\n  minFreeDiskBytes: 1073741824\n")).store()
+                .minFreeDiskBytes()).isEqualTo(1L << 30);
+        assertThat(loadFails(BASE + "store:\n  minFreeDiskBytes: -1\n"))
+                .hasMessageContaining("store.minFreeDiskBytes must be 0 (never refuse writes) or more, got -1");
+    }
+
+    @Test
     void when_optionalKeysAreAbsent_then_defaultsApply() throws IOException {
         ServerConfig c = ServerConfig.load(write(BASE));
 

@@ -1,0 +1,102 @@
+package io.kvraft.server.store;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.file.FileStore;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * Whether the file system of a node's data directory has room for more data ({@code store.minFreeDiskBytes}). Both
+ * engines append every write to the Raft log there, RocksDB also writes its store there and MemoryDB its snapshots;
+ * a Raft log that cannot append stops its group (jraft's error state) until the node is restarted, and a follower
+ * fills as fast as its leader. So once the room left is under the limit, region leaders refuse writes that add data
+ * (STORE_FULL) and take them again once the room is a quarter over it: what is left is kept for the entries in
+ * flight, deletes, snapshots and compactions.
+ */
+public final class DiskGuard {
+
+    private static final Logger LOG = LoggerFactory.getLogger(DiskGuard.class);
+
+    /** The file system's room, as the JDK reports it. */
+    interface Disk {
+        /** Bytes this process may still write. */
+        long usableBytes() throws IOException;
+    }
+
+    private final Path dir;
+    private final long minFree;
+    private final Disk disk;
+    private volatile boolean full;
+    private volatile long freeBytes = -1;
+    private boolean failing;
+
+    /** @param minFree {@code store.minFreeDiskBytes}; 0 never refuses */
+    public static DiskGuard of(Path dir, long minFree) throws IOException {
+        FileStore fs = Files.getFileStore(dir);
+        return new DiskGuard(dir, minFree, fs::getUsableSpace);
+    }
+
+    DiskGuard(Path dir, long minFree, Disk disk) {
+        this.dir = dir;
+        this.minFree = minFree;
+        this.disk = disk;
+    }
+
+    /** Whether writes that add data are refused now. One volatile read: the write path asks it for every request. */
+    public boolean full() {
+        return full;
+    }
+
+    /** The room left at the last check, in bytes; -1 before the first or when it could not be read. */
+    public long freeBytes() {
+        return freeBytes;
+    }
+
+    public long minFree() {
+        return minFree;
+    }
+
+    /** The refusal's words, for a client's STORE_FULL and the node's peers. */
+    public String why() {
+        return "disk: " + mib(freeBytes) + " MiB free in " + dir + " (store.minFreeDiskBytes " + mib(minFree)
+                + " MiB; taken again at " + mib(resumeAt()) + " MiB)";
+    }
+
+    /** Reads the room left again (once a second, on the node's housekeeping thread) and turns the refusal on or off. */
+    public void check() {
+        long free;
+        try {
+            free = disk.usableBytes();
+        } catch (IOException | RuntimeException e) {
+            if (!failing) {
+                LOG.warn("cannot read the free space of {}: {}; the last reading stands", dir, e.toString());
+                failing = true;
+            }
+            return;
+        }
+        failing = false;
+        freeBytes = free;
+        if (minFree <= 0) {
+            return;
+        }
+        if (!full && free < minFree) {
+            full = true;
+            LOG.warn("{} MiB free in {} (store.minFreeDiskBytes {} MiB): refusing writes that add data (STORE_FULL)"
+                    + " until {} MiB are free; deletes pass", mib(free), dir, mib(minFree), mib(resumeAt()));
+        } else if (full && free >= resumeAt()) {
+            full = false;
+            LOG.info("{} MiB free in {}: taking writes again", mib(free), dir);
+        }
+    }
+
+    private long resumeAt() {
+        return minFree + minFree / 4;
+    }
+
+    private static long mib(long bytes) {
+        return bytes < 0 ? bytes : bytes >> 20;
+    }
+}
