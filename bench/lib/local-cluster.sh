@@ -3,7 +3,9 @@
 #                                    makes $work, picks ports, writes $work/server-{1,2,3,...}.yaml, sets $servers
 #                                    and the array nodes (host:port of each); YAML (optional) is appended to each
 #                                    server file, e.g. a split: section
-#   kv_cluster_start [JVM ARGS...]   starts the nodes (their PIDs in the array pids, by node), logs in $work
+#   kv_cluster_start [JVM ARGS...]   starts the nodes (their PIDs in the array pids, by node), logs in $work;
+#                                    KV_NODE_WRAP_I (e.g. KV_NODE_WRAP_1="fiu-run -x") runs node I's java under a
+#                                    command that execs it (its PID stays the JVM's)
 #   kv_cluster_await_health          waits until every region has a leader (kv-client health)
 #   kv_join_node I SEEDS [JVM ARGS...]  writes server-I.yaml for a new node on a free port that joins the cluster through
 #                                    SEEDS (host:port,...), with the settings of server-1.yaml after its cluster: section,
@@ -43,10 +45,11 @@ EOF2
 }
 
 kv_cluster_start() {
-  local i
+  local i wrap
   pids=()
   for ((i = 1; i <= ${#nodes[@]}; i++)); do
-    java -XX:ErrorFile="$work/hs_err_%p.log" -XX:+ExitOnOutOfMemoryError "$@" -jar kv-server/target/kv-server.jar --config "$work/server-$i.yaml" >>"$work/node-$i.log" 2>&1 &
+    wrap=KV_NODE_WRAP_$i
+    ${!wrap:-} java -XX:ErrorFile="$work/hs_err_%p.log" -XX:+ExitOnOutOfMemoryError "$@" -jar kv-server/target/kv-server.jar --config "$work/server-$i.yaml" >>"$work/node-$i.log" 2>&1 &
     pids+=($!)
   done
 }

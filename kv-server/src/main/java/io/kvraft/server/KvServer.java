@@ -84,6 +84,12 @@ public final class KvServer implements AutoCloseable {
      * the node by default.
      */
     private volatile java.util.function.Consumer<String> onRefused = why -> close();
+    /**
+     * Told, on a thread of its own and once, when jraft stopped one of this node's region groups for its storage (a Raft
+     * log that could not append or sync); by default that is logged and the node serves on without that replica.
+     */
+    private volatile java.util.function.Consumer<String> onStorageFailed = this::logStorageFailure;
+    private final java.util.concurrent.atomic.AtomicBoolean storageFailed = new java.util.concurrent.atomic.AtomicBoolean();
 
     private KvServer(ServerConfig config, UnaryOperator<KvStore> storeWrapper) throws IOException {
         this.config = config;
@@ -113,6 +119,12 @@ public final class KvServer implements AutoCloseable {
             throw e;
         }
         this.gate = new RequestGate(host);
+        host.onStorageFailed((region, why) -> {
+            if (storageFailed.compareAndSet(false, true)) { // not on the group's own thread: the handler may close
+                new Thread(() -> onStorageFailed.accept("region " + region.id() + "'s Raft group stopped for its"
+                        + " storage: " + why), "kv-storage-failed").start();
+            }
+        });
         host.registerHandlers(new DataHandlers(host, gate, config.limits(), metrics.kv(), room)::register);
         this.backups = new io.kvraft.server.backup.BackupSessions(System::nanoTime,
                 config.backup().sessionIdleMs(), MAX_BACKUP_SESSIONS);
@@ -210,6 +222,19 @@ public final class KvServer implements AutoCloseable {
         LOG.info("node {} started: engine {}, {} regions, data in {}", config.endpoint(), config.store().engine(),
                 server.host.regions().size(), config.dataDir());
         return server;
+    }
+
+    /**
+     * What to do, on a thread of its own, when jraft stopped one of this node's region groups for its storage (told
+     * once: the first such group); the default logs it. A node that exits then fails stop: restarted, it recovers
+     * from its log and its peers.
+     */
+    public void onStorageFailed(java.util.function.Consumer<String> handler) {
+        this.onStorageFailed = handler;
+    }
+
+    private void logStorageFailure(String why) {
+        LOG.error("node {}: {}; the node serves on without that replica until it is restarted", config.endpoint(), why);
     }
 
     /** What to do, on a thread of its own, when the cluster refuses this node for good; the default closes it. */

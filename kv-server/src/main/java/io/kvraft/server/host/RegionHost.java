@@ -80,6 +80,11 @@ public final class RegionHost implements AutoCloseable {
         registrar.accept(rpcServer);
     }
 
+    /** Called, on the region's state machine thread, with each region whose group jraft stopped for its storage. */
+    public void onStorageFailed(java.util.function.BiConsumer<Region, String> listener) {
+        lives.onStorageFailed(listener);
+    }
+
     /** Called with every region whose group starts after the node did (split off since). */
     public void onRegionStarted(Consumer<Region> listener) {
         lives.onRegionStarted(listener);

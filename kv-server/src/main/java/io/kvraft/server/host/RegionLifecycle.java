@@ -55,6 +55,7 @@ final class RegionLifecycle implements ShapeHooks {
     /** Starts split-off regions' groups, away from the parent's state machine thread. */
     private final ExecutorService starter;
     private final List<Consumer<Region>> startListeners = new CopyOnWriteArrayList<>();
+    private final List<java.util.function.BiConsumer<Region, String>> failureListeners = new CopyOnWriteArrayList<>();
     /**
      * New regions whose parent this node led when it applied the split: their replica here campaigns first, even if
      * the parent's leader has moved (the balancer) by the time the group starts.
@@ -108,6 +109,17 @@ final class RegionLifecycle implements ShapeHooks {
 
     void onRegionStarted(Consumer<Region> listener) {
         startListeners.add(listener);
+    }
+
+    void onStorageFailed(java.util.function.BiConsumer<Region, String> listener) {
+        failureListeners.add(listener);
+    }
+
+    @Override
+    public void storageFailed(Region region, String why) {
+        for (java.util.function.BiConsumer<Region, String> l : failureListeners) {
+            l.accept(region, why);
+        }
     }
 
     /** Makes the (not yet started) region of a catalog entry. */

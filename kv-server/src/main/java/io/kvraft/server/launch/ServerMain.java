@@ -25,7 +25,9 @@ import java.util.concurrent.CountDownLatch;
                 "2:bad command line or config file (missing, unreadable, malformed or invalid)",
                 "3:cannot start: data directory (not writable, made for the other engine, unreadable state) or port in use;"
                         + " also the JVM's own exit when the heap runs out, with -XX:+ExitOnOutOfMemoryError",
-                "4:refused by the cluster: removed, or the data directory is another cluster's"},
+                "4:refused by the cluster: removed, or the data directory is another cluster's",
+                "5:a region's Raft log (or snapshot, or Raft meta) could not be written or synced: the node stops rather"
+                        + " than serve on a disk that lost writes; restarted, it recovers from its log and its peers"},
         footer = "%nEvery failure to start is one line on stderr, starting with 'kv-server:'.")
 public final class ServerMain implements Callable<Integer> {
 
@@ -53,6 +55,8 @@ public final class ServerMain implements Callable<Integer> {
     static final int EXIT_CANNOT_START = 3;
     /** The cluster refused the node: it was removed, or its data directory is another cluster's. */
     static final int EXIT_REFUSED = 4;
+    /** A region group stopped for its storage (a Raft log that could not sync): fail-stop. */
+    static final int EXIT_STORAGE_FAILED = 5;
 
     @Override
     public Integer call() throws Exception {
@@ -85,6 +89,14 @@ public final class ServerMain implements Callable<Integer> {
             return EXIT_CANNOT_START;
         }
         shutdown.attach(server);
+        server.onStorageFailed(why -> {
+            // fail-stop: a log whose fsync failed may have lost what it said it wrote (a later fsync does not bring
+            // those pages back); no close, which would write through it again: the restart replays what is durable
+            System.err.println("kv-server: node " + server.config().endpoint() + " stops: " + why);
+            org.slf4j.LoggerFactory.getLogger(ServerMain.class).error("node {} stops (exit {}): {}",
+                    server.config().endpoint(), EXIT_STORAGE_FAILED, why);
+            Runtime.getRuntime().halt(EXIT_STORAGE_FAILED);
+        });
         server.onRefused(why -> {
             // removed for good, or a data directory of another cluster: say so and stop, not serve a stale copy
             System.err.println("kv-server: node " + server.config().endpoint() + " refused by the cluster: " + why);

@@ -478,6 +478,9 @@ public final class RegionStateMachine extends StateMachineAdapter {
 
     @Override
     public void onError(RaftException e) {
-        LOG.error("region {}: state machine stopped: {}", region.id(), e.getStatus());
+        LOG.error("region {}: state machine stopped: {} ({})", region.id(), e.getStatus(), e.getType());
+        if (e.getType() != com.alipay.sofa.jraft.entity.EnumOutter.ErrorType.ERROR_TYPE_STATE_MACHINE) {
+            region.splits().storageFailed(region, e.getType() + ": " + e.getStatus());
+        }
     }
 }

@@ -5,7 +5,10 @@ import io.kvraft.server.store.KeyRange;
 
 import java.util.List;
 
-/** What the node does for a region whose state machine changes its shape: splits, merges, new voters, snapshots. */
+/**
+ * What the node does for a region whose state machine changes its shape (splits, merges, new voters, snapshots), or
+ * whose group's storage failed.
+ */
 public interface ShapeHooks {
     /**
      * Called on the parent's state machine thread when it applies a split at {@code index} (also on replay):
@@ -54,4 +57,12 @@ public interface ShapeHooks {
      * no data over a restart, only once {@code into} has a snapshot at or past {@code index}, which holds the data.
      */
     void retire(int regionId, Region into, long index);
+
+    /**
+     * Called on the region's state machine thread when jraft stopped its group for its storage ({@code why}): a Raft
+     * log that could not append or sync, a snapshot or Raft meta file that could not be written. The group serves no
+     * more until the node restarts. (An entry that could not be applied stops the group too, but is not told here: it
+     * fails alike on every replica, and a restart would only replay it.)
+     */
+    void storageFailed(Region region, String why);
 }
