@@ -74,6 +74,9 @@ class SplitApplyRangeTest {
         int from = cluster.leaderOf(id);
         client.put(kept, "v0".getBytes(StandardCharsets.UTF_8)).get(30, SECONDS); // the region takes writes
         Region onLeader = cluster.node(from).host().region(id);
+        // a new leader records its voters in a CONF_CHANGED entry of its own: once applied, no entry but the test's
+        // comes into the log, so the next one after the held write is the split's
+        await().atMost(60, SECONDS).until(() -> onLeader.confVer() >= 1);
 
         GatedApply gate = gates.get(from);
         CompletableFuture<List<RegionInfo>> split;
