@@ -9,6 +9,7 @@ import sun.misc.Signal;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.IntConsumer;
 
 /**
  * What SIGTERM (and SIGINT) do to a running node: the first signal starts {@link KvServer#shutdownGracefully}
@@ -26,18 +27,29 @@ final class GracefulShutdown {
 
     private static final Logger LOG = LoggerFactory.getLogger(GracefulShutdown.class);
 
+    /** What the shutdown stops: {@link KvServer#shutdownGracefully}. */
+    interface Node {
+        void shutdownGracefully(long timeoutMs);
+    }
+
     private final long timeoutMs;
+    /** Ends the process after a shutdown that finished: System::exit. */
+    private final IntConsumer exit;
+    /** Ends the process at once, with no shutdown hook run: Runtime.halt. */
+    private final IntConsumer halt;
     private final AtomicInteger requests = new AtomicInteger();
-    private KvServer server; // guarded by this
+    private Node server; // guarded by this
     private String pending; // guarded by this: the signal that came before the server did
 
-    private GracefulShutdown(long timeoutMs) {
+    GracefulShutdown(long timeoutMs, IntConsumer exit, IntConsumer halt) {
         this.timeoutMs = timeoutMs;
+        this.exit = exit;
+        this.halt = halt;
     }
 
     /** Installs the signal handlers and the shutdown hook, before the node starts; see {@link #attach}. */
     static GracefulShutdown install(long timeoutMs) {
-        GracefulShutdown g = new GracefulShutdown(timeoutMs);
+        GracefulShutdown g = new GracefulShutdown(timeoutMs, System::exit, Runtime.getRuntime()::halt);
         for (String name : new String[]{"TERM", "INT"}) {
             try {
                 Signal.handle(new Signal(name), g::onSignal);
@@ -47,7 +59,7 @@ final class GracefulShutdown {
             }
         }
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            KvServer s = g.server();
+            Node s = g.server();
             if (s != null && g.requests.getAndIncrement() == 0) {
                 g.run(s, "exit");
             }
@@ -56,7 +68,7 @@ final class GracefulShutdown {
     }
 
     /** The node is up: from now on a signal shuts it down, and one that came while it started does so now. */
-    void attach(KvServer started) {
+    void attach(Node started) {
         String held;
         synchronized (this) {
             server = started;
@@ -67,17 +79,22 @@ final class GracefulShutdown {
         }
     }
 
-    private synchronized KvServer server() {
+    private synchronized Node server() {
         return server;
     }
 
     private void onSignal(Signal sig) {
-        String why = "SIG" + sig.getName();
+        onSignal("SIG" + sig.getName());
+    }
+
+    /** A SIGTERM or SIGINT, named {@code why}: the first shuts the node down, a second halts the process. */
+    void onSignal(String why) {
         if (requests.getAndIncrement() > 0) {
             LOG.warn("second {}: halting now", why);
-            Runtime.getRuntime().halt(EXIT_FORCED);
+            halt.accept(EXIT_FORCED);
+            return;
         }
-        KvServer s;
+        Node s;
         synchronized (this) {
             s = server;
             if (s == null) {
@@ -89,19 +106,19 @@ final class GracefulShutdown {
         shutDownInBackground(s, why);
     }
 
-    private void shutDownInBackground(KvServer s, String why) {
+    private void shutDownInBackground(Node s, String why) {
         Thread t = new Thread(() -> {
             run(s, why);
-            System.exit(0);
+            exit.accept(0);
         }, "kv-shutdown");
         t.start();
     }
 
-    private void run(KvServer server, String why) {
+    private void run(Node server, String why) {
         LOG.info("{}: shutting down, at most {} ms", why, timeoutMs);
         CompletableFuture.delayedExecutor(timeoutMs, TimeUnit.MILLISECONDS).execute(() -> {
             LOG.error("shutdown did not finish within shutdown.timeoutMs {} ms: halting", timeoutMs);
-            Runtime.getRuntime().halt(EXIT_FORCED);
+            halt.accept(EXIT_FORCED);
         });
         try {
             server.shutdownGracefully(timeoutMs);

@@ -88,7 +88,7 @@ public final class ServerMain implements Callable<Integer> {
             System.err.println("kv-server: cannot start node " + cfg.endpoint() + ": " + oneLine(e));
             return EXIT_CANNOT_START;
         }
-        shutdown.attach(server);
+        shutdown.attach(server::shutdownGracefully);
         server.onStorageFailed(why -> {
             // fail-stop: a log whose fsync failed may have lost what it said it wrote (a later fsync does not bring
             // those pages back); no close, which would write through it again: the restart replays what is durable
