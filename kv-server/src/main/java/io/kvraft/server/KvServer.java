@@ -119,12 +119,8 @@ public final class KvServer implements AutoCloseable {
             throw e;
         }
         this.gate = new RequestGate(host);
-        host.onStorageFailed((region, why) -> {
-            if (storageFailed.compareAndSet(false, true)) { // not on the group's own thread: the handler may close
-                new Thread(() -> onStorageFailed.accept("region " + region.id() + "'s Raft group stopped for its"
-                        + " storage: " + why), "kv-storage-failed").start();
-            }
-        });
+        host.onStorageFailed((region, why) -> storageFailed("region " + region.id() + "'s Raft group stopped for its"
+                + " storage: " + why));
         host.registerHandlers(new DataHandlers(host, gate, config.limits(), metrics.kv(), room)::register);
         this.backups = new io.kvraft.server.backup.BackupSessions(System::nanoTime,
                 config.backup().sessionIdleMs(), MAX_BACKUP_SESSIONS);
@@ -161,7 +157,8 @@ public final class KvServer implements AutoCloseable {
                 leaderCalls, housekeeping, storeId,
                 // not on the housekeeping thread that learnt it: close() stops that executor, which would interrupt
                 // the very thread that then stops the groups and closes the shared log and the store
-                why -> new Thread(() -> onRefused.accept(why), "kv-refused").start());
+                why -> new Thread(() -> onRefused.accept(why), "kv-refused").start(),
+                why -> storageFailed("the cluster map's Raft group stopped for its storage: " + why));
         host.registerHandlers(new AdminHandlers(host, gate, config.metrics().port(), storeId, splitter, merger, mover,
                 new io.kvraft.server.shape.RegionRecovery(host, meta::nodeState, config.raft().startupElectionTimeoutMs()),
                 meta::clusterRegions)::register);
@@ -225,12 +222,19 @@ public final class KvServer implements AutoCloseable {
     }
 
     /**
-     * What to do, on a thread of its own, when jraft stopped one of this node's region groups for its storage (told
-     * once: the first such group); the default logs it. A node that exits then fails stop: restarted, it recovers
+     * What to do, on a thread of its own, when jraft stopped one of this node's Raft groups (a region's or the cluster
+     * map's) for its storage (told once: the first such group); the default logs it. A node that exits then fails stop: restarted, it recovers
      * from its log and its peers.
      */
     public void onStorageFailed(java.util.function.Consumer<String> handler) {
         this.onStorageFailed = handler;
+    }
+
+    /** A Raft group of this node stopped for its storage: tells the handler once, not on the group's own thread. */
+    private void storageFailed(String why) {
+        if (storageFailed.compareAndSet(false, true)) { // the handler may close the node, which stops that group
+            new Thread(() -> onStorageFailed.accept(why), "kv-storage-failed").start();
+        }
     }
 
     private void logStorageFailure(String why) {

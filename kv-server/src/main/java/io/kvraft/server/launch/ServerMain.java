@@ -26,7 +26,7 @@ import java.util.concurrent.CountDownLatch;
                 "3:cannot start: data directory (not writable, made for the other engine, unreadable state) or port in use;"
                         + " also the JVM's own exit when the heap runs out, with -XX:+ExitOnOutOfMemoryError",
                 "4:refused by the cluster: removed, or the data directory is another cluster's",
-                "5:a region's Raft log (or snapshot, or Raft meta) could not be written or synced: the node stops rather"
+                "5:a region's or the cluster map's Raft log (or snapshot, or Raft meta) could not be written or synced: the node stops rather"
                         + " than serve on a disk that lost writes; restarted, it recovers from its log and its peers"},
         footer = "%nEvery failure to start is one line on stderr, starting with 'kv-server:'.")
 public final class ServerMain implements Callable<Integer> {
@@ -55,7 +55,7 @@ public final class ServerMain implements Callable<Integer> {
     static final int EXIT_CANNOT_START = 3;
     /** The cluster refused the node: it was removed, or its data directory is another cluster's. */
     static final int EXIT_REFUSED = 4;
-    /** A region group stopped for its storage (a Raft log that could not sync): fail-stop. */
+    /** A region's or the cluster map's group stopped for its storage (a Raft log that could not sync): fail-stop. */
     static final int EXIT_STORAGE_FAILED = 5;
 
     @Override

@@ -49,15 +49,17 @@ public final class MetaGroup implements AutoCloseable {
     /**
      * @param onChange       called with the map after every change, on the group's apply thread (keep it short)
      * @param onLeaderChange called when this replica becomes or stops being the leader, or follows a new one
+     * @param storageFailed  called when jraft stopped the group for its storage (log, snapshot or Raft meta)
      */
-    public MetaGroup(ServerConfig config, RpcServer rpcServer, Consumer<ClusterMap> onChange, Runnable onLeaderChange) {
+    public MetaGroup(ServerConfig config, RpcServer rpcServer, Consumer<ClusterMap> onChange, Runnable onLeaderChange,
+                     Consumer<String> storageFailed) {
         Path dir = Path.of(config.dataDir(), "raft", DIR);
         try {
             Files.createDirectories(dir);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create " + dir, e);
         }
-        this.fsm = new MetaStateMachine(onChange, onLeaderChange);
+        this.fsm = new MetaStateMachine(onChange, onLeaderChange, storageFailed);
         List<PeerId> voters = config.cluster().metaVoters().stream().map(PeerId::parsePeer).toList();
         PeerId self = PeerId.parsePeer(config.endpoint());
         // a node not among the first voters starts with no configuration: it never campaigns, and becomes a learner

@@ -66,17 +66,19 @@ public final class MetaService implements AutoCloseable {
     private final PlacementDriver placement;
 
     /**
-     * @param fatal called once when the cluster refuses this node for good (removed, or another cluster's): the node
-     *              must stop
+     * @param fatal         called once when the cluster refuses this node for good (removed, or another cluster's): the
+     *                      node must stop
+     * @param storageFailed called, on the group's thread, when jraft stopped the map's group for its storage (log,
+     *                      snapshot or Raft meta)
      */
     public MetaService(ServerConfig config, RegionHost host, RpcServer rpcServer, Transport peers, Mover mover,
-                       Executor housekeeping, String nodeId, Consumer<String> fatal) {
+                       Executor housekeeping, String nodeId, Consumer<String> fatal, Consumer<String> storageFailed) {
         this.config = config;
         this.housekeeping = housekeeping;
         Path dataDir = Path.of(config.dataDir());
         String clusterId = Registration.readClusterId(dataDir);
         KnownNodes known = KnownNodes.restore(dataDir, host);
-        this.group = new MetaGroup(config, rpcServer, known::follow, this::leaderChanged);
+        this.group = new MetaGroup(config, rpcServer, known::follow, this::leaderChanged, storageFailed);
         this.recovery = new MapRecovery(group, config.endpoint(), config.raft().startupElectionTimeoutMs());
         this.reports = new NodeReports(config, group, recovery);
         this.membership = new Membership(config, group, recovery, reports);

@@ -4,6 +4,8 @@ import com.alipay.sofa.jraft.Closure;
 import com.alipay.sofa.jraft.Iterator;
 import com.alipay.sofa.jraft.Status;
 import com.alipay.sofa.jraft.core.StateMachineAdapter;
+import com.alipay.sofa.jraft.entity.EnumOutter;
+import com.alipay.sofa.jraft.error.RaftException;
 import com.alipay.sofa.jraft.error.RaftError;
 import com.alipay.sofa.jraft.storage.snapshot.SnapshotReader;
 import com.alipay.sofa.jraft.storage.snapshot.SnapshotWriter;
@@ -33,10 +35,12 @@ final class MetaStateMachine extends StateMachineAdapter {
     private volatile long leaderTerm = -1;
     private final Consumer<ClusterMap> onChange;
     private final Runnable onLeaderChange;
+    private final Consumer<String> storageFailed;
 
-    MetaStateMachine(Consumer<ClusterMap> onChange, Runnable onLeaderChange) {
+    MetaStateMachine(Consumer<ClusterMap> onChange, Runnable onLeaderChange, Consumer<String> storageFailed) {
         this.onChange = onChange;
         this.onLeaderChange = onLeaderChange;
+        this.storageFailed = storageFailed;
     }
 
     ClusterMap map() {
@@ -168,5 +172,17 @@ final class MetaStateMachine extends StateMachineAdapter {
     @Override
     public void onStartFollowing(com.alipay.sofa.jraft.entity.LeaderChangeContext ctx) {
         onLeaderChange.run();
+    }
+
+    /**
+     * jraft stopped the group. For its storage (a log, snapshot or Raft meta write or sync that failed) the node must
+     * stop: what that log said it wrote may be lost. An entry that cannot be applied fails alike on every replica.
+     */
+    @Override
+    public void onError(RaftException e) {
+        LOG.error("cluster map: state machine stopped: {} ({})", e.getStatus(), e.getType());
+        if (e.getType() != EnumOutter.ErrorType.ERROR_TYPE_STATE_MACHINE) {
+            storageFailed.accept(e.getType() + ": " + e.getStatus());
+        }
     }
 }

@@ -7,7 +7,14 @@ import io.kvraft.common.proto.KvProto.NodeRecord;
 import io.kvraft.common.proto.KvProto.NodeState;
 import io.kvraft.common.proto.KvProto.RegionInfo;
 import io.kvraft.common.proto.KvProto.RegionRecords;
+import com.alipay.sofa.jraft.Status;
+import com.alipay.sofa.jraft.entity.EnumOutter.ErrorType;
+import com.alipay.sofa.jraft.error.RaftError;
+import com.alipay.sofa.jraft.error.RaftException;
 import org.junit.jupiter.api.Test;
+
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -99,5 +106,18 @@ class MetaStateMachineTest {
     private static MetaCommand regions(RegionInfo... rs) {
         return MetaCommand.newBuilder().setRegions(RegionRecords.newBuilder().addAllRegions(java.util.List.of(rs)))
                 .build();
+    }
+
+    @Test
+    void when_jraftStopsTheGroupForItsStorage_then_theNodeIsTold_andForAnEntryItCannotApply_not() {
+        List<String> told = new CopyOnWriteArrayList<>();
+        MetaStateMachine fsm = new MetaStateMachine(m -> { }, () -> { }, told::add);
+        fsm.onError(new RaftException(ErrorType.ERROR_TYPE_STATE_MACHINE, new Status(RaftError.ESTATEMACHINE, "bad entry")));
+        assertThat(told).as("an entry that cannot be applied fails alike on every replica: no node stop").isEmpty();
+        fsm.onError(new RaftException(ErrorType.ERROR_TYPE_LOG, new Status(RaftError.EIO, "fsync failed")));
+        fsm.onError(new RaftException(ErrorType.ERROR_TYPE_SNAPSHOT, new Status(RaftError.EIO, "snapshot not written")));
+        assertThat(told).hasSize(2);
+        assertThat(told.get(0)).contains("ERROR_TYPE_LOG").contains("fsync failed");
+        assertThat(told.get(1)).contains("ERROR_TYPE_SNAPSHOT");
     }
 }
