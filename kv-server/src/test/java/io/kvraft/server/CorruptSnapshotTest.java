@@ -116,7 +116,9 @@ class CorruptSnapshotTest {
             List<String> errors = log.lines().stream().filter(l -> l.startsWith("ERROR")).toList();
             assertThat(errors).hasSize(1);
             assertThat(errors.get(0)).contains("region " + REGION + ": local snapshot refused").contains(dataFile.toString());
-            assertThat(log.lines()).anyMatch(l -> l.contains("region " + REGION + ": snapshot loaded at index"));
+            // the store holds the data before the load's log line is written: wait for the line, do not race it
+            await().atMost(30, SECONDS).until(() -> log.lines().stream()
+                    .anyMatch(l -> l.contains("region " + REGION + ": snapshot loaded at index")));
             try (Stream<Path> entries = Files.list(regionDir)) {
                 List<String> names = entries.map(p -> p.getFileName().toString()).toList();
                 // the region's entries in the node's shared log were dropped with it; no log directory of its own
