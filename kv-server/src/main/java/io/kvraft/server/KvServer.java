@@ -119,6 +119,9 @@ public final class KvServer implements AutoCloseable {
             throw e;
         }
         this.gate = new RequestGate(host);
+        if (room.disk() != null) {
+            room.disk().reserveForCompaction(host::raftLogTableBytes);
+        }
         host.onStorageFailed((region, why) -> storageFailed("region " + region.id() + "'s Raft group stopped for its"
                 + " storage: " + why));
         host.registerHandlers(new DataHandlers(host, gate, config.limits(), metrics.kv(), room)::register);

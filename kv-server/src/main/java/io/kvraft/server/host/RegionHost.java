@@ -234,6 +234,11 @@ public final class RegionHost implements AutoCloseable {
         return raftServer.appendEntriesQueued();
     }
 
+    /** The shared Raft log's table files, the room its next compaction may take ({@link SharedRaftLog#tableBytes()}); 0 without it. */
+    public long raftLogTableBytes() {
+        return sharedLog == null ? 0 : sharedLog.tableBytes();
+    }
+
     @Override
     public void close() {
         lives.close();

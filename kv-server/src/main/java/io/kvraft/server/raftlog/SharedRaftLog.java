@@ -45,6 +45,7 @@ public final class SharedRaftLog implements AutoCloseable {
     static final int KEY_BYTES = Integer.BYTES + Long.BYTES;
     private static final long WRITE_BUFFER_BYTES = 16L << 20;
     private static final long MAX_TOTAL_WAL_BYTES = 64L << 20;
+    private static final String LIVE_TABLE_BYTES = "rocksdb.live-sst-files-size";
 
     private final Path dir;
     private final RocksDB db;
@@ -268,6 +269,24 @@ public final class SharedRaftLog implements AutoCloseable {
             });
         } catch (RocksDBException e) {
             throw new IllegalStateException("cannot drop the Raft log of group " + group + " in " + dir + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * The bytes of the log's table files, or 0 once closed. Every memtable flush holds entries of every group, so it
+     * overlaps nearly all of level 1 and its compaction writes about that much again before it deletes the inputs:
+     * the room a compaction of this log may take at once.
+     */
+    public long tableBytes() {
+        if (!enter()) {
+            return 0;
+        }
+        try {
+            return db.getLongProperty(log, LIVE_TABLE_BYTES) + db.getLongProperty(conf, LIVE_TABLE_BYTES);
+        } catch (RocksDBException e) {
+            return 0;
+        } finally {
+            using.unlock();
         }
     }
 

@@ -7,14 +7,17 @@ import java.io.IOException;
 import java.nio.file.FileStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.function.LongSupplier;
 
 /**
  * Whether the file system of a node's data directory has room for more data ({@code store.minFreeDiskBytes}). Both
  * engines append every write to the Raft log there, RocksDB also writes its store there and MemoryDB its snapshots;
- * a Raft log that cannot append stops its group (jraft's error state) until the node is restarted, and a follower
- * fills as fast as its leader. So once the room left is under the limit, region leaders refuse writes that add data
- * (STORE_FULL) and take them again once the room is a quarter over it: what is left is kept for the entries in
- * flight, deletes, snapshots and compactions.
+ * a Raft log that cannot append stops the node (exit code 5), and a follower fills as fast as its leader. So once the
+ * room left is under the limit, region leaders refuse writes that add data (STORE_FULL) and take them again once the
+ * room is a quarter of the limit over it: what is left is kept for the entries in flight, deletes, snapshots and
+ * compactions. The limit is the setting plus the room a compaction of the node's shared Raft log may take at once
+ * (its table files, {@link #reserveForCompaction}), which a fixed setting cannot foresee: that log holds every
+ * group's entries in one key space, so its compactions rewrite most of it before they delete what they replace.
  */
 public final class DiskGuard {
 
@@ -31,6 +34,8 @@ public final class DiskGuard {
     private final Disk disk;
     private volatile boolean full;
     private volatile long freeBytes = -1;
+    private volatile long compactionBytes;
+    private volatile LongSupplier compaction = () -> 0;
     private boolean failing;
 
     /** @param minFree {@code store.minFreeDiskBytes}; 0 never refuses */
@@ -59,10 +64,22 @@ public final class DiskGuard {
         return minFree;
     }
 
+    /** Counts {@code bytes} (read at every check) as room to keep on top of {@code store.minFreeDiskBytes}. */
+    public void reserveForCompaction(LongSupplier bytes) {
+        this.compaction = bytes;
+    }
+
+    /** The room kept free at the last check: the setting plus the compaction reserve. */
+    public long limit() {
+        return minFree + compactionBytes;
+    }
+
     /** The refusal's words, for a client's STORE_FULL and the node's peers. */
     public String why() {
-        return "disk: " + mib(freeBytes) + " MiB free in " + dir + " (store.minFreeDiskBytes " + mib(minFree)
-                + " MiB; taken again at " + mib(resumeAt()) + " MiB)";
+        long reserve = compactionBytes;
+        return "disk: " + mib(freeBytes) + " MiB free in " + dir + " (store.minFreeDiskBytes " + mib(minFree) + " MiB"
+                + (reserve > 0 ? " + " + mib(reserve) + " MiB for a compaction of the Raft log" : "")
+                + "; taken again at " + mib(minFree + reserve + minFree / 4) + " MiB)";
     }
 
     /** Reads the room left again (once a second, on the node's housekeeping thread) and turns the refusal on or off. */
@@ -78,14 +95,23 @@ public final class DiskGuard {
             return;
         }
         failing = false;
-        freeBytes = free;
         if (minFree <= 0) {
+            freeBytes = free;
             return;
         }
-        if (!full && free < minFree) {
+        long reserve;
+        try {
+            reserve = Math.max(0, compaction.getAsLong());
+        } catch (RuntimeException e) {
+            reserve = compactionBytes; // the last reading stands
+        }
+        compactionBytes = reserve;
+        freeBytes = free;
+        if (!full && free < limit()) {
             full = true;
-            LOG.warn("{} MiB free in {} (store.minFreeDiskBytes {} MiB): refusing writes that add data (STORE_FULL)"
-                    + " until {} MiB are free; deletes pass", mib(free), dir, mib(minFree), mib(resumeAt()));
+            LOG.warn("{} MiB free in {} (store.minFreeDiskBytes {} MiB + {} MiB for a compaction of the Raft log):"
+                    + " refusing writes that add data (STORE_FULL) until {} MiB are free; deletes pass",
+                    mib(free), dir, mib(minFree), mib(reserve), mib(resumeAt()));
         } else if (full && free >= resumeAt()) {
             full = false;
             LOG.info("{} MiB free in {}: taking writes again", mib(free), dir);
@@ -93,7 +119,7 @@ public final class DiskGuard {
     }
 
     private long resumeAt() {
-        return minFree + minFree / 4;
+        return limit() + minFree / 4;
     }
 
     private static long mib(long bytes) {

@@ -110,8 +110,10 @@ class SharedLogStorageTest {
             assertThat(s.getTerm(10)).isEqualTo(2);
             assertThat(s.getTerm(1)).isEqualTo(1);
             assertThat(s.getEntry(11)).isNull();
+            assertThat(log.tableBytes()).as("all in the memtable still").isZero();
         }
         try (SharedRaftLog log = new SharedRaftLog(dir, true)) {
+            assertThat(log.tableBytes()).as("the entries replayed from the WAL are flushed at open").isPositive();
             ConfigurationManager confs = new ConfigurationManager();
             SharedLogStorage s = open(log, 1, confs);
             assertThat(s.getFirstLogIndex()).isEqualTo(1);
@@ -215,6 +217,7 @@ class SharedLogStorageTest {
         s.appendEntries(groupRange(3, 1, 5, 1));
         log.close();
         log.close(); // idempotent
+        assertThat(log.tableBytes()).isZero();
 
         // a group that outlived the close (a replica dropped on a worker thread) gets failures, not a SIGSEGV
         assertThat(s.appendEntries(groupRange(3, 6, 6, 1))).isZero();

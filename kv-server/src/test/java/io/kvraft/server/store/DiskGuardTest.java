@@ -37,6 +37,33 @@ class DiskGuardTest {
     }
 
     @Test
+    void when_theRaftLogHasTables_then_theirSizeIsKeptFreeOnTopOfTheSetting() {
+        DiskGuard guard = new DiskGuard(Path.of("/data"), 100 * MIB, free::get);
+        AtomicLong tables = new AtomicLong(40 * MIB);
+        guard.reserveForCompaction(tables::get);
+        free.set(139 * MIB); // over the setting, under the setting and what a compaction of the log may write
+        guard.check();
+        assertThat(guard.full()).isTrue();
+        assertThat(guard.limit()).isEqualTo(140 * MIB);
+        assertThat(guard.why()).isEqualTo("disk: 139 MiB free in /data (store.minFreeDiskBytes 100 MiB"
+                + " + 40 MiB for a compaction of the Raft log; taken again at 165 MiB)");
+
+        tables.set(10 * MIB); // a compaction dropped what the truncated log no longer holds
+        free.set(134 * MIB);
+        guard.check();
+        assertThat(guard.full()).as("taken again at 100 + 10 + 25 MiB").isTrue();
+        free.set(135 * MIB);
+        guard.check();
+        assertThat(guard.full()).isFalse();
+
+        tables.set(-1); // RocksDB could not tell: no reserve below zero
+        free.set(99 * MIB);
+        guard.check();
+        assertThat(guard.limit()).isEqualTo(100 * MIB);
+        assertThat(guard.full()).isTrue();
+    }
+
+    @Test
     void when_theRoomCannotBeRead_then_theLastReadingStands() {
         boolean[] failing = {false};
         DiskGuard guard = new DiskGuard(Path.of("/data"), 100 * MIB, () -> {
