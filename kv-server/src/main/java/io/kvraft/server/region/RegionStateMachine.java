@@ -27,6 +27,7 @@ import org.slf4j.LoggerFactory;
 
 import java.io.File;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -146,6 +147,9 @@ public final class RegionStateMachine extends StateMachineAdapter {
                 iter.setErrorAndRollback(1, new Status(RaftError.ESTATEMACHINE,
                         "region %d: cannot apply %s at index %d: %s", region.id(), op.getType(), index, e.getMessage()));
                 return false;
+            } catch (UncheckedIOException e) {
+                storeFailed(iter, index, e);
+                return false;
             }
             storeIndex = index;
         }
@@ -154,6 +158,17 @@ public final class RegionStateMachine extends StateMachineAdapter {
             done.run(Status.OK());
         }
         return true;
+    }
+
+    /**
+     * The store (or a region file beside it) could not write the entry: this node's disk, not the entry, so the node
+     * stops as for a Raft log it cannot write (kv-server exits with code 5), and restarted it applies the entry again
+     * from its log. The group stops too, the entry not counted applied.
+     */
+    private void storeFailed(Iterator iter, long index, UncheckedIOException e) {
+        String why = "the store cannot write region " + region.id() + "'s entry at index " + index + ": " + e.getMessage();
+        region.splits().storageFailed(region, why);
+        iter.setErrorAndRollback(1, new Status(RaftError.EIO, "region %d: %s", region.id(), why));
     }
 
     /**
@@ -182,7 +197,12 @@ public final class RegionStateMachine extends StateMachineAdapter {
                         "region %d: undecodable system record at index %d: %s", region.id(), index, e.getMessage()));
                 return false;
             }
-            store.apply(region.id(), index, writes);
+            try {
+                store.apply(region.id(), index, writes);
+            } catch (UncheckedIOException e) {
+                storeFailed(iter, index, e);
+                return false;
+            }
             region.timings().applied(start);
             storeIndex = index;
             if (early) {
