@@ -2,11 +2,12 @@
 # A full disk (issue #54's third fault) on real server JVMs (a temp dir, free loopback ports, bench/lib/local-cluster.sh):
 # node 1's data directory is a tmpfs of SIZE (default 192 MiB; 384 on RocksDB), every node has store.minFreeDiskBytes 64 MiB, and the
 # benchmark puts fresh keys with values of 1 KiB, recording every acknowledged one (--record-acked):
-#  fill   the load runs until node 1's file system has under 64 MiB free plus the room a compaction of its shared Raft
-#         log may take (the log's table files, tens of MiB here). Node 1's region leaders refuse writes that add
-#         data with STORE_FULL, and so do the other nodes' leaders of the regions with a replica on node 1 (all of them:
-#         3 replicas on 3 nodes), which node 1 tells in its answers to their node heartbeats. Checked with the CLI: a put
-#         is refused with STORE_FULL naming node 1's disk, a get answers, a delete passes.
+#  fill   the load runs until node 1's file system has under 64 MiB free plus the room its next compactions may take
+#         (the Raft log's table files; on RocksDB also the store's memtables and lower levels: 46-100 MiB here).
+#         Node 1's region leaders refuse writes that add data with STORE_FULL, and so do the other nodes' leaders of
+#         the regions with a replica on node 1 (all of them: 3 replicas on 3 nodes), which node 1 tells in its answers
+#         to their node heartbeats. Checked with the CLI: a put is refused with STORE_FULL naming node 1's disk, a get
+#         answers, a delete passes.
 #  free   the tmpfs grows to 4 x SIZE (mount -o remount): node 1 takes writes again within seconds, a put through the
 #         CLI passes, and the benchmark's puts are acknowledged again.
 # At the end: every node is still up, every region has a leader, and `verify --acked` reads every acknowledged write
@@ -71,7 +72,7 @@ errors() { progress | sed -n 's/.*errors \([0-9,]*\).*/\1/p' | tr -d ','; }
 alive() { local p; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null || return 1; done; }
 
 # fill. The room left swings by tens of MiB while it fills (the Raft log's RocksDB writes a flushed memtable or a
-# compaction's output before it deletes what they replace; the limit keeps the log's table size free for that), so
+# compaction's output before it deletes what they replace; the limit keeps room for that), so
 # node 1 may refuse and take writes again a few times before the log leaves it under the limit for good
 s0=$(now)
 guard_state() { grep -o 'refusing writes that add data\|taking writes again' "$work/node-1.log" | tail -1; }

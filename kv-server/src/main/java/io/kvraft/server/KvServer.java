@@ -120,7 +120,7 @@ public final class KvServer implements AutoCloseable {
         }
         this.gate = new RequestGate(host);
         if (room.disk() != null) {
-            room.disk().reserveForCompaction(host::raftLogTableBytes);
+            room.disk().reserveForCompaction(() -> host.raftLogTableBytes() + store.compactionBytes());
         }
         host.onStorageFailed((region, why) -> storageFailed("region " + region.id() + "'s Raft group stopped for its"
                 + " storage: " + why));

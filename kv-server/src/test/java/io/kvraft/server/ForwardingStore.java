@@ -94,6 +94,11 @@ abstract class ForwardingStore implements KvStore {
     }
 
     @Override
+    public long compactionBytes() {
+        return store.compactionBytes();
+    }
+
+    @Override
     public byte[] middleKey(int region, KeyRange range) {
         return store.middleKey(region, range);
     }

@@ -15,9 +15,11 @@ import java.util.function.LongSupplier;
  * a Raft log that cannot append stops the node (exit code 5), and a follower fills as fast as its leader. So once the
  * room left is under the limit, region leaders refuse writes that add data (STORE_FULL) and take them again once the
  * room is a quarter of the limit over it: what is left is kept for the entries in flight, deletes, snapshots and
- * compactions. The limit is the setting plus the room a compaction of the node's shared Raft log may take at once
- * (its table files, {@link #reserveForCompaction}), which a fixed setting cannot foresee: that log holds every
- * group's entries in one key space, so its compactions rewrite most of it before they delete what they replace.
+ * compactions. The limit is the setting plus the room the node's compactions may take at once
+ * ({@link #reserveForCompaction}: the shared Raft log's table files, the RocksDB store's memtables and the levels
+ * its next compaction merges), which a fixed setting cannot foresee: both write a compaction's output in full before
+ * they delete what it replaces, and the shared log holds every group's entries in one key space, so its compactions
+ * rewrite most of it.
  */
 public final class DiskGuard {
 
@@ -78,7 +80,7 @@ public final class DiskGuard {
     public String why() {
         long reserve = compactionBytes;
         return "disk: " + mib(freeBytes) + " MiB free in " + dir + " (store.minFreeDiskBytes " + mib(minFree) + " MiB"
-                + (reserve > 0 ? " + " + mib(reserve) + " MiB for a compaction of the Raft log" : "")
+                + (reserve > 0 ? " + " + mib(reserve) + " MiB for compactions" : "")
                 + "; taken again at " + mib(minFree + reserve + minFree / 4) + " MiB)";
     }
 
@@ -109,7 +111,7 @@ public final class DiskGuard {
         freeBytes = free;
         if (!full && free < limit()) {
             full = true;
-            LOG.warn("{} MiB free in {} (store.minFreeDiskBytes {} MiB + {} MiB for a compaction of the Raft log):"
+            LOG.warn("{} MiB free in {} (store.minFreeDiskBytes {} MiB + {} MiB for compactions):"
                     + " refusing writes that add data (STORE_FULL) until {} MiB are free; deletes pass",
                     mib(free), dir, mib(minFree), mib(reserve), mib(resumeAt()));
         } else if (full && free >= resumeAt()) {

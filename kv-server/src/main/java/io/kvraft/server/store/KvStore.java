@@ -87,6 +87,14 @@ public interface KvStore extends Closeable {
      */
     RangeCapture capture(int regionId, KeyRange range);
 
+    /**
+     * The disk room the engine's next memtable flush or compaction may take before it deletes what it replaces
+     * (for the disk guard's reserve); 0 for engines that write no such files.
+     */
+    default long compactionBytes() {
+        return 0;
+    }
+
     /** Number of keys in {@code range} (exact for memory, an estimate is allowed for disk engines). */
     long approximateCount(KeyRange range);
 

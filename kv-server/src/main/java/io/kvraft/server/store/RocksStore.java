@@ -386,6 +386,36 @@ public final class RocksStore implements KvStore {
         }
     }
 
+    /**
+     * The memtables (a flush writes them out) plus level 0 and the first level under it that holds files: a
+     * compaction of level 0 merges it into that level, and writes all over the key space make every level-0 file
+     * overlap nearly all of it. 0 once closed.
+     */
+    @Override
+    public synchronized long compactionBytes() {
+        if (closed) {
+            return 0;
+        }
+        long bytes = 0;
+        try {
+            for (ColumnFamilyHandle family : List.of(dataFamily, systemFamily, metaFamily)) {
+                bytes += db.getLongProperty(family, "rocksdb.cur-size-all-mem-tables");
+                boolean base = false;
+                for (org.rocksdb.LevelMetaData level : db.getColumnFamilyMetaData(family).levels()) {
+                    if (level.level() == 0) {
+                        bytes += level.size();
+                    } else if (!base && level.size() > 0) {
+                        bytes += level.size();
+                        base = true;
+                    }
+                }
+            }
+        } catch (RocksDBException e) {
+            return 0;
+        }
+        return bytes;
+    }
+
     /** Closes every native handle: column families, then the DB, then options, filter and cache. Idempotent. */
     @Override
     public synchronized void close() {

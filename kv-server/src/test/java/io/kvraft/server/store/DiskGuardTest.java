@@ -46,7 +46,7 @@ class DiskGuardTest {
         assertThat(guard.full()).isTrue();
         assertThat(guard.limit()).isEqualTo(140 * MIB);
         assertThat(guard.why()).isEqualTo("disk: 139 MiB free in /data (store.minFreeDiskBytes 100 MiB"
-                + " + 40 MiB for a compaction of the Raft log; taken again at 165 MiB)");
+                + " + 40 MiB for compactions; taken again at 165 MiB)");
 
         tables.set(10 * MIB); // a compaction dropped what the truncated log no longer holds
         free.set(134 * MIB);

@@ -91,6 +91,26 @@ class RocksStoreTest extends KvStoreContractTest {
     }
 
     @Test
+    void when_dataIsWritten_then_theRoomItsFlushOrCompactionMayTakeIsCounted_inMemtablesAndThenInFiles() {
+        Path dir = newDir("rocks");
+        byte[] value = new byte[1024];
+        new java.util.Random(7).nextBytes(value); // incompressible: the files hold about what was written
+        try (RocksStore store = RocksStore.open(dir, BLOCK_CACHE_BYTES, WRITE_BUFFER_BYTES, "none")) {
+            long empty = store.compactionBytes();
+            StoreBatch batch = new StoreBatch(2048);
+            for (int i = 0; i < 2048; i++) {
+                batch.put(bytes("k" + i), value);
+            }
+            store.apply(1, 1, batch);
+            assertThat(store.compactionBytes()).isGreaterThan(empty + (2L << 20)); // 2 MiB in the memtable
+        }
+        RocksStore reopened = RocksStore.open(dir, BLOCK_CACHE_BYTES, WRITE_BUFFER_BYTES, "none");
+        assertThat(reopened.compactionBytes()).isGreaterThan(2L << 20); // the log replayed: a level-0 file or a memtable
+        reopened.close();
+        assertThat(reopened.compactionBytes()).isZero();
+    }
+
+    @Test
     void when_closed_then_furtherUseFailsCleanlyAndCloseIsIdempotent() {
         RocksStore store = RocksStore.open(newDir("rocks"), BLOCK_CACHE_BYTES, WRITE_BUFFER_BYTES, "none");
         store.close();
