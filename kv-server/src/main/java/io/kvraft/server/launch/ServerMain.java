@@ -23,10 +23,11 @@ import java.util.concurrent.CountDownLatch;
                 "0:stopped by SIGTERM or SIGINT (leaders handed over, requests finished, store closed)",
                 "1:forced stop: a second SIGTERM, or the shutdown took longer than shutdown.timeoutMs",
                 "2:bad command line or config file (missing, unreadable, malformed or invalid)",
-                "3:cannot start: data directory (not writable, made for the other engine, unreadable state) or port in use;"
+                "3:cannot start: data directory (not writable, made for the other engine, unreadable state, a Raft log or RocksDB store"
+                        + " whose table files fail their checksums) or port in use;"
                         + " also the JVM's own exit when the heap runs out, with -XX:+ExitOnOutOfMemoryError",
                 "4:refused by the cluster: removed, or the data directory is another cluster's",
-                "5:a region's or the cluster map's Raft log (or snapshot, or Raft meta) could not be written or synced: the node stops rather"
+                "5:a region's or the cluster map's Raft log (or snapshot, or Raft meta), or the store, could not be written or synced: the node stops rather"
                         + " than serve on a disk that lost writes; restarted, it recovers from its log and its peers"},
         footer = "%nEvery failure to start is one line on stderr, starting with 'kv-server:'.")
 public final class ServerMain implements Callable<Integer> {

@@ -113,6 +113,12 @@ final class RocksHandles {
             List<ColumnFamilyHandle> familyHandles = new ArrayList<>();
             RocksDB db = push(handles, RocksDB.open(dbOptions, dir.toString(), descriptors, familyHandles));
             familyHandles.forEach(handles::push);
+            try {
+                // a flipped byte in a table file: refuse to start (RocksDB names the file) rather than serve it
+                db.verifyChecksum();
+            } catch (RocksDBException e) {
+                throw new IOException("its files are damaged: " + e.getMessage(), e);
+            }
             return new RocksHandles(db, familyHandles, writeOptions, sstOptions, handles);
         } catch (RocksDBException | IOException | RuntimeException e) {
             closeAll(handles, e);

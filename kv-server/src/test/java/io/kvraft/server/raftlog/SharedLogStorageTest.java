@@ -10,11 +10,15 @@ import com.alipay.sofa.jraft.option.LogStorageOptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
+import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -208,6 +212,28 @@ class SharedLogStorageTest {
             log.write(batch -> log.deleteRange(batch, 4, 10, 11));
             assertThat(s.getEntry(10)).isNull();
         }
+    }
+
+    @Test
+    void when_aTableFileHasAFlippedByte_then_theLogRefusesToOpen_namingTheFile() throws IOException {
+        try (SharedRaftLog log = new SharedRaftLog(dir, true)) {
+            SharedLogStorage s = open(log, 1, new ConfigurationManager());
+            assertThat(s.appendEntries(range(1, 500, 1))).isEqualTo(500);
+        }
+        new SharedRaftLog(dir, true).close(); // the entries replayed from the WAL are flushed to a table file at open
+        Path table;
+        try (Stream<Path> files = Files.list(dir)) {
+            table = files.filter(f -> f.toString().endsWith(".sst"))
+                    .max(Comparator.comparingLong(f -> f.toFile().length())).orElseThrow();
+        }
+        byte[] bytes = Files.readAllBytes(table);
+        bytes[bytes.length / 2] ^= (byte) 0xFF;
+        Files.write(table, bytes);
+
+        assertThatThrownBy(() -> new SharedRaftLog(dir, true))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("is damaged")
+                .hasMessageContaining(table.getFileName().toString());
     }
 
     @Test

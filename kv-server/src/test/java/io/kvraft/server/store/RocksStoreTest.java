@@ -111,6 +111,34 @@ class RocksStoreTest extends KvStoreContractTest {
     }
 
     @Test
+    void when_aTableFileHasAFlippedByte_then_theStoreRefusesToOpen_namingTheFile() throws IOException {
+        Path dir = newDir("rocks");
+        byte[] value = new byte[1024];
+        new java.util.Random(7).nextBytes(value);
+        try (RocksStore store = RocksStore.open(dir, BLOCK_CACHE_BYTES, WRITE_BUFFER_BYTES, "none")) {
+            StoreBatch batch = new StoreBatch(1024);
+            for (int i = 0; i < 1024; i++) {
+                batch.put(bytes("k" + i), value);
+            }
+            store.apply(1, 1, batch);
+        }
+        RocksStore.open(dir, BLOCK_CACHE_BYTES, WRITE_BUFFER_BYTES, "none").close(); // the WAL flushed to a table file
+        Path table;
+        try (java.util.stream.Stream<Path> files = Files.list(dir)) {
+            table = files.filter(f -> f.toString().endsWith(".sst"))
+                    .max(java.util.Comparator.comparingLong(f -> f.toFile().length())).orElseThrow();
+        }
+        byte[] bytes = Files.readAllBytes(table);
+        bytes[bytes.length / 2] ^= (byte) 0xFF;
+        Files.write(table, bytes);
+
+        assertThatThrownBy(() -> RocksStore.open(dir, BLOCK_CACHE_BYTES, WRITE_BUFFER_BYTES, "none"))
+                .isInstanceOf(java.io.UncheckedIOException.class)
+                .hasMessageContaining("damaged")
+                .hasMessageContaining(table.getFileName().toString());
+    }
+
+    @Test
     void when_closed_then_furtherUseFailsCleanlyAndCloseIsIdempotent() {
         RocksStore store = RocksStore.open(newDir("rocks"), BLOCK_CACHE_BYTES, WRITE_BUFFER_BYTES, "none");
         store.close();
