@@ -22,8 +22,6 @@
 # and also when no drain was taken or a node was left draining, no node joined or the spare was not removed by the
 # end, or no replace was taken. NEMESIS_MEMBERSHIP_ENGINES limits it to some engines (default "memory rocksdb"; CI:
 # memory). NEMESIS_MEMBERSHIP=only runs the membership runs alone.
-# NEMESIS_PARALLEL=1 runs the runs side by side (each at 200 ops/s, most of its time spent waiting on faults; each
-# cluster's ports from a range of its own, 24000-24999, 25000-25999, ...), and prints each run's output once all ended.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${1:-90s}
@@ -32,7 +30,6 @@ membership=${NEMESIS_MEMBERSHIP:-0}
 membership_faults=${NEMESIS_MEMBERSHIP_FAULTS:-drain,join,replace,pause,kill}
 membership_duration=${NEMESIS_MEMBERSHIP_DURATION:-150s}
 drain_hold=${NEMESIS_DRAIN_HOLD:-10s}
-parallel=${NEMESIS_PARALLEL:-0}
 
 fail() {
   echo "== nemesis smoke FAILED: $*" >&2
@@ -82,7 +79,7 @@ run() {
   local engine=$1 out=$2 kinds=$3 time=$4 code=0 start=$SECONDS
   shift 4
   echo "== nemesis smoke: $engine, $time, faults $kinds${*:+, $*} (report in $out)"
-  java ${NEMESIS_JVM_ARGS:-} -jar kv-benchmark/target/kv-benchmark.jar nemesis --duration "$time" --engine "$engine" \
+  java -jar kv-benchmark/target/kv-benchmark.jar nemesis --duration "$time" --engine "$engine" \
       --faults "$kinds" --out "$out" "$@" || code=$?
   echo "== nemesis smoke: $engine, faults $kinds: exit $code after $((SECONDS - start)) s"
   if [ "$code" != 0 ]; then
@@ -137,46 +134,21 @@ run() {
   fi
 }
 
-pids=()
-outputs=()
-# start: one run, as run() takes it; side by side with NEMESIS_PARALLEL=1 (its output kept in OUT.txt), else now
-start() {
-  if [ "$parallel" = 1 ]; then
-    local from=$((24000 + 1000 * ${#pids[@]}))
-    mkdir -p "$(dirname "$2")"
-    ( NEMESIS_JVM_ARGS="-Dkv.test.ports=$from-$((from + 999))"; run "$@"; exit $status ) >"$2.txt" 2>&1 &
-    pids+=($!)
-    outputs+=("$2.txt")
-  else
-    run "$@"
-  fi
-}
-
 for engine in memory rocksdb; do
   if [ "$membership" != only ]; then
     # each engine's run in its own read mode, so the smoke checks both linearizable leader reads
     if [ "$engine" = memory ]; then
-      start "$engine" "target/nemesis-$engine" "$faults" "$duration" --read-mode read_index
+      run "$engine" "target/nemesis-$engine" "$faults" "$duration" --read-mode read_index
     else
-      start "$engine" "target/nemesis-$engine" "${NEMESIS_ROCKSDB_FAULTS:-$faults}" "${NEMESIS_ROCKSDB_DURATION:-$duration}" \
+      run "$engine" "target/nemesis-$engine" "${NEMESIS_ROCKSDB_FAULTS:-$faults}" "${NEMESIS_ROCKSDB_DURATION:-$duration}" \
         --read-mode leader_lease
     fi
   fi
   if [ "$membership" != 0 ] && [[ " ${NEMESIS_MEMBERSHIP_ENGINES:-memory rocksdb} " == *" $engine "* ]]; then
     # 4 nodes (and a spare for the joins), 3 replicas per region: replicas move off a drained node and back, onto a
     # joined node and off it again, and onto a replaced node, while the kills and pauses hit
-    start "$engine" "target/nemesis-membership-$engine" "$membership_faults" "$membership_duration" --nodes 4 \
+    run "$engine" "target/nemesis-membership-$engine" "$membership_faults" "$membership_duration" --nodes 4 \
       --drain-hold "$drain_hold"
   fi
 done
-if [ ${#pids[@]} -gt 0 ]; then
-  # an interrupted smoke stops the runs it started, by PID: each subshell's nemesis JVM (which stops its nodes), then it
-  trap 'for p in "${pids[@]}"; do pkill -TERM -P "$p" 2>/dev/null; kill "$p" 2>/dev/null; done; true' EXIT
-  echo "== nemesis smoke: ${#pids[@]} runs side by side: ${outputs[*]}"
-  for i in "${!pids[@]}"; do
-    wait "${pids[$i]}" || status=1
-    cat "${outputs[$i]}"
-  done
-  trap - EXIT
-fi
 exit $status
