@@ -14,7 +14,7 @@ import java.util.function.LongSupplier;
  * engines append every write to the Raft log there, RocksDB also writes its store there and MemoryDB its snapshots;
  * a Raft log that cannot append stops the node (exit code 5), and a follower fills as fast as its leader. So once the
  * room left is under the limit, region leaders refuse writes that add data (STORE_FULL) and take them again once the
- * room is a quarter of the limit over it: what is left is kept for the entries in flight, deletes, snapshots and
+ * room is a quarter of the setting over the limit: what is left is kept for the entries in flight, deletes, snapshots and
  * compactions. The limit is the setting plus the room the node's compactions may take at once
  * ({@link #reserveForCompaction}: the shared Raft log's table files, the RocksDB store's memtables and the levels
  * its next compaction merges), which a fixed setting cannot foresee: both write a compaction's output in full before
@@ -81,7 +81,7 @@ public final class DiskGuard {
         long reserve = compactionBytes;
         return "disk: " + mib(freeBytes) + " MiB free in " + dir + " (store.minFreeDiskBytes " + mib(minFree) + " MiB"
                 + (reserve > 0 ? " + " + mib(reserve) + " MiB for compactions" : "")
-                + "; taken again at " + mib(minFree + reserve + minFree / 4) + " MiB)";
+                + "; taken again at " + mib(resumeAt()) + " MiB)";
     }
 
     /** Reads the room left again (once a second, on the node's housekeeping thread) and turns the refusal on or off. */
