@@ -5,7 +5,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 
 /**
  * Checks a node's data directory before anything is written: it must be a writable directory, and
@@ -48,10 +47,8 @@ final class DataDir {
             throw new IOException("data directory " + dir + " is not empty and has no " + ENGINE_FILE
                     + " file; refusing to use it (nothing was changed)");
         }
-        Path tmp = dir.resolve(ENGINE_FILE + ".tmp");
         try {
-            Files.writeString(tmp, engine + "\n");
-            Files.move(tmp, marker, StandardCopyOption.ATOMIC_MOVE);
+            DurableFiles.replace(marker, engine + "\n");
         } catch (IOException e) {
             throw new IOException("data directory " + dir + " is not writable: " + describe(e));
         }
@@ -72,10 +69,8 @@ final class DataDir {
             return id;
         }
         String id = String.format("%016x", new java.security.SecureRandom().nextLong());
-        Path tmp = dir.resolve(STORE_ID_FILE + ".tmp");
         try {
-            Files.writeString(tmp, id + "\n");
-            Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE);
+            DurableFiles.replace(file, id + "\n");
         } catch (IOException e) {
             throw new IOException("data directory " + dir + " is not writable: " + describe(e));
         }
@@ -98,7 +93,7 @@ final class DataDir {
             }
         }
         try {
-            Files.createDirectories(dir);
+            DurableFiles.createDirectories(dir);
         } catch (IOException e) {
             throw new IOException("data directory " + dir + " cannot be created: " + describe(e));
         }

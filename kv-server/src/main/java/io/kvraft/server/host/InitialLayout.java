@@ -1,5 +1,6 @@
 package io.kvraft.server.host;
 
+import io.kvraft.server.DurableFiles;
 import io.kvraft.server.config.ServerConfig;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -41,8 +42,8 @@ final class InitialLayout {
                 && (!RaftDirs.holdsGroups(raftRoot) || Files.exists(pendingMarker));
         if (fresh && !config.cluster().joining()) {
             try {
-                Files.createDirectories(raftRoot);
-                Files.writeString(pendingMarker, "regions wait for the cluster map\n");
+                DurableFiles.createDirectories(raftRoot);
+                DurableFiles.replace(pendingMarker, "regions wait for the cluster map\n");
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot write " + pendingMarker, e);
             }

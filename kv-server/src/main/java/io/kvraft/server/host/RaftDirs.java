@@ -1,5 +1,6 @@
 package io.kvraft.server.host;
 
+import io.kvraft.server.DurableFiles;
 import io.kvraft.server.region.Region;
 import io.kvraft.server.region.RegionStateMachine;
 
@@ -21,11 +22,9 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.Comparator;
 import java.util.List;
 import java.util.stream.Stream;
@@ -375,8 +374,8 @@ final class RaftDirs {
     }
 
     private static void syncDirectory(Path dir) {
-        try (FileChannel channel = FileChannel.open(dir, StandardOpenOption.READ)) {
-            channel.force(true);
+        try {
+            DurableFiles.syncDirectory(dir);
         } catch (IOException e) {
             LOG.warn("cannot fsync {}: {}", dir, e.toString());
         }

@@ -11,6 +11,7 @@ import com.alipay.sofa.jraft.option.NodeOptions;
 import com.alipay.sofa.jraft.option.RaftOptions;
 import com.alipay.sofa.jraft.storage.impl.RocksDBLogStorage;
 import com.alipay.sofa.jraft.util.StorageOptionsFactory;
+import io.kvraft.server.DurableFiles;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.config.RaftConfig;
 import io.kvraft.server.raftlog.SharedLogStorage;
@@ -21,6 +22,8 @@ import org.rocksdb.CompressionType;
 import org.rocksdb.DBOptions;
 import org.rocksdb.LRUCache;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.List;
 
@@ -56,6 +59,16 @@ public final class RaftOptionsFactory {
         }
         o.setRaftMetaUri(regionDir.resolve("meta").toString());
         o.setSnapshotUri(regionDir.resolve("snapshot").toString());
+        // jraft makes the directories it misses without an fsync of the one holding them, so a power cut could take
+        // them back with all they hold: made here first, durably
+        try {
+            List<String> dirs = sharedLog == null ? List.of("meta", "snapshot", RaftDirs.LOG_DIR) : List.of("meta", "snapshot");
+            for (String d : dirs) {
+                DurableFiles.createDirectories(regionDir.resolve(d));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create the Raft directories in " + regionDir, e);
+        }
         o.setSnapshotIntervalSecs(raft.snapshotIntervalSecs());
         // 72 groups on two cores: one set of timers for all groups of a node instead of three per group
         o.setSharedElectionTimer(true);
@@ -73,6 +86,9 @@ public final class RaftOptionsFactory {
         // of every second: 24 fewer wake-ups a second on an idle node of 24 regions
         RaftOptions r = new ScannerPeriodRaftOptions(raft.electionTimeoutMs());
         r.setSync(raft.sync());
+        // the term and vote (and a snapshot's meta) fsynced whatever raft.sync says: a node that forgot its vote in
+        // a power cut could vote twice in one term; they change at elections only
+        r.setSyncMeta(true);
         r.setReplicatorPipeline(raft.replicatorPipeline());
         r.setMaxReplicatorInflightMsgs(replicatorInflightLimit(raft));
         // jraft fixes the heartbeat interval at start as electionTimeout / factor, from the start-up timeout;

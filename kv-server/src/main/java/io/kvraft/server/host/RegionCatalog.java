@@ -1,5 +1,6 @@
 package io.kvraft.server.host;
 
+import io.kvraft.server.DurableFiles;
 import io.kvraft.server.region.Region;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
@@ -113,7 +114,7 @@ public final class RegionCatalog {
         RegionCatalog catalog = new RegionCatalog(raftRoot.resolve(FILE));
         Content content;
         try {
-            Files.createDirectories(raftRoot);
+            DurableFiles.createDirectories(raftRoot);
             if (Files.exists(catalog.file)) {
                 content = JSON.readValue(catalog.file.toFile(), Content.class);
                 if (content.nodes() == null && (content.regions() == null || content.regions().isEmpty())) {
@@ -181,7 +182,7 @@ public final class RegionCatalog {
         Map<Integer, Entry> before = new LinkedHashMap<>(entries);
         added.forEach(e -> entries.putIfAbsent(e.id(), e));
         try {
-            Files.createDirectories(file.getParent());
+            DurableFiles.createDirectories(file.getParent());
             write();
         } catch (IOException e) {
             entries.clear();

@@ -1,5 +1,6 @@
 package io.kvraft.server.host;
 
+import io.kvraft.server.DurableFiles;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.raftlog.SharedRaftLog;
 import io.kvraft.server.region.Region;
@@ -107,7 +108,7 @@ final class RegionGroups {
         int regionId = entry.id();
         Path regionDir = dir(regionId);
         try {
-            Files.createDirectories(regionDir);
+            DurableFiles.createDirectories(regionDir);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create " + regionDir, e);
         }
@@ -198,7 +199,7 @@ final class RegionGroups {
         });
         long began = System.nanoTime();
         try {
-            Files.createDirectories(dir);
+            DurableFiles.createDirectories(dir);
             if (!JRaftUtils.bootstrap(opts)) {
                 throw new IllegalStateException("region " + entry.id() + ": jraft could not bootstrap its group in "
                         + dir + " (see the log above)");

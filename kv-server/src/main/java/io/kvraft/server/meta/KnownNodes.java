@@ -3,6 +3,7 @@ package io.kvraft.server.meta;
 import io.kvraft.common.proto.KvProto.ClusterMap;
 import io.kvraft.common.proto.KvProto.NodeRecord;
 import io.kvraft.common.proto.KvProto.NodeState;
+import io.kvraft.server.DurableFiles;
 import io.kvraft.server.host.RegionHost;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -10,7 +11,6 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -74,11 +74,8 @@ final class KnownNodes {
     }
 
     private void write(List<String> nodes) {
-        Path tmp = dataDir.resolve(FILE + ".tmp");
         try {
-            Files.writeString(tmp, String.join("\n", nodes) + "\n");
-            Files.move(tmp, dataDir.resolve(FILE), StandardCopyOption.ATOMIC_MOVE,
-                    StandardCopyOption.REPLACE_EXISTING);
+            DurableFiles.replace(dataDir.resolve(FILE), String.join("\n", nodes) + "\n");
         } catch (IOException e) {
             LOG.warn("cannot write {}: {}", dataDir.resolve(FILE), e.toString());
         }

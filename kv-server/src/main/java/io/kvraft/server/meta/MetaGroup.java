@@ -14,6 +14,7 @@ import io.kvraft.common.proto.KvProto.ClusterMap;
 import io.kvraft.common.proto.KvProto.Error;
 import io.kvraft.common.proto.KvProto.ErrorCode;
 import io.kvraft.common.proto.KvProto.MetaCommand;
+import io.kvraft.server.DurableFiles;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.host.RaftOptionsFactory;
 import io.kvraft.server.host.Uninterruptible;
@@ -23,7 +24,6 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -55,7 +55,7 @@ public final class MetaGroup implements AutoCloseable {
                      Consumer<String> storageFailed) {
         Path dir = Path.of(config.dataDir(), "raft", DIR);
         try {
-            Files.createDirectories(dir);
+            DurableFiles.createDirectories(dir);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create " + dir, e);
         }

@@ -6,6 +6,7 @@ import io.kvraft.common.proto.KvProto.JoinResponse;
 import io.kvraft.common.proto.KvProto.NodeReport;
 import io.kvraft.common.proto.KvProto.NodeReportResponse;
 import io.kvraft.common.rpc.Transport;
+import io.kvraft.server.DurableFiles;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.host.RegionHost;
 import io.kvraft.server.region.Region;
@@ -15,7 +16,6 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -94,9 +94,7 @@ final class Registration {
     }
 
     private void writeClusterId(String id) throws IOException {
-        Path tmp = dataDir.resolve(CLUSTER_ID_FILE + ".tmp");
-        Files.writeString(tmp, id + "\n");
-        Files.move(tmp, dataDir.resolve(CLUSTER_ID_FILE), StandardCopyOption.ATOMIC_MOVE);
+        DurableFiles.replace(dataDir.resolve(CLUSTER_ID_FILE), id + "\n");
     }
 
     /** The cluster id this node belongs to, or empty before it first registered. */

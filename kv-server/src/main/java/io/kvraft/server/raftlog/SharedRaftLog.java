@@ -1,5 +1,6 @@
 package io.kvraft.server.raftlog;
 
+import io.kvraft.server.DurableFiles;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.ColumnFamilyDescriptor;
 import org.rocksdb.ColumnFamilyHandle;
@@ -20,7 +21,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -73,7 +73,7 @@ public final class SharedRaftLog implements AutoCloseable {
         RocksDB.loadLibrary();
         this.dir = dir;
         try {
-            Files.createDirectories(dir);
+            DurableFiles.createDirectories(dir);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create " + dir, e);
         }

@@ -18,6 +18,7 @@ import io.kvraft.common.proto.KvProto.RegionState;
 import io.kvraft.common.proto.KvProto.WriteBatch;
 import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;
+import io.kvraft.server.DurableFiles;
 import io.kvraft.server.coord.Locks;
 import io.kvraft.server.store.KeyRange;
 import io.kvraft.server.store.KvStore;
@@ -381,7 +382,7 @@ public final class RegionStateMachine extends StateMachineAdapter {
     /** Writes a region snapshot into {@code writer}: the store's data of the state's range, and the state. */
     public static void writeSnapshot(SnapshotWriter writer, KvStore store, RegionState state) throws IOException {
         Path dir = Path.of(writer.getPath(), SNAPSHOT_DIR);
-        Files.createDirectories(dir);
+        DurableFiles.createDirectories(dir);
         store.writeSnapshot(Region.Shape.of(state).range(), dir);
         try (Stream<Path> files = Files.list(dir)) {
             for (Path f : (Iterable<Path>) files::iterator) {

@@ -1,5 +1,6 @@
 package io.kvraft.server.store;
 
+import io.kvraft.server.DurableFiles;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -280,7 +281,7 @@ public final class MemoryStore implements KvStore {
         }
         MemorySnapshotFile.write(pairs, dir.resolve(SNAPSHOT_FILE));
         MemorySnapshotFile.write(new ArrayList<>(view(system, range).entrySet()), dir.resolve(SYSTEM_SNAPSHOT_FILE));
-        SnapshotFiles.syncDirectory(dir);
+        DurableFiles.syncDirectory(dir);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.kvraft.server.store;
 
+import io.kvraft.server.DurableFiles;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.BloomFilter;
 import org.rocksdb.BuiltinComparator;
@@ -17,7 +18,6 @@ import org.rocksdb.WriteOptions;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -71,7 +71,7 @@ final class RocksHandles {
         }
         Deque<AutoCloseable> handles = new ArrayDeque<>();
         try {
-            Files.createDirectories(dir);
+            DurableFiles.createDirectories(dir);
             LRUCache blockCache = push(handles, new LRUCache(blockCacheBytes));
             BloomFilter bloomFilter = push(handles, new BloomFilter(BLOOM_BITS_PER_KEY, false));
             // Index and filter blocks live in the block cache, so blockCacheBytes bounds table-reader memory.

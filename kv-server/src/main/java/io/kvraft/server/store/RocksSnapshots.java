@@ -1,5 +1,6 @@
 package io.kvraft.server.store;
 
+import io.kvraft.server.DurableFiles;
 import org.rocksdb.ColumnFamilyHandle;
 import org.rocksdb.EnvOptions;
 import org.rocksdb.IngestExternalFileOptions;
@@ -47,7 +48,7 @@ final class RocksSnapshots {
             writeSst(handles.dataFamily, range, pointInTime, dir.resolve(SST_FILE), dir.resolve(MANIFEST_FILE));
             writeSst(handles.systemFamily, range, pointInTime, dir.resolve(SYSTEM_SST_FILE),
                     dir.resolve(SYSTEM_MANIFEST_FILE));
-            SnapshotFiles.syncDirectory(dir);
+            DurableFiles.syncDirectory(dir);
         } catch (RocksDBException e) {
             throw new IOException("cannot write snapshot of " + range + " to " + dir + ": " + e.getMessage(), e);
         } finally {

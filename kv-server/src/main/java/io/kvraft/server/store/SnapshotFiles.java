@@ -6,11 +6,9 @@ import java.io.EOFException;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.zip.CRC32C;
 
 /**
@@ -87,18 +85,6 @@ final class SnapshotFiles {
         try (FileOutputStream out = new FileOutputStream(file.toFile())) {
             out.write(bytes);
             out.getChannel().force(true);
-        }
-    }
-
-    /** Forces a directory entry to disk so newly created files survive a power loss. */
-    static void syncDirectory(Path dir) throws IOException {
-        try (FileChannel channel = FileChannel.open(dir, StandardOpenOption.READ)) {
-            channel.force(true);
-        } catch (IOException e) {
-            // Some platforms cannot open a directory for fsync; the file contents are already forced.
-            if (!System.getProperty("os.name", "").toLowerCase().contains("win")) {
-                throw e;
-            }
         }
     }
 
