@@ -122,8 +122,9 @@ public final class KvServer implements AutoCloseable {
         if (room.disk() != null) {
             room.disk().reserveForCompaction(() -> host.raftLogTableBytes() + store.compactionBytes());
         }
+        // jraft's "Corrupted entry at index" does not say which file: the log's own read failure does
         host.onStorageFailed((region, why) -> storageFailed("region " + region.id() + "'s Raft group stopped for its"
-                + " storage: " + why));
+                + " storage: " + why + (host.raftLogReadFailure() == null ? "" : "; " + host.raftLogReadFailure())));
         host.registerHandlers(new DataHandlers(host, gate, config.limits(), metrics.kv(), room)::register);
         this.backups = new io.kvraft.server.backup.BackupSessions(System::nanoTime,
                 config.backup().sessionIdleMs(), MAX_BACKUP_SESSIONS);

@@ -3,6 +3,7 @@ package io.kvraft.server.host;
 import io.kvraft.server.DurableFiles;
 import io.kvraft.server.region.Region;
 import io.kvraft.server.region.RegionStateMachine;
+import io.kvraft.server.region.SnapshotChecksums;
 
 import com.alipay.sofa.jraft.entity.LocalStorageOutter;
 import com.alipay.sofa.jraft.entity.LocalStorageOutter.LocalSnapshotPbMeta;
@@ -313,6 +314,12 @@ final class RaftDirs {
             }
         }
         Path kv = dir.resolve(RegionStateMachine.SNAPSHOT_DIR);
+        // the region state is a bare protobuf: only its checksum in the meta tells a flipped byte from a state
+        for (LocalStorageOutter.LocalSnapshotPbMeta.File file : pb.getFilesList()) {
+            if (file.getName().equals(RegionStateMachine.STATE_FILE)) {
+                SnapshotChecksums.verify(dir.resolve(file.getName()), file.getMeta());
+            }
+        }
         io.kvraft.common.proto.KvProto.RegionState state;
         try {
             state = RegionStateMachine.readState(dir);
@@ -333,6 +340,10 @@ final class RaftDirs {
             case MemoryStore.ENGINE -> MemoryStore.verifySnapshot(kv, range);
             case RocksStore.ENGINE -> RocksStore.verifySnapshot(kv, range);
             default -> throw new IOException("unknown store engine '" + engine + "'");
+        }
+        // after the engine's own checks, which say more about their files: any file's checksum in the meta
+        for (LocalStorageOutter.LocalSnapshotPbMeta.File file : pb.getFilesList()) {
+            SnapshotChecksums.verify(dir.resolve(file.getName()), file.getMeta());
         }
     }
 

@@ -239,6 +239,11 @@ public final class RegionHost implements AutoCloseable {
         return sharedLog == null ? 0 : sharedLog.tableBytes();
     }
 
+    /** Why the node's shared Raft log first failed to read an entry, or null. */
+    public String raftLogReadFailure() {
+        return sharedLog == null ? null : sharedLog.readFailure();
+    }
+
     @Override
     public void close() {
         lives.close();

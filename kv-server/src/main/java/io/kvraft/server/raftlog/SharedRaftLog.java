@@ -63,6 +63,8 @@ public final class SharedRaftLog implements AutoCloseable {
     private final Lock using;
     private final Lock closing;
     private boolean closed;
+    /** RocksDB's words on the first entry read that failed (a table file failing its checksum names itself), or null. */
+    private volatile String readFailure;
 
     /**
      * Opens (or creates) the log at {@code dir}.
@@ -204,9 +206,19 @@ public final class SharedRaftLog implements AutoCloseable {
         }
         try {
             return db.get(log, readOptions, key(group, index));
+        } catch (RocksDBException e) {
+            if (readFailure == null) { // kept for the node's exit message: jraft reports only "Corrupted entry at index"
+                readFailure = "the Raft log " + dir + " cannot read group " + group + "'s entry " + index + ": " + e.getMessage();
+            }
+            throw e;
         } finally {
             using.unlock();
         }
+    }
+
+    /** Why the first entry read failed (RocksDB names a damaged table file), or null when none has. */
+    public String readFailure() {
+        return readFailure;
     }
 
     /** The group's first stored index, or -1 when it has no entries. */

@@ -386,7 +386,8 @@ public final class RegionStateMachine extends StateMachineAdapter {
         store.writeSnapshot(Region.Shape.of(state).range(), dir);
         try (Stream<Path> files = Files.list(dir)) {
             for (Path f : (Iterable<Path>) files::iterator) {
-                if (!writer.addFile(SNAPSHOT_DIR + File.separator + f.getFileName())) {
+                // each file's CRC32C in the snapshot meta: a flipped byte fails the load naming the file
+                if (!writer.addFile(SNAPSHOT_DIR + File.separator + f.getFileName(), SnapshotChecksums.meta(f))) {
                     throw new IOException("snapshot writer refused " + f);
                 }
             }
@@ -398,7 +399,7 @@ public final class RegionStateMachine extends StateMachineAdapter {
             ch.write(java.nio.ByteBuffer.wrap(state.toByteArray()));
             ch.force(true);
         }
-        if (!writer.addFile(STATE_FILE)) {
+        if (!writer.addFile(STATE_FILE, SnapshotChecksums.meta(stateFile))) {
             throw new IOException("snapshot writer refused " + stateFile);
         }
     }
@@ -432,6 +433,7 @@ public final class RegionStateMachine extends StateMachineAdapter {
             return true;
         }
         try {
+            SnapshotChecksums.verify(reader); // before anything of it is read: a damaged file names itself
             RegionState state = readState(Path.of(reader.getPath()));
             KeyRange range = state == null ? region.range() : Region.Shape.of(state).range();
             if (state != null) {

@@ -1,6 +1,7 @@
 package io.kvraft.server.host;
 
 import io.kvraft.server.region.Region;
+import io.kvraft.server.region.RegionStateMachine;
 
 import com.alipay.sofa.jraft.Status;
 import io.kvraft.client.KvClient;
@@ -121,6 +122,9 @@ class RaftDirsTest {
             assertThat(problemAfter(f, s -> flip(s.resolve("kv").resolve(RocksStore.MANIFEST_FILE), -1)))
                     .contains("manifest").contains("CRC32C mismatch");
         }
+        // the region state has no checksum of its own: the one in the snapshot meta names it
+        assertThat(problemAfter(f, s -> flip(s.resolve(RegionStateMachine.STATE_FILE), -1)))
+                .contains("corrupt snapshot file").contains(RegionStateMachine.STATE_FILE).contains("CRC32C mismatch with the snapshot meta");
         String meta = "__raft_snapshot_meta";
         // a flipped length prefix must not make the check allocate gigabytes
         assertThat(problemAfter(f, s -> flip(s.resolve(meta), 0))).contains("snapshot meta").contains("truncated or damaged");

@@ -237,6 +237,33 @@ class SharedLogStorageTest {
     }
 
     @Test
+    void when_aTableFileIsDamagedWhileOpen_then_theReadFailsAndTheLogSaysWhichFile() throws IOException {
+        try (SharedRaftLog log = new SharedRaftLog(dir, true)) {
+            SharedLogStorage s = open(log, 1, new ConfigurationManager());
+            assertThat(s.appendEntries(range(1, 500, 1))).isEqualTo(500);
+        }
+        try (SharedRaftLog log = new SharedRaftLog(dir, true)) { // the reopen flushed the entries to a table file
+            SharedLogStorage s = open(log, 1, new ConfigurationManager());
+            Path table;
+            try (Stream<Path> files = Files.list(dir)) {
+                table = files.filter(f -> f.toString().endsWith(".sst"))
+                        .max(Comparator.comparingLong(f -> f.toFile().length())).orElseThrow();
+            }
+            try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(table.toFile(), "rw")) {
+                f.seek(f.length() / 2);
+                int b = f.read();
+                f.seek(f.length() / 2);
+                f.write(b ^ 0xFF);
+            }
+            assertThat(log.readFailure()).isNull();
+            long unreadable = java.util.stream.LongStream.rangeClosed(1, 500).filter(i -> s.getEntry(i) == null).count();
+
+            assertThat(unreadable).isPositive();
+            assertThat(log.readFailure()).contains("cannot read group 1's entry").contains(table.getFileName().toString());
+        }
+    }
+
+    @Test
     void when_theLogIsClosed_then_callsFailInsteadOfReachingTheFreedDatabase() {
         SharedRaftLog log = new SharedRaftLog(dir, true);
         SharedLogStorage s = open(log, 3, new ConfigurationManager());
