@@ -70,6 +70,9 @@ public final class MetaGroup implements AutoCloseable {
             options.setInitialConf(new Configuration());
         }
         options.setFsm(fsm);
+        // the map's log fsynced whatever raft.sync says: a map that lost its entries in a power cut of every node
+        // was made anew, with a new cluster id that refused every node; it takes a few entries an hour
+        options.getRaftOptions().setSync(true);
         options.setSnapshotIntervalSecs(3600); // a few hundred bytes of state; the log grows by a few entries an hour
         this.electionTimeoutMs = config.raft().electionTimeoutMs();
         this.service = new RaftGroupService(GROUP_ID, self, options, rpcServer, true);
