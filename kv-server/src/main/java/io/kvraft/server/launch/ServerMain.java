@@ -27,7 +27,7 @@ import java.util.concurrent.CountDownLatch;
                         + " whose table files fail their checksums) or port in use;"
                         + " also the JVM's own exit when the heap runs out, with -XX:+ExitOnOutOfMemoryError",
                 "4:refused by the cluster: removed, or the data directory is another cluster's",
-                "5:a region's or the cluster map's Raft log (or snapshot, or Raft meta), or the store, could not be written or synced: the node stops rather"
+                "5:a region's or the cluster map's Raft log (or snapshot, or Raft meta), or the store, could not be written or synced, or a log entry could not be read: the node stops rather"
                         + " than serve on a disk that lost writes; restarted, it recovers from its log and its peers"},
         footer = "%nEvery failure to start is one line on stderr, starting with 'kv-server:'.")
 public final class ServerMain implements Callable<Integer> {
