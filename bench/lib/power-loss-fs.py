@@ -217,8 +217,12 @@ class PowerLossFs(pyfuse3.Operations):
         self.synced(directory=fh)
 
     async def mkdir(self, parent, name, mode, ctx):
+        return self.made(parent, name, lambda p: os.mkdir(p, mode & ~ctx.umask))
+
+    def made(self, parent, name, make):
+        """Makes a name with make(path) and keeps it as new until its directory's fsync."""
         try:
-            os.mkdir(self.child(parent, name), mode & ~ctx.umask)
+            make(self.child(parent, name))
         except OSError as exc:
             raise FUSEError(exc.errno)
         attr = self.entry(parent, name, fresh=True)
@@ -226,22 +230,10 @@ class PowerLossFs(pyfuse3.Operations):
         return attr
 
     async def mknod(self, parent, name, mode, rdev, ctx):
-        try:
-            os.mknod(self.child(parent, name), mode & ~ctx.umask, rdev)
-        except OSError as exc:
-            raise FUSEError(exc.errno)
-        attr = self.entry(parent, name, fresh=True)
-        self.entries.append(Entry("new", parent, name, attr.st_ino))
-        return attr
+        return self.made(parent, name, lambda p: os.mknod(p, mode & ~ctx.umask, rdev))
 
     async def symlink(self, parent, name, target, ctx):
-        try:
-            os.symlink(target, self.child(parent, name))
-        except OSError as exc:
-            raise FUSEError(exc.errno)
-        attr = self.entry(parent, name, fresh=True)
-        self.entries.append(Entry("new", parent, name, attr.st_ino))
-        return attr
+        return self.made(parent, name, lambda p: os.symlink(target, p))
 
     async def link(self, fino, parent, name, ctx):
         try:

@@ -4,13 +4,11 @@ import com.alipay.sofa.jraft.entity.LocalFileMetaOutter.LocalFileMeta;
 import com.alipay.sofa.jraft.storage.snapshot.SnapshotReader;
 import com.google.protobuf.Message;
 import io.kvraft.server.store.CorruptSnapshotException;
+import io.kvraft.server.store.SnapshotFiles;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.util.zip.CRC32C;
 
 /**
  * The CRC32C of every file of a region snapshot, kept in jraft's snapshot meta ({@code LocalFileMeta.checksum},
@@ -21,14 +19,13 @@ import java.util.zip.CRC32C;
 public final class SnapshotChecksums {
 
     static final String PREFIX = "crc32c:";
-    private static final int BUFFER_BYTES = 64 * 1024;
 
     private SnapshotChecksums() {
     }
 
     /** The meta to add {@code file} to a snapshot with: its checksum. */
     static LocalFileMeta meta(Path file) throws IOException {
-        return LocalFileMeta.newBuilder().setChecksum(PREFIX + String.format("%08x", crc32c(file))).build();
+        return LocalFileMeta.newBuilder().setChecksum(PREFIX + String.format("%08x", SnapshotFiles.crc32c(file))).build();
     }
 
     /** Checks every file of {@code reader} that has a checksum in its meta. */
@@ -51,7 +48,7 @@ public final class SnapshotChecksums {
         }
         int computed;
         try {
-            computed = crc32c(file);
+            computed = SnapshotFiles.crc32c(file);
         } catch (NoSuchFileException e) {
             throw new CorruptSnapshotException("corrupt snapshot file " + file + ": missing");
         }
@@ -60,16 +57,5 @@ public final class SnapshotChecksums {
             throw new CorruptSnapshotException(String.format("corrupt snapshot file %s: CRC32C mismatch with the"
                     + " snapshot meta: stored %s, computed %08x", file, stored, computed));
         }
-    }
-
-    private static int crc32c(Path file) throws IOException {
-        CRC32C crc = new CRC32C();
-        byte[] buffer = new byte[BUFFER_BYTES];
-        try (InputStream in = Files.newInputStream(file)) {
-            for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
-                crc.update(buffer, 0, n);
-            }
-        }
-        return (int) crc.getValue();
     }
 }

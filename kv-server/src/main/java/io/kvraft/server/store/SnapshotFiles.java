@@ -15,7 +15,7 @@ import java.util.zip.CRC32C;
  * The framing shared by both engines' snapshot files: a header of magic, format version and engine
  * tag, CRC32C helpers, and fsync helpers (after a snapshot Raft may drop its log, so the files must be durable).
  */
-final class SnapshotFiles {
+public final class SnapshotFiles {
 
     /** "KVSN" in ASCII. */
     static final int MAGIC = 0x4B56534E;
@@ -63,7 +63,7 @@ final class SnapshotFiles {
     }
 
     /** CRC32C of the whole file, streamed. */
-    static int crc32c(Path file) throws IOException {
+    public static int crc32c(Path file) throws IOException {
         CRC32C crc = new CRC32C();
         byte[] buffer = new byte[COPY_BUFFER_BYTES];
         try (InputStream in = Files.newInputStream(file)) {
