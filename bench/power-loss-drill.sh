@@ -51,7 +51,8 @@ drill_init power-loss-drill
 fs_pids=()
 cleanup() { # the nodes stopped before their file systems, and those before the work dir is removed
   local p i
-  [ -n "$bench_pid" ] && kill "$bench_pid" 2>/dev/null
+  set +e # one kill of a process already gone must not end the cleanup (set -e would, and leave the mounts)
+  [ -z "$bench_pid" ] || kill "$bench_pid" 2>/dev/null
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   for i in "${!fs_pids[@]}"; do
     kill -TERM "${fs_pids[$i]}" 2>/dev/null || true; wait "${fs_pids[$i]}" 2>/dev/null || true
