@@ -1,5 +1,6 @@
 package io.kvraft.server;
 
+import io.kvraft.server.fs.DurableFiles;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileSystemException;

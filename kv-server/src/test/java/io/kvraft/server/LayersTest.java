@@ -27,21 +27,22 @@ class LayersTest {
     static {
         MAY_USE.put("launch", List.of("node", "config", "common"));
         MAY_USE.put("node", List.of("rpc", "meta", "shape", "balance", "metrics", "backup", "host", "region", "raft",
-                "raftlog", "store", "coord", "config", "common"));
+                "raftlog", "store", "coord", "config", "fs", "common"));
         MAY_USE.put("rpc", List.of("meta", "shape", "host", "region", "raft", "backup", "metrics", "store", "coord",
                 "config", "common"));
-        MAY_USE.put("meta", List.of("shape", "balance", "host", "region", "raft", "config", "common"));
+        MAY_USE.put("meta", List.of("shape", "balance", "host", "region", "raft", "config", "fs", "common"));
         MAY_USE.put("shape", List.of("host", "region", "raft", "store", "coord", "config", "common"));
         MAY_USE.put("balance", List.of("host", "region", "raft", "config", "common"));
         MAY_USE.put("metrics", List.of("host", "region", "raft", "config", "common"));
         MAY_USE.put("backup", List.of("store", "common"));
-        MAY_USE.put("host", List.of("region", "raft", "raftlog", "store", "config", "common"));
-        MAY_USE.put("region", List.of("raft", "store", "coord", "config", "common"));
+        MAY_USE.put("host", List.of("region", "raft", "raftlog", "store", "config", "fs", "common"));
+        MAY_USE.put("region", List.of("raft", "store", "coord", "config", "fs", "common"));
         MAY_USE.put("raft", List.of("config", "common"));
-        MAY_USE.put("raftlog", List.of("config", "common"));
-        MAY_USE.put("store", List.of("common"));
+        MAY_USE.put("raftlog", List.of("config", "fs", "common"));
+        MAY_USE.put("store", List.of("fs", "common"));
         MAY_USE.put("coord", List.of("common"));
         MAY_USE.put("config", List.of("common"));
+        MAY_USE.put("fs", List.of());
         MAY_USE.put("common", List.of());
     }
 

@@ -1,6 +1,6 @@
 package io.kvraft.server.host;
 
-import io.kvraft.server.DurableFiles;
+import io.kvraft.server.fs.DurableFiles;
 import io.kvraft.server.config.ServerConfig;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -1,6 +1,6 @@
 package io.kvraft.server.host;
 
-import io.kvraft.server.DurableFiles;
+import io.kvraft.server.fs.DurableFiles;
 import io.kvraft.server.region.Region;
 import io.kvraft.server.region.RegionStateMachine;
 import io.kvraft.server.region.SnapshotChecksums;

@@ -1,6 +1,6 @@
 package io.kvraft.server.host;
 
-import io.kvraft.server.DurableFiles;
+import io.kvraft.server.fs.DurableFiles;
 import io.kvraft.server.region.Region;
 
 import com.fasterxml.jackson.annotation.JsonInclude;

@@ -1,6 +1,6 @@
 package io.kvraft.server.host;
 
-import io.kvraft.server.DurableFiles;
+import io.kvraft.server.fs.DurableFiles;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.raftlog.SharedRaftLog;
 import io.kvraft.server.region.Region;

@@ -3,7 +3,7 @@ package io.kvraft.server.meta;
 import io.kvraft.common.proto.KvProto.ClusterMap;
 import io.kvraft.common.proto.KvProto.NodeRecord;
 import io.kvraft.common.proto.KvProto.NodeState;
-import io.kvraft.server.DurableFiles;
+import io.kvraft.server.fs.DurableFiles;
 import io.kvraft.server.host.RegionHost;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -14,7 +14,7 @@ import io.kvraft.common.proto.KvProto.ClusterMap;
 import io.kvraft.common.proto.KvProto.Error;
 import io.kvraft.common.proto.KvProto.ErrorCode;
 import io.kvraft.common.proto.KvProto.MetaCommand;
-import io.kvraft.server.DurableFiles;
+import io.kvraft.server.fs.DurableFiles;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.host.RaftOptionsFactory;
 import io.kvraft.server.host.Uninterruptible;

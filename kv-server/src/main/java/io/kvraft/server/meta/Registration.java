@@ -6,7 +6,7 @@ import io.kvraft.common.proto.KvProto.JoinResponse;
 import io.kvraft.common.proto.KvProto.NodeReport;
 import io.kvraft.common.proto.KvProto.NodeReportResponse;
 import io.kvraft.common.rpc.Transport;
-import io.kvraft.server.DurableFiles;
+import io.kvraft.server.fs.DurableFiles;
 import io.kvraft.server.config.ServerConfig;
 import io.kvraft.server.host.RegionHost;
 import io.kvraft.server.region.Region;

@@ -1,6 +1,6 @@
 package io.kvraft.server.raftlog;
 
-import io.kvraft.server.DurableFiles;
+import io.kvraft.server.fs.DurableFiles;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.ColumnFamilyDescriptor;
 import org.rocksdb.ColumnFamilyHandle;

@@ -18,7 +18,7 @@ import io.kvraft.common.proto.KvProto.RegionState;
 import io.kvraft.common.proto.KvProto.WriteBatch;
 import io.kvraft.common.proto.KvProto.WriteOp;
 import io.kvraft.common.proto.KvProto.WriteOpType;
-import io.kvraft.server.DurableFiles;
+import io.kvraft.server.fs.DurableFiles;
 import io.kvraft.server.coord.Locks;
 import io.kvraft.server.store.KeyRange;
 import io.kvraft.server.store.KvStore;

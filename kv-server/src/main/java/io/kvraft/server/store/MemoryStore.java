@@ -1,6 +1,6 @@
 package io.kvraft.server.store;
 
-import io.kvraft.server.DurableFiles;
+import io.kvraft.server.fs.DurableFiles;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;

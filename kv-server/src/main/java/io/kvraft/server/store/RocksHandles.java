@@ -1,6 +1,6 @@
 package io.kvraft.server.store;
 
-import io.kvraft.server.DurableFiles;
+import io.kvraft.server.fs.DurableFiles;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.BloomFilter;
 import org.rocksdb.BuiltinComparator;

@@ -1,4 +1,4 @@
-package io.kvraft.server;
+package io.kvraft.server.fs;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;

@@ -1,4 +1,4 @@
-package io.kvraft.server;
+package io.kvraft.server.fs;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
