@@ -76,6 +76,22 @@ class RegionRecoveryClusterTest {
             Set<String> mapVoters = new TreeSet<>(await().atMost(30, SECONDS).until(() -> java.util.stream.IntStream
                     .range(0, nodes.size()).mapToObj(cluster::node).filter(n -> n.meta().group().isLeader())
                     .map(n -> n.meta().group().voters()).findFirst().orElse(List.of()), v -> v.size() == 3));
+            // placement may still be moving replicas onto the five nodes: the regions the two lost nodes share are
+            // read from a layout that has stood still for two seconds (a move takes well under one)
+            java.util.concurrent.atomic.AtomicReference<List<List<Integer>>> seen = new java.util.concurrent.atomic.AtomicReference<>();
+            await().atMost(60, SECONDS).pollInterval(2, SECONDS).until(() -> {
+                List<List<Integer>> layout = new ArrayList<>();
+                for (int r = 1; r <= REGIONS; r++) {
+                    List<Integer> holders = new ArrayList<>();
+                    for (int i = 0; i < nodes.size(); i++) {
+                        if (cluster.node(i).host().region(r) != null) {
+                            holders.add(i);
+                        }
+                    }
+                    layout.add(holders);
+                }
+                return layout.equals(seen.getAndSet(layout));
+            });
             int region = -1;
             List<Integer> lost = new ArrayList<>();
             int survivor = -1;
