@@ -120,25 +120,25 @@ if [ "$short" = 1 ]; then
   t3=$t2; t4=$t2; gone_nodes="${nodes[0]},${nodes[1]}"; gone_names="nodes 1-2"; live_names="nodes 3, 4, 5"
   wait_for 300 "nodes 3, 4, 5 balanced" balanced "$live"
 else
-gone_nodes="${nodes[0]},${nodes[1]},${nodes[2]}"; gone_names="nodes 1-3"; live_names="nodes 4, 5, 6"
-# replace: node 3 dies with its disk, node 6 joins in its place
-sleep 3
-t3=$(bench_second) # before the kill: errors in a later second may be the kill's (writes in flight to node 3)
-kill -9 "${pids[2]}"; wait "${pids[2]}" 2>/dev/null || true
-rm -rf "$work/data-3"
-servers=$(IFS=,; echo "${nodes[*]:3:2}")
-s3=$(now)
-kv_join_node 6 "$servers" "${jvm[@]}"
-live=$(IFS=,; echo "${nodes[3]},${nodes[4]},${nodes[5]}")
-servers=$live
-healthy() { read -r n lo hi led < <(replica_counts "$live"); [ "$n" -gt 0 ] && [ "$lo" = 3 ] && [ "$hi" = 3 ] && [ "$led" = "$n" ]; }
-wait_for 900 "3 replicas per region on nodes 4, 5, 6" healthy
-t4=$(bench_second); replace_secs=$(since "$s3")
-echo "replace: node 3 killed and wiped at benchmark second $t3, node 6 started; every region had 3 replicas on live"\
-  "nodes and a leader after $replace_secs s (second $t4)"
-removed3() { kvc node remove "${nodes[2]}" >/dev/null 2>&1; }
-wait_for 120 "node 3 removed" removed3
-wait_for 300 "nodes 4, 5, 6 balanced" balanced "$live"
+  gone_nodes="${nodes[0]},${nodes[1]},${nodes[2]}"; gone_names="nodes 1-3"; live_names="nodes 4, 5, 6"
+  # replace: node 3 dies with its disk, node 6 joins in its place
+  sleep 3
+  t3=$(bench_second) # before the kill: errors in a later second may be the kill's (writes in flight to node 3)
+  kill -9 "${pids[2]}"; wait "${pids[2]}" 2>/dev/null || true
+  rm -rf "$work/data-3"
+  servers=$(IFS=,; echo "${nodes[*]:3:2}")
+  s3=$(now)
+  kv_join_node 6 "$servers" "${jvm[@]}"
+  live=$(IFS=,; echo "${nodes[3]},${nodes[4]},${nodes[5]}")
+  servers=$live
+  healthy() { read -r n lo hi led < <(replica_counts "$live"); [ "$n" -gt 0 ] && [ "$lo" = 3 ] && [ "$hi" = 3 ] && [ "$led" = "$n" ]; }
+  wait_for 900 "3 replicas per region on nodes 4, 5, 6" healthy
+  t4=$(bench_second); replace_secs=$(since "$s3")
+  echo "replace: node 3 killed and wiped at benchmark second $t3, node 6 started; every region had 3 replicas on live"\
+    "nodes and a leader after $replace_secs s (second $t4)"
+  removed3() { kvc node remove "${nodes[2]}" >/dev/null 2>&1; }
+  wait_for 120 "node 3 removed" removed3
+  wait_for 300 "nodes 4, 5, 6 balanced" balanced "$live"
 fi
 
 echo "drill: waiting for the benchmark to end (second $(bench_second) of $((warmup + duration)))"

@@ -4,8 +4,8 @@
 # the image on a Debian base made with debootstrap (no registry needed), runs a short light benchmark
 # on 8 clients, merges their results and checks: 8 clients, zero errors, non-zero throughput; then the
 # README's backup commands from the stack (kvctl backup onto the backups volume, backup verify, tar off it); with
-# --grow, then grows the cluster from 3 to 5 servers (kv4, kv5 of profile "grow" join) and waits, up to 6 minutes, until all 5
-# are live and hold as many replicas as each other (within 1) with no move running; drains and removes kv5 and kv4
+# --grow, then grows the cluster from 3 to 5 servers (kv4, kv5 of profile "grow" join) and waits, up to 6 minutes,
+# until all 5 are live and hold as many replicas as each other (within 1) with no move running; drains and removes kv5 and kv4
 # (node drain, node remove), stops them, and checks that the 3 left are healthy. After the grow and after the
 # shrink, a scan of the whole key space must equal the one before the grow, and 100 marker keys must read back.
 # Prints the time until balanced and each drain's time.
