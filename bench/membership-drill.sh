@@ -114,10 +114,10 @@ t2=$(bench_second); shrink_secs=$(since "$s1")
 echo "shrink: nodes 1 and 2 drained, removed and stopped in $shrink_secs s (benchmark second $t1 .. $t2)"
 
 if [ "$short" = 1 ]; then
-  # no replace: nodes 3, 4, 5 stay; the error count "before the kill" covers the whole run
+  # no replace: nodes 3, 4, 5 stay; with no kill, "before the kill" is the benchmark's whole run
   live=$(IFS=,; echo "${nodes[*]:2:3}")
   servers=$live
-  t3=$t2; t4=$t2; gone_nodes="${nodes[0]},${nodes[1]}"; gone_names="nodes 1-2"; live_names="nodes 3, 4, 5"
+  t3=$((warmup + duration)); t4=$t3; gone_nodes="${nodes[0]},${nodes[1]}"; gone_names="nodes 1-2"; live_names="nodes 3, 4, 5"
   wait_for 300 "nodes 3, 4, 5 balanced" balanced "$live"
 else
   gone_nodes="${nodes[0]},${nodes[1]},${nodes[2]}"; gone_names="nodes 1-3"; live_names="nodes 4, 5, 6"
