@@ -6,7 +6,8 @@
 #   kv_cluster_start [JVM ARGS...]   starts the nodes (their PIDs in the array pids, by node), logs in $work;
 #                                    KV_NODE_WRAP_I (e.g. KV_NODE_WRAP_1="fiu-run -x") runs node I's java under a
 #                                    command that execs it (its PID stays the JVM's)
-#   kv_cluster_await_health          waits until every region has a leader (kv-client health)
+#   kv_cluster_await_health          waits until every region has a leader (kv-client health); fails at once, with
+#                                    the nodes' log tails, when every node started has exited
 #   kv_join_node I SEEDS [JVM ARGS...]  writes server-I.yaml for a new node on a free port that joins the cluster through
 #                                    SEEDS (host:port,...), with the settings of server-1.yaml after its cluster: section,
 #                                    and starts it; nodes[I-1] and pids[I-1] name it
@@ -97,7 +98,15 @@ kvc() {
 }
 
 kv_cluster_await_health() {
+  local p i alive
   for _ in $(seq 600); do
+    alive=0
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    if [ "$alive" = 0 ]; then # a bad config or jar: no node will ever answer
+      echo "cluster not healthy: every node has exited; logs in $work" >&2
+      for ((i = 1; i <= ${#pids[@]}; i++)); do kv_node_tail "$i" >&2; done
+      return 1
+    fi
     kvc health >/dev/null 2>&1 && return 0
     sleep 0.2
   done
