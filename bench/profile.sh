@@ -55,10 +55,7 @@ kv_cluster_init memory 24
 out=${keep:-$work/out}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-mports=($(python3 -c 'import socket
-s=[socket.socket() for _ in range(3)]
-[x.bind(("127.0.0.1",0)) for x in s]
-print(" ".join(str(x.getsockname()[1]) for x in s))'))
+mports=($(kv_free_ports 3))
 for i in 1 2 3; do printf 'metrics:\n  port: %s\n' "${mports[$((i - 1))]}" >>"$work/server-$i.yaml"; done
 if [ "$flame" = 1 ]; then
   unzip -q -o -j "$jar" linux-x64/libasyncProfiler.so -d "$work"

@@ -1,4 +1,5 @@
 # Sourced by bench scripts: a cluster of server JVMs (3, or KV_NODES) in a temp dir on free loopback ports.
+#   kv_free_ports N                  N distinct free loopback ports
 #   kv_cluster_init ENGINE REGIONS [YAML]
 #                                    makes $work, picks ports, writes $work/server-{1,2,3,...}.yaml, sets $servers
 #                                    and the array nodes (host:port of each); YAML (optional) is appended to each
@@ -18,13 +19,18 @@
 
 pids=()
 
+# kv_free_ports N: N distinct free loopback ports, space-separated (held open together while picked)
+kv_free_ports() {
+  python3 -c 'import socket, sys
+s=[socket.socket() for _ in range(int(sys.argv[1]))]
+[x.bind(("127.0.0.1",0)) for x in s]
+print(" ".join(str(x.getsockname()[1]) for x in s))' "$1"
+}
+
 kv_cluster_init() {
   local engine=$1 regions=$2 extra=${3:-} i n=${KV_NODES:-3}
   work=$(mktemp -d /tmp/kv-bench.XXXXXX)
-  ports=($(python3 -c 'import socket, sys
-s=[socket.socket() for _ in range(int(sys.argv[1]))]
-[x.bind(("127.0.0.1",0)) for x in s]
-print(" ".join(str(x.getsockname()[1]) for x in s))' "$n"))
+  ports=($(kv_free_ports "$n"))
   nodes=()
   for i in "${!ports[@]}"; do nodes+=("127.0.0.1:${ports[$i]}"); done
   local peers
@@ -66,7 +72,7 @@ kv_node_start() {
 kv_join_node() {
   local i=$1 seeds=$2 port
   shift 2
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(kv_free_ports 1)
   nodes[$((i - 1))]="127.0.0.1:$port"
   {
     echo "endpoint: 127.0.0.1:$port"
